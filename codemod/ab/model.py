@@ -1,0 +1,178 @@
+"""The A/B result model: plain dataclasses that serialise to versioned JSON.
+
+Every A/B report (terminal, JSON, Markdown, HTML, JUnit, en/zh) is a view over
+one `ABResult`, so no two reports can disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, Optional, get_args, get_origin, get_type_hints
+
+SCHEMA_VERSION = 1
+
+# Outcomes of one test in one arm (worst phase wins: error > failed > ...).
+OUTCOMES = (
+    "passed", "failed", "error", "skipped", "xfailed", "xpassed",
+    "crashed", "timeout", "not-run",
+)
+
+# Per-test A/B categories, in report order (most important first).
+CATEGORIES = (
+    "new-failure",        # passed (or skipped) in A, fails/errors in B
+    "crash",              # crashed in B, not in A
+    "timeout",            # timed out in B, not in A
+    "missing-in-b",       # collected in A, absent from B
+    "no-longer-run",      # ran in A, skipped / not run in B (never counted as fixed)
+    "xfail-to-xpass",
+    "xpass-to-xfail",
+    "different-failure",  # fails in both, signatures differ
+    "similar-failure",    # fails in both, only the loose signatures match
+    "flaky",              # discordant, inconsistent on alternating reruns
+    "pre-existing",       # fails in both with identical signature
+    "fixed",              # fails in A, passes in B
+    "newly-run",          # skipped in A, runs in B
+    "added-in-b",         # absent from A, present in B
+    "same-skip",
+    "same-pass",
+)
+
+# Categories that make the verdict REGRESSION.
+REGRESSING = frozenset({"new-failure", "crash", "timeout", "missing-in-b", "xpass-to-xfail"})
+
+VERDICTS = ("SAFE", "REGRESSION", "INCONCLUSIVE")
+EXIT_CODES = {"SAFE": 0, "REGRESSION": 1, "INCONCLUSIVE": 3}
+
+
+@dataclass
+class Outcome:
+    """One test's result in one arm."""
+
+    nodeid: str
+    outcome: str                      # one of OUTCOMES
+    phase: str = "call"               # collect | setup | call | teardown
+    exc_type: Optional[str] = None    # qualified, e.g. "_pickle.UnpicklingError"
+    exc_chain: list[str] = field(default_factory=list)  # causes/contexts, outermost first
+    message: str = ""                 # raw first lines of the message (capped)
+    signature: Optional[str] = None   # exact normalised signature (None when passed)
+    loose_signature: Optional[str] = None
+    traceback: str = ""               # full longrepr, for the report only
+    duration: float = 0.0
+    subtests: list["Outcome"] = field(default_factory=list)
+    signal: Optional[str] = None      # "SIGSEGV" when crashed
+    reruns: list[str] = field(default_factory=list)  # outcomes of confirmation reruns
+
+
+@dataclass
+class ArmResult:
+    name: str                          # "A", "B", or a diagnostic arm's name
+    label: str                         # human description: "base HEAD~1", "work tree", ...
+    root: str                          # where it ran (temporary, removed afterwards)
+    source: str                        # "git:REF", "worktree", "dir:PATH"
+    env_added: dict[str, str] = field(default_factory=dict)  # --env and --diag vars
+    extra_args: list[str] = field(default_factory=list)     # e.g. --hw-classification GENERIC
+    command: str = ""                  # reproduction command (shell-quoted)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    collection_errors: dict[str, Outcome] = field(default_factory=dict)  # by file
+    crashes: list[str] = field(default_factory=list)   # nodeids attributed a crash
+    ran: bool = True                    # False: the arm could not run at all
+    error: str = ""                     # why it could not run
+    duration: float = 0.0
+
+
+@dataclass
+class TestComparison:
+    nodeid: str
+    category: str                       # one of CATEGORIES
+    a: Optional[Outcome] = None
+    b: Optional[Outcome] = None
+    note: str = ""                      # e.g. "renamed from X via --map"
+    mapped_from: Optional[str] = None
+
+
+@dataclass
+class DiagnosticSummary:
+    name: str
+    based_on: str                       # "A" or "B"
+    variables: dict[str, str] = field(default_factory=dict)
+    # nodeid -> (outcome in the base arm, outcome in the diagnostic arm), only changed ones
+    changed: dict[str, list[str]] = field(default_factory=dict)
+    statement: str = ""                 # "3 failures in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
+
+
+@dataclass
+class Environment:
+    python: str = ""
+    executable: str = ""
+    platform: str = ""
+    machine: str = ""
+    torch_version: Optional[str] = None
+    torch_git_version: Optional[str] = None
+    cuda: Optional[str] = None           # version string when available
+    rocm: Optional[str] = None
+    xpu: Optional[bool] = None
+    mps: Optional[bool] = None
+    accelerator: Optional[str] = None    # torch.accelerator.current_accelerator()
+    backends: dict[str, str] = field(default_factory=dict)  # e.g. {"torch_npu": "2.6.0"}
+    quantized_engine: Optional[str] = None
+    supported_engines: list[str] = field(default_factory=list)
+    prepack: dict[str, str] = field(default_factory=dict)   # engine -> "ok" | error text
+    has_hw_classification: Optional[bool] = None
+    variables: dict[str, str] = field(default_factory=dict)  # TORCH_*, PYTORCH_*
+    probe_error: str = ""
+
+
+@dataclass
+class ABResult:
+    schema_version: int = SCHEMA_VERSION
+    tool_version: str = ""
+    normaliser_version: str = ""
+    verdict: str = "INCONCLUSIVE"
+    verdict_reason: str = ""
+    paths: list[str] = field(default_factory=list)
+    base_ref: Optional[str] = None
+    started: str = ""                   # ISO 8601
+    duration: float = 0.0
+    python: str = ""                    # the target interpreter
+    shard: Optional[str] = None         # "I/N"
+    env_unset: list[str] = field(default_factory=list)
+    env_set: dict[str, str] = field(default_factory=dict)   # applied to every arm
+    arms: list[ArmResult] = field(default_factory=list)
+    tests: list[TestComparison] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)    # category -> n
+    diagnostics: list[DiagnosticSummary] = field(default_factory=list)
+    environment: Environment = field(default_factory=Environment)
+    mapping: dict[str, str] = field(default_factory=dict)   # --map OLD=NEW
+
+    def arm(self, name: str) -> Optional[ArmResult]:
+        return next((a for a in self.arms if a.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ABResult":
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"unsupported A/B result schema version {version!r} (expected {SCHEMA_VERSION})")
+        return _build(cls, data)
+
+
+def _build(tp: Any, value: Any) -> Any:
+    """Rebuild nested dataclasses from their asdict() form."""
+    if value is None:
+        return None
+    origin = get_origin(tp)
+    if origin is Optional or (origin is not None and type(None) in get_args(tp)):
+        inner = [a for a in get_args(tp) if a is not type(None)][0]
+        return _build(inner, value)
+    if is_dataclass(tp):
+        hints = get_type_hints(tp)
+        return tp(**{f.name: _build(hints[f.name], value[f.name]) for f in fields(tp) if f.name in value})
+    if origin is list:
+        (item,) = get_args(tp)
+        return [_build(item, v) for v in value]
+    if origin is dict:
+        _, item = get_args(tp)
+        return {k: _build(item, v) for k, v in value.items()}
+    return value

@@ -1,0 +1,63 @@
+"""The contract every transform honours: pure text in, text plus findings out.
+
+A transform never touches the file system, never keeps global state and never
+decides whether a file is written: the engine (codemod/engine.py) owns that.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+# Severities, in increasing order of weight.
+INFO = "info"
+WARNING = "warning"
+ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One statement a transform makes about a file, a class or a call.
+
+    `rule` is a stable, namespaced name (`hw/label`, `hw/ACCELERATOR[decorator]`,
+    `torch-load/skip-pickle-module`, ...) so reports can count and filter by it.
+    `path` is empty inside a transform; the engine fills it in.
+    """
+
+    rule: str
+    message: str
+    line: int
+    severity: str = INFO
+    cls: str | None = None
+    fix: str | None = None
+    path: str = ""
+    # Free-form, JSON-serialisable details (evidence, candidate violations, ...).
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TransformResult:
+    text: str
+    findings: list[Finding] = field(default_factory=list)
+    # True when the transform wanted a change it refused to make (needs manual work).
+    needs_manual: bool = False
+
+
+class Transform(Protocol):
+    """What the engine needs from a transform (hw_label, torch_load)."""
+
+    name: str
+
+    def triage(self, text: str) -> bool:
+        """Cheap pre-check (substring level): False means "certainly nothing to do"."""
+
+    def run(self, text: str, tree: ast.Module) -> TransformResult:
+        """Analyse and edit `text` (already parsed as `tree`). Pure."""
+
+    def strip(self, tree: ast.Module) -> ast.Module:
+        """Remove from `tree` everything this transform may add (used by verification:
+        strip(parse(output)) must equal strip(parse(input)))."""
