@@ -1,8 +1,194 @@
-"""The `decouple` command line (placeholder until the engine lands)."""
+"""The `decouple` command line.
+
+Exit codes (every command):
+    0  done, or nothing to do
+    1  changes needed (--diff / --check), classes needing manual work,
+       or (ab) a REGRESSION verdict
+    2  usage error, bad input (missing path, unreadable / undecodable / syntax-error
+       file, broken interpreter) or an internal error
+    3  (ab) INCONCLUSIVE verdict
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
 
 import click
 
+from codemod import engine
+from codemod.config import Config, ConfigError, load_config
+from codemod.discovery import DEFAULT_EXCLUDES, DiscoveryError, discover, graduate, read_allowlist
+from codemod.report import text as text_report
+from codemod.result import RunResult
+from transforms.classify import VALUES
+from transforms.hw_label import HwLabel
 
-@click.group()
+
+def fail(message: str, code: int = 2) -> None:
+    click.echo(f"decouple: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _value(raw: str, what: str) -> str:
+    value = raw.strip().upper()
+    if value not in VALUES:
+        raise click.BadParameter(f"{raw!r} is not one of {', '.join(VALUES)}", param_hint=what)
+    return value
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+
+    def wrap(results, total):
+        with click.progressbar(results, length=total, label="decouple", file=sys.stderr) as bar:
+            yield from bar
+
+    return wrap
+
+
+def selection_options(f):
+    """Options shared by every command that walks test files."""
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path()),
+        click.option("--from-allowlist", "allowlist", type=click.Path(),
+                     help="Take the files listed in the upstream test_linter_allowlist.json."),
+        click.option("--exclude", multiple=True, metavar="GLOB",
+                     help="Skip files matching GLOB (repeatable; added to [tool.decouple] exclude)."),
+        click.option("--no-default-excludes", is_flag=True,
+                     help=f"Also process the vendored folders excluded by default: {', '.join(DEFAULT_EXCLUDES)}."),
+        click.option("-j", "--jobs", type=click.IntRange(1), default=None,
+                     help="Worker processes (default: all cores)."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+        click.option("--classification", metavar="VALUE",
+                     help="Use VALUE for every unlabelled test class instead of inferring it."),
+        click.option("--set", "per_class", multiple=True, metavar="CLASS=VALUE",
+                     help="Use VALUE for the test class CLASS (repeatable)."),
+        click.option("--force", is_flag=True,
+                     help="Apply a --classification/--set value even when it breaks a linter rule (reported)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _label_transform(classification, per_class, force) -> HwLabel:
+    overrides = []
+    for item in per_class:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{item!r} is not CLASS=VALUE", param_hint="--set")
+        overrides.append((name.strip(), _value(value, "--set")))
+    return HwLabel(
+        classification=_value(classification, "--classification") if classification else None,
+        per_class=tuple(overrides),
+        force=force,
+    )
+
+
+def _select(cfg: Config, paths, allowlist_path, exclude, no_default_excludes):
+    allowlist = None
+    paths = list(paths)
+    allowlist_path = allowlist_path or (cfg.allowlist if not paths else None)
+    if allowlist_path:
+        allowlist = read_allowlist(allowlist_path)
+        paths += allowlist.files()
+    if not paths:
+        raise click.UsageError("name at least one file or folder, or --from-allowlist PATH")
+    missing = [p for p in paths if not os.path.exists(p)]
+    if allowlist is not None:
+        # An allowlist entry whose file is gone is stale, not a usage error.
+        stale = [p for p in missing if p in set(allowlist.files())]
+        missing = [p for p in missing if p not in set(stale)]
+        paths = [p for p in paths if p not in set(stale)]
+    else:
+        stale = []
+    if missing:
+        raise DiscoveryError(f"no such file or folder: {', '.join(missing)}")
+    excludes = ([] if no_default_excludes else list(DEFAULT_EXCLUDES)) + cfg.exclude + list(exclude)
+    return discover(paths, excludes), allowlist, stale
+
+
+def _run(mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False):
+    try:
+        cfg = load_config()
+        found, allowlist, stale = _select(cfg, paths, allowlist_path, exclude, no_default_excludes)
+    except (ConfigError, DiscoveryError) as e:
+        fail(str(e))
+    show_progress = sys.stderr.isatty() and len(found.files) > 50
+    results = engine.run_files(found.files, transforms, mode, jobs or cfg.jobs, _progress(show_progress))
+    run = RunResult(mode, results)
+    if stale:
+        run.warnings.append(f"{len(stale)} allowlist entries name files that do not exist: {', '.join(stale)}")
+    if found.excluded:
+        run.warnings.append(f"{len(found.excluded)} file(s) excluded by glob")
+    seen = {x.cls for f in results for x in f.findings if x.cls}
+    for name, _ in getattr(transforms[0], "per_class", ()) if transforms else ():
+        if name not in seen:
+            run.warnings.append(f"--set {name}=...: no test class of that name was found")
+    if graduate_flag:
+        if allowlist is None:
+            fail("--graduate needs --from-allowlist")
+        done = {f.path for f in results if f.fully_classified and f.status != "failed"}
+        run.graduated = graduate(allowlist, done)
+    return run
+
+
+def _emit(run: RunResult, fmt: str, table: bool) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(run.to_json(), indent=2))
+        return
+    if table:
+        click.echo(text_report.classification_table(run), nl=False)
+    click.echo(text_report.problems(run), nl=False, err=True)
+    click.echo(text_report.summary(run), nl=False, err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="test-decouple")
 def main() -> None:
-    """Label PyTorch test classes, make torch.load explicit, prove it with an A/B run."""
+    """Label PyTorch test classes with HardwareClassification, make torch.load explicit,
+    and prove the change with an A/B run.
+
+    Exit codes: 0 done / nothing to do; 1 changes needed (--diff/--check), manual work
+    left, or an A/B REGRESSION; 2 usage, input or internal error; 3 A/B INCONCLUSIVE.
+    """
+
+
+@main.command()
+@selection_options
+def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force):
+    """Show the classification of every test class, with its evidence. Writes nothing."""
+    transform = _label_transform(classification, per_class, force)
+    run = _run("classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
+    _emit(run, fmt, table=True)
+    sys.exit(run.exit_code())
+
+
+@main.command()
+@selection_options
+@click.option("--diff", "show_diff", is_flag=True, help="Print unified diffs, write nothing; exit 1 if any.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if a change is needed.")
+@click.option("--graduate", "graduate_flag", is_flag=True,
+              help="With --from-allowlist: remove the entries of files that end up fully classified.")
+@click.option("--stats", is_flag=True, help="Print a per-rule statistics table.")
+def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
+          show_diff, check, graduate_flag, stats):
+    """Insert hw_classification labels (and the import) where the rules allow it."""
+    if show_diff and check:
+        raise click.UsageError("--diff and --check exclude each other")
+    mode = "diff" if show_diff else "check" if check else "write"
+    if graduate_flag and mode != "write":
+        raise click.UsageError("--graduate only makes sense when writing (drop --diff/--check)")
+    transforms = [_label_transform(classification, per_class, force)]
+    run = _run(mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
+    if mode == "diff" and fmt == "text":
+        for f in run.files:
+            if f.diff:
+                click.echo(f.diff, nl=not f.diff.endswith("\n"))
+    _emit(run, fmt, table=False)
+    if stats and fmt == "text":
+        click.echo(text_report.rule_statistics(run), nl=False, err=True)
+    sys.exit(run.exit_code())

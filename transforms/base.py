@@ -43,8 +43,8 @@ class Finding:
 class TransformResult:
     text: str
     findings: list[Finding] = field(default_factory=list)
-    # True when the transform wanted a change it refused to make (needs manual work).
-    needs_manual: bool = False
+    # How many classes / calls the transform left for a human (it refused to guess).
+    manual: int = 0
 
 
 class Transform(Protocol):

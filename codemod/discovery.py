@@ -1,0 +1,176 @@
+"""Which files a run looks at: explicit files, folders, or the upstream allowlist."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+# Upstream keeps vendored code out of the refactor.
+DEFAULT_EXCLUDES = (
+    "test/cpython/*",
+    "test/cpp_extensions/open_registration_extension/*",
+)
+
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".tox", ".nox", ".venv", "venv", "node_modules", ".mypy_cache"}
+
+
+class DiscoveryError(Exception):
+    """A path the user named does not exist or an allowlist cannot be read."""
+
+
+def is_test_file(path: str) -> bool:
+    """The linter's definition of a test file, by basename."""
+    base = os.path.basename(path)
+    return base.endswith(".py") and (base.startswith("test_") or base.endswith("_test.py"))
+
+
+@dataclass
+class Discovered:
+    files: list[str] = field(default_factory=list)        # sorted, deduplicated
+    excluded: list[str] = field(default_factory=list)     # files dropped by an exclude glob
+
+
+def _git_root(folder: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", folder, "rev-parse", "--show-toplevel"],
+            capture_output=True, text=True, timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _git_files(folder: str) -> list[str] | None:
+    """Tracked and untracked-but-not-ignored .py files below `folder` (None: not a git tree)."""
+    if _git_root(folder) is None:
+        return None
+    out = subprocess.run(
+        ["git", "-C", folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"],
+        capture_output=True, timeout=120,
+    )
+    if out.returncode != 0:
+        return None
+    names = [n for n in out.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    # ls-files also lists tracked files deleted from the work tree.
+    return [p for p in (os.path.join(folder, n) for n in names) if os.path.isfile(p)]
+
+
+def _walk_files(folder: str) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        found.extend(os.path.join(dirpath, f) for f in filenames if f.endswith(".py"))
+    return found
+
+
+def excluded_by(path: str, patterns: tuple[str, ...] | list[str]) -> str | None:
+    """The first glob that matches `path` anywhere along its absolute form, if any."""
+    posix = os.path.abspath(path).replace(os.sep, "/")
+    for pattern in patterns:
+        if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(posix, "*/" + pattern.lstrip("/")):
+            return pattern
+    return None
+
+
+def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_EXCLUDES) -> Discovered:
+    """Expand files and folders. Folders contribute test files only (the linter's naming),
+    respecting .gitignore inside a git work tree; a file named explicitly is always taken
+    unless an exclude glob matches it."""
+    result = Discovered()
+    seen: set[str] = set()
+    for path in paths:
+        if os.path.isdir(path):
+            candidates = _git_files(path)
+            if candidates is None:
+                candidates = _walk_files(path)
+            candidates = [c for c in candidates if is_test_file(c)]
+        elif os.path.exists(path):
+            candidates = [path]
+        else:
+            raise DiscoveryError(f"no such file or folder: {path}")
+        for c in candidates:
+            c = os.path.normpath(c)
+            if c in seen:
+                continue
+            seen.add(c)
+            (result.excluded if excluded_by(c, excludes) else result.files).append(c)
+    result.files.sort()
+    result.excluded.sort()
+    return result
+
+
+# --- the upstream allowlist (tools/linter/adapters/test_linter_allowlist.json) ---------------
+
+
+@dataclass
+class Allowlist:
+    path: str
+    root: str             # the repository root the entries are relative to
+    entries: list[str]
+    indent: int | None    # the JSON's indentation, kept on rewrite
+    trailing_newline: bool
+
+    def files(self) -> list[str]:
+        return [os.path.join(self.root, e) for e in self.entries]
+
+
+def read_allowlist(path: str) -> Allowlist:
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = f.read()
+        entries = json.loads(raw)
+    except OSError as e:
+        raise DiscoveryError(f"cannot read allowlist {path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise DiscoveryError(f"allowlist {path} is not valid JSON: {e}") from None
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        raise DiscoveryError(f"allowlist {path} must be a JSON list of paths")
+    root = _allowlist_root(path, entries)
+    lines = raw.splitlines()
+    indent = None
+    if len(lines) > 1:
+        second = lines[1]
+        indent = len(second) - len(second.lstrip(" "))
+    return Allowlist(path, root, entries, indent, raw.endswith("\n"))
+
+
+def _allowlist_root(path: str, entries: list[str]) -> str:
+    """Entries are repo-relative: the git root, else the nearest ancestor where they exist."""
+    folder = os.path.dirname(os.path.abspath(path))
+    root = _git_root(folder)
+    if root:
+        return root
+    probe = next(iter(entries), None)
+    cur = folder
+    while probe is not None:
+        if os.path.exists(os.path.join(cur, probe)):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    return os.getcwd()
+
+
+def graduate(allowlist: Allowlist, done: set[str]) -> list[str]:
+    """Remove the entries whose files are now fully classified; rewrite the JSON keeping its
+    layout (sorted list, same indentation). Returns the removed entries."""
+    from codemod.files import write_atomic
+
+    done_abs = {os.path.abspath(p) for p in done}
+    removed = [e for e in allowlist.entries if os.path.abspath(os.path.join(allowlist.root, e)) in done_abs]
+    if not removed:
+        return []
+    gone = set(removed)
+    # Keep the file's own order (upstream keeps it sorted): only the graduated lines go.
+    keep = [e for e in allowlist.entries if e not in gone]
+    text = json.dumps(keep, indent=allowlist.indent)
+    if allowlist.trailing_newline:
+        text += "\n"
+    write_atomic(allowlist.path, text.encode("utf-8"))
+    allowlist.entries = keep
+    return removed

@@ -1,0 +1,69 @@
+"""Reading sources exactly and writing them atomically.
+
+Sources are read as bytes and decoded the way the interpreter would (PEP 263
+cookie, BOM), without newline translation, so an edit can be written back
+byte-for-byte outside the lines it touched.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import tokenize
+from dataclasses import dataclass
+
+
+class SourceError(Exception):
+    """A file that cannot be treated as Python source (binary, undecodable, unreadable)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str
+    encoding: str  # as detected; "utf-8-sig" means the file starts with a BOM
+    mtime_ns: int
+    size: int
+
+
+def read_source(path: str) -> Source:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+            st = os.fstat(f.fileno())
+    except OSError as e:
+        raise SourceError(f"unreadable: {e.strerror or e}") from None
+    if b"\0" in data:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as e:
+        raise SourceError(f"cannot decode: {e}") from None
+    return Source(text, encoding, st.st_mtime_ns, st.st_size)
+
+
+def write_atomic(path: str, data: bytes, *, expect: Source | None = None) -> None:
+    """Replace `path` with `data` via a temporary file in the same folder and a rename.
+
+    The file mode is kept. With `expect`, refuse when the file changed on disk since
+    it was read (someone else is editing it): better no edit than a lost one.
+    """
+    st = os.stat(path)
+    if expect is not None and (st.st_mtime_ns, st.st_size) != (expect.mtime_ns, expect.size):
+        raise OSError(f"{path} changed on disk while it was being processed; not written")
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".decouple-tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, st.st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

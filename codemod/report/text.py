@@ -1,0 +1,99 @@
+"""Terminal views of a codemod RunResult: the classification table and the summary."""
+
+from __future__ import annotations
+
+import os
+
+from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, RunResult
+
+# Finding rules that describe one class's decision, with the word the table shows.
+_DECISIONS = {
+    "hw/label": "label",
+    "hw/already": "already",
+    "hw/already-disagrees": "already*",
+    "hw/invalid-label": "INVALID",
+    "hw/needs-manual": "MANUAL",
+    "hw/forced": "forced",
+    "hw/refused": "refused",
+}
+
+
+def _rel(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def classification_table(result: RunResult) -> str:
+    """One row per test class: file, class, line, value, then the evidence or the reason."""
+    rows = []
+    for f in result.files:
+        for x in f.findings:
+            if x.rule not in _DECISIONS:
+                continue
+            value = x.data.get("value") or "-"
+            detail = "; ".join(x.data.get("evidence", [])) or x.message
+            if x.rule in ("hw/needs-manual", "hw/refused", "hw/invalid-label", "hw/already-disagrees", "hw/forced"):
+                detail = x.message
+            rows.append((_rel(f.path), x.cls or "", str(x.line), value, _DECISIONS[x.rule], detail))
+    if not rows:
+        return "no test classes found\n"
+    head = ("FILE", "CLASS", "LINE", "VALUE", "DECISION", "EVIDENCE / REASON")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
+    out = []
+    for r in [head] + rows:
+        out.append("  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5])
+    return "\n".join(out) + "\n"
+
+
+def problems(result: RunResult) -> str:
+    """Failed files and findings that are not plain information, one line each."""
+    out = []
+    for f in result.files:
+        if f.status == FAILED:
+            out.append(f"{_rel(f.path)}: error: {f.reason}")
+        for x in f.findings:
+            if x.severity != "info":
+                where = f"{_rel(f.path)}:{x.line}"
+                cls = f" {x.cls}:" if x.cls else ""
+                out.append(f"{where}: {x.severity}: [{x.rule}]{cls} {x.message}")
+                for hint in x.data.get("patterns", []):
+                    out.append(f"    suggested restructuring: {hint}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def summary(result: RunResult) -> str:
+    counts = result.count()
+    verb = {"write": "changed", "diff": "would change", "check": "would change", "classify": "to label"}[result.mode]
+    parts = [
+        f"{counts[CHANGED]} {verb}",
+        f"{counts[ALREADY]} already classified",
+        f"{counts[NEEDS_MANUAL]} need manual work",
+    ]
+    if counts[UNCHANGED]:
+        parts.append(f"{counts[UNCHANGED]} unchanged")
+    skipped = [f for f in result.files if f.status == SKIPPED]
+    if skipped:
+        reasons: dict[str, int] = {}
+        for f in skipped:
+            reasons[f.reason] = reasons.get(f.reason, 0) + 1
+        parts.append(f"{len(skipped)} skipped (" + ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items())) + ")")
+    parts.append(f"{counts[FAILED]} failed")
+    line = f"{len(result.files)} files: " + ", ".join(parts)
+    partial = sum(1 for f in result.files if f.status == CHANGED and f.manual)
+    if result.manual:
+        line += f"\n{result.manual} item(s) left for manual work"
+        if partial:
+            line += f" ({partial} changed file(s) among them)"
+    if result.graduated:
+        line += f"\ngraduated from the allowlist: {len(result.graduated)} file(s)"
+    for w in result.warnings:
+        line += f"\nwarning: {w}"
+    return line + "\n"
+
+
+def rule_statistics(result: RunResult) -> str:
+    counts = result.rule_counts()
+    if not counts:
+        return ""
+    width = max(len(r) for r in counts)
+    return "".join(f"{rule.ljust(width)}  {n}\n" for rule, n in sorted(counts.items()))

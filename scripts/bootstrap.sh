@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create (or reuse) the project's virtualenv and install the tool into it.
+#   scripts/bootstrap.sh          the tool only (libcst, click, gitpython): for the demo
+#   scripts/bootstrap.sh test     plus the test extra (pytest, torch 2.14.1, expecttest, numpy),
+#                                 a second venv with torch 2.13.0 (the "target torch too old" path)
+#                                 and, as root, Debian's chromium + chromium-driver (HTML report test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=${DECOUPLE_VENV:-.venv}
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+quiet_pip() {
+  # pip prints one warning per missing local index folder: keep the log readable.
+  "$@" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+  return "${PIPESTATUS[0]}"
+}
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+if [ "${1:-}" = "test" ]; then
+  quiet_pip "$VENV/bin/pip" install -q -e '.[test]'
+  OLD=${DECOUPLE_OLD_VENV:-.venv-torch213}
+  [ -x "$OLD/bin/python" ] || "$PY" -m venv "$OLD"
+  "$OLD/bin/python" -c "import torch, pytest" 2>/dev/null \
+    || quiet_pip "$OLD/bin/pip" install -q torch==2.13.0 pytest numpy
+  if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+        || echo "bootstrap: could not install chromium; the browser test will be skipped" >&2
+    else
+      echo "bootstrap: chromium not installed and not root; the browser test will be skipped" >&2
+    fi
+  fi
+else
+  quiet_pip "$VENV/bin/pip" install -q -e .
+fi

@@ -1,0 +1,23 @@
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "browser: needs headless chromium + chromedriver")
+
+
+@pytest.fixture
+def regen() -> bool:
+    """DECOUPLE_REGEN_FIXTURES=1 rewrites expected outputs instead of comparing."""
+    return os.environ.get("DECOUPLE_REGEN_FIXTURES") == "1"
+
+
+@pytest.fixture
+def decouple_cmd():
+    """The CLI as a subprocess argv prefix (the installed console script's interpreter)."""
+    return [sys.executable, "-m", "codemod"]

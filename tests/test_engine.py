@@ -1,0 +1,159 @@
+"""The engine and the CLI on real files: isolation, atomic writes, exit codes, discovery."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from codemod import engine
+from codemod.discovery import discover, read_allowlist
+from transforms.hw_label import HwLabel
+
+GENERIC_SRC = (
+    "from torch.testing._internal.common_utils import run_tests, TestCase\n\n\n"
+    "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
+)
+MIXED_SRC = (
+    "from torch.testing._internal.common_device_type import instantiate_device_type_tests\n"
+    "from torch.testing._internal.common_utils import TestCase\n\n\n"
+    "class TestM(TestCase):\n    def test_d(self, device):\n        pass\n\n    def test_p(self):\n        pass\n\n\n"
+    "instantiate_device_type_tests(TestM, globals())\n"
+)
+
+
+def cli(*args, cwd=None):
+    proc = subprocess.run([sys.executable, "-m", "codemod", *args], capture_output=True, text=True, cwd=cwd,
+                          stdin=subprocess.DEVNULL)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def write(path, text, mode=0o644):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+def test_write_keeps_mode_and_is_atomic(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC, 0o751)
+    [r] = engine.run_files([str(f)], [HwLabel()], "write")
+    assert r.status == "changed" and r.written
+    assert stat.S_IMODE(f.stat().st_mode) == 0o751
+    assert "    hw_classification = HardwareClassification.GENERIC\n" in f.read_text()
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".decouple-tmp")]
+
+
+def test_unchanged_file_is_not_rewritten(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    engine.run_files([str(f)], [HwLabel()], "write")
+    before = f.stat().st_mtime_ns
+    [r] = engine.run_files([str(f)], [HwLabel()], "write")
+    assert r.status == "already" and not r.written
+    assert f.stat().st_mtime_ns == before
+
+
+def test_check_and_diff_write_nothing(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    for mode in ("check", "diff"):
+        [r] = engine.run_files([str(f)], [HwLabel()], mode)
+        assert r.status == "changed" and not r.written
+        assert f.read_text() == GENERIC_SRC
+    assert "+    hw_classification = HardwareClassification.GENERIC" in r.diff
+
+
+def test_bad_files_are_isolated(tmp_path):
+    good = write(tmp_path / "test_good.py", GENERIC_SRC)
+    bad = write(tmp_path / "test_bad.py", "class TestX(:\n    def test_a(self): pass\n")
+    binary = tmp_path / "test_bin.py"
+    binary.write_bytes(b"def test_\0\x01")
+    undecodable = tmp_path / "test_latin.py"
+    undecodable.write_bytes(b"# caf\xe9\ndef test_a():\n    pass\n")
+    results = {os.path.basename(r.path): r for r in engine.run_files(
+        [str(p) for p in (good, bad, binary, undecodable)], [HwLabel()], "write", jobs=1)}
+    assert results["test_good.py"].status == "changed"
+    assert results["test_bad.py"].status == "failed" and "syntax error: line 1" in results["test_bad.py"].reason
+    assert results["test_bin.py"].status == "failed" and "binary" in results["test_bin.py"].reason
+    assert results["test_latin.py"].status == "failed" and "decode" in results["test_latin.py"].reason
+    assert undecodable.read_bytes() == b"# caf\xe9\ndef test_a():\n    pass\n"
+
+
+def test_verification_failure_leaves_file_untouched(tmp_path, monkeypatch):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    from transforms import hw_edit
+
+    real = hw_edit.add_labels
+    monkeypatch.setattr(hw_edit, "add_labels", lambda text, *a, **k: real(text, *a, **k) + "x = 1\n")
+    [r] = engine.run_files([str(f)], [HwLabel()], "write", jobs=1)
+    assert r.status == "failed" and "internal error" in r.reason
+    assert f.read_text() == GENERIC_SRC
+
+
+def test_parallel_results_are_sorted_and_equal_to_serial(tmp_path):
+    files = [str(write(tmp_path / f"test_{i:02d}.py", GENERIC_SRC if i % 3 else MIXED_SRC)) for i in range(20)]
+    serial = engine.run_files(files, [HwLabel()], "diff", jobs=1)
+    parallel = engine.run_files(list(reversed(files)), [HwLabel()], "diff", jobs=2)
+    assert [r.path for r in parallel] == sorted(files)
+    assert [(r.path, r.status, r.diff) for r in serial] == [(r.path, r.status, r.diff) for r in parallel]
+
+
+def test_discovery_respects_gitignore_and_default_excludes(tmp_path):
+    repo = tmp_path / "pytorch"
+    write(repo / "test" / "test_a.py", GENERIC_SRC)
+    write(repo / "test" / "helper.py", GENERIC_SRC)
+    write(repo / "test" / "cpython" / "test_vendored.py", GENERIC_SRC)
+    write(repo / "test" / "generated" / "test_gen.py", GENERIC_SRC)
+    write(repo / ".gitignore", "generated/\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    found = discover([str(repo / "test")])
+    assert [os.path.relpath(f, repo) for f in found.files] == ["test/test_a.py"]
+    assert [os.path.relpath(f, repo) for f in found.excluded] == ["test/cpython/test_vendored.py"]
+
+
+def test_cli_exit_codes(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    m = write(tmp_path / "test_m.py", MIXED_SRC)
+    code, out, err = cli("apply", "--check", str(f))
+    assert code == 1 and "1 would change" in err
+    code, out, err = cli("apply", "--diff", str(f))
+    assert code == 1 and out.startswith("--- a/")
+    code, out, err = cli("apply", str(f))
+    assert code == 0 and "1 changed" in err
+    code, out, err = cli("apply", "--check", str(f))
+    assert code == 0 and "1 already classified" in err
+    code, out, err = cli("apply", str(m))
+    assert code == 1 and "needs-manual" in err and "split" in err
+    code, out, err = cli("apply", str(tmp_path / "missing.py"))
+    assert code == 2 and "no such file or folder" in err
+    code, out, err = cli("apply", "--classification", "TPU", str(f))
+    assert code == 2 and "TPU" in err
+
+
+def test_cli_classify_json(tmp_path):
+    write(tmp_path / "test_a.py", GENERIC_SRC)
+    write(tmp_path / "test_m.py", MIXED_SRC)
+    code, out, err = cli("classify", "--format", "json", str(tmp_path))
+    data = json.loads(out)
+    assert code == 1  # one class needs manual work
+    by_file = {os.path.basename(f["path"]): f for f in data["files"]}
+    [label] = [x for x in by_file["test_a.py"]["findings"] if x["rule"] == "hw/label"]
+    assert label["cls"] == "TestA" and label["data"]["value"] == "GENERIC"
+    assert by_file["test_m.py"]["status"] == "needs-manual"
+    assert data["summary"]["changed"] == 1 and data["summary"]["needs-manual"] == 1
+
+
+def test_allowlist_graduation(tmp_path):
+    repo = tmp_path / "pytorch"
+    write(repo / "test" / "test_a.py", GENERIC_SRC)
+    write(repo / "test" / "test_m.py", MIXED_SRC)
+    allow = repo / "tools" / "linter" / "adapters" / "test_linter_allowlist.json"
+    write(allow, json.dumps(["test/test_a.py", "test/test_gone.py", "test/test_m.py"], indent=2) + "\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    code, out, err = cli("apply", "--from-allowlist", str(allow), "--graduate")
+    assert code == 1  # test_m.py still needs manual work
+    assert json.loads(allow.read_text()) == ["test/test_gone.py", "test/test_m.py"]
+    assert allow.read_text().startswith('[\n  "test/test_gone.py"')
+    assert "do not exist" in err
+    assert read_allowlist(str(allow)).root == str(repo)
