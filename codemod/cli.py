@@ -22,8 +22,12 @@ from codemod.config import Config, ConfigError, load_config
 from codemod.discovery import DEFAULT_EXCLUDES, DiscoveryError, discover, graduate, read_allowlist
 from codemod.report import text as text_report
 from codemod.result import RunResult
+from codemod import target
+from codemod.ab.cli import ab
+from codemod.discover_globals import discover_globals
 from transforms.classify import VALUES
 from transforms.hw_label import HwLabel
+from transforms.torch_load import MODES, TorchLoad, check_mode_supported
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -136,6 +140,21 @@ def _run(mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transf
     return run
 
 
+def _read_globals(path: str | None):
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        fail(f"cannot read --globals {path}: {e.strerror or e}")
+    except json.JSONDecodeError as e:
+        fail(f"--globals {path} is not JSON: {e}")
+    if not isinstance(data, dict) or data.get("schema_version") != 1:
+        fail(f"--globals {path} is not a discover-globals result (schema_version 1)")
+    return data
+
+
 def _emit(run: RunResult, fmt: str, table: bool) -> None:
     if fmt == "json":
         click.echo(json.dumps(run.to_json(), indent=2))
@@ -174,16 +193,47 @@ def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classifi
 @click.option("--graduate", "graduate_flag", is_flag=True,
               help="With --from-allowlist: remove the entries of files that end up fully classified.")
 @click.option("--stats", is_flag=True, help="Print a per-rule statistics table.")
+@click.option("--torch-load", "torch_load", type=click.Choice(MODES), default=None,
+              help="Also make torch.load calls explicit (default: leave them alone).")
+@click.option("--globals", "globals_file", type=click.Path(dir_okay=False),
+              help="JSON written by `decouple discover-globals` (for safe-globals / auto).")
+@click.option("--explain", is_flag=True, help="With --torch-load: add a short comment saying why.")
+@click.option("--python", "python", metavar="PATH",
+              help="Target interpreter (default: [tool.decouple] python, else this one). It is probed "
+                   "for its torch version (torch-load) and for HardwareClassification.")
+@click.option("--no-label", is_flag=True, help="Do not add hw_classification labels (torch.load edits only).")
 def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-          show_diff, check, graduate_flag, stats):
-    """Insert hw_classification labels (and the import) where the rules allow it."""
+          show_diff, check, graduate_flag, stats, torch_load, globals_file, explain, python, no_label):
+    """Insert hw_classification labels (and the import) where the rules allow it; with
+    --torch-load, make torch.load calls explicit too."""
     if show_diff and check:
         raise click.UsageError("--diff and --check exclude each other")
     mode = "diff" if show_diff else "check" if check else "write"
     if graduate_flag and mode != "write":
         raise click.UsageError("--graduate only makes sense when writing (drop --diff/--check)")
-    transforms = [_label_transform(classification, per_class, force)]
+    if no_label and not torch_load:
+        raise click.UsageError("--no-label leaves nothing to do without --torch-load")
+    if (globals_file or explain) and not torch_load:
+        raise click.UsageError("--globals and --explain go with --torch-load")
+    transforms = [] if no_label else [_label_transform(classification, per_class, force)]
+    warnings = []
+    python = python or load_config().python
+    if torch_load or python:
+        info = target.probe(python)
+        if torch_load:
+            refusal = check_mode_supported(torch_load, info.torch_version) if info.torch_version else (
+                f"--torch-load needs torch in the target interpreter: {info.reason}")
+            if refusal:
+                fail(refusal)
+            transforms.append(TorchLoad(torch_load, _read_globals(globals_file), info.torch_version, explain))
+        if not no_label and info.has_hw_classification is False:
+            warnings.append(
+                f"torch {info.torch_version_str} in {info.executable or python} has no HardwareClassification "
+                "(first released in 2.14): the labelled files will fail to import there")
+        elif not no_label and info.torch_version is None:
+            warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
     run = _run(mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
+    run.warnings += warnings
     if mode == "diff" and fmt == "text":
         for f in run.files:
             if f.diff:
@@ -192,3 +242,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
     if stats and fmt == "text":
         click.echo(text_report.rule_statistics(run), nl=False, err=True)
     sys.exit(run.exit_code())
+
+
+main.add_command(ab)
+main.add_command(discover_globals)

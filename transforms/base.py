@@ -55,9 +55,11 @@ class Transform(Protocol):
     def triage(self, text: str) -> bool:
         """Cheap pre-check (substring level): False means "certainly nothing to do"."""
 
-    def run(self, text: str, tree: ast.Module) -> TransformResult:
-        """Analyse and edit `text` (already parsed as `tree`). Pure."""
+    def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
+        """Analyse and edit `text` (already parsed as `tree`). Pure: `path` is data (it
+        matches records such as discovered globals), never opened."""
 
     def strip(self, tree: ast.Module) -> ast.Module:
-        """Remove from `tree` everything this transform may add (used by verification:
-        strip(parse(output)) must equal strip(parse(input)))."""
+        """Remove from `tree` everything this transform may add, in place (the engine hands
+        over trees it parsed for the purpose): verification demands
+        strip(parse(output)) == strip(parse(input))."""

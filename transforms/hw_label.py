@@ -7,7 +7,6 @@ table in `classify`, the byte-minimal edits from `hw_edit`.
 from __future__ import annotations
 
 import ast
-import copy
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -37,8 +36,8 @@ class HwLabel:
     def triage(self, text: str) -> bool:
         return analysis.may_have_test_class(text)
 
-    def run(self, text: str, tree: ast.Module) -> TransformResult:
-        facts = analysis.analyse(tree)
+    def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
+        facts = analysis.analyse(tree, text)
         findings = classify.module_findings(facts)
         overrides = dict(self.per_class)
         labels: dict[int, str] = {}
@@ -57,23 +56,31 @@ class HwLabel:
         return TransformResult(new_text, findings, manual)
 
     def strip(self, tree: ast.Module) -> ast.Module:
-        """A copy of `tree` without hw_classification labels and without the enum's import."""
-        tree = copy.deepcopy(tree)
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if not isinstance(body, list):
-                continue
-            kept = []
-            for stmt in body:
-                if isinstance(node, ast.ClassDef) and _is_label(stmt):
-                    continue
-                if isinstance(stmt, ast.ImportFrom) and stmt.module == COMMON_UTILS and not stmt.level:
-                    stmt.names = [a for a in stmt.names if not (a.name == ENUM and a.asname is None)]
-                    if not stmt.names:
-                        continue
-                kept.append(stmt)
-            node.body = kept or [ast.Pass()]
+        """`tree` (modified in place) without hw_classification labels and the enum's import.
+
+        Only statement lists are visited: labels and imports are statements, and a full
+        `ast.walk` costs as much as the parse.
+        """
+        _strip_body(tree)
         return tree
+
+
+def _strip_body(node: ast.AST) -> None:
+    for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
+        stmts = getattr(node, attr, None)
+        if not isinstance(stmts, list):
+            continue
+        kept = []
+        for stmt in stmts:
+            if isinstance(node, ast.ClassDef) and _is_label(stmt):
+                continue
+            if isinstance(stmt, ast.ImportFrom) and stmt.module == COMMON_UTILS and not stmt.level:
+                stmt.names = [a for a in stmt.names if not (a.name == ENUM and a.asname is None)]
+                if not stmt.names:
+                    continue
+            _strip_body(stmt)
+            kept.append(stmt)
+        setattr(node, attr, kept if kept or attr != "body" else [ast.Pass()])
 
 
 def _is_label(stmt: ast.stmt) -> bool:
@@ -98,7 +105,7 @@ def _check_labels(before: analysis.ModuleFacts, labels: dict[int, str], new_text
     expected = [
         (c.name, labels.get(c.line) or (c.label.member if c.label else None)) for c in before.classes
     ]
-    after = analysis.analyse(ast.parse(new_text))
+    after = analysis.analyse(ast.parse(new_text), new_text)
     found = [(c.name, c.label.member if c.label else None) for c in after.classes]
     if found != expected:
         raise LabelCheckError(f"labels after the edit {found} differ from the intended {expected}")

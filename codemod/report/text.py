@@ -31,7 +31,7 @@ def classification_table(result: RunResult) -> str:
             if x.rule not in _DECISIONS:
                 continue
             value = x.data.get("value") or "-"
-            detail = "; ".join(x.data.get("evidence", [])) or x.message
+            detail = "; ".join(e["text"] for e in x.data.get("evidence", [])) or x.message
             if x.rule in ("hw/needs-manual", "hw/refused", "hw/invalid-label", "hw/already-disagrees", "hw/forced"):
                 detail = x.message
             rows.append((_rel(f.path), x.cls or "", str(x.line), value, _DECISIONS[x.rule], detail))
@@ -54,10 +54,9 @@ def problems(result: RunResult) -> str:
         for x in f.findings:
             if x.severity != "info":
                 where = f"{_rel(f.path)}:{x.line}"
-                cls = f" {x.cls}:" if x.cls else ""
-                out.append(f"{where}: {x.severity}: [{x.rule}]{cls} {x.message}")
-                for hint in x.data.get("patterns", []):
-                    out.append(f"    suggested restructuring: {hint}")
+                out.append(f"{where}: {x.severity}: [{x.rule}] {x.message}")
+                if x.data.get("patterns") and x.fix:
+                    out.append(f"    suggested restructuring: {x.fix}")
     return "\n".join(out) + ("\n" if out else "")
 
 

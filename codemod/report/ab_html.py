@@ -1,0 +1,479 @@
+"""HTML view of an A/B result: one self-contained file.
+
+Inline CSS and vanilla JavaScript only (no network, no external fonts; a
+Content-Security-Policy forbids any load).  The whole table is rendered on the
+server side, so the page is complete with JavaScript disabled; the script only
+adds sorting (click a column header, numeric-aware) and filtering (a text box
+and a category select).
+
+Stable hooks for tests and for users' own tooling:
+  table#ab-tests, rows tr.ab-test with id "t-<sha1 of node id>",
+  data-category, data-nodeid and data-search; input#ab-filter,
+  select#ab-category, #ab-shown (the "N of M shown" counter),
+  th[data-col] headers carrying aria-sort after a sort.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from typing import Optional
+
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
+
+from .ab_markdown import (
+    SECTION_ORDER,
+    HtmlFmt,
+    analysis,
+    background_items,
+    category_counts,
+    diagnostic_statement,
+    environment_facts,
+    headline,
+    ordered_tests,
+    outcome_of,
+    prepack_rows,
+    runner_env_items,
+    runner_warnings,
+    shown_signature,
+    signature_cell,
+    test_note,
+    tracebacks_of,
+    verdict_line,
+    visible_controls,
+)
+from .i18n import category_label, outcome_label, t, verdict_label
+
+__all__ = ["render"]
+
+_HTML_LANG = {"en": "en", "zh": "zh-CN"}
+
+_CSS = """
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #fff; --soft: #f6f8fa;
+        --bad: #cf222e; --bad-bg: #ffebe9; --good: #1a7f37; --good-bg: #dafbe1;
+        --warn: #9a6700; --warn-bg: #fff8c5; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 0 1.5rem 3rem; color: var(--fg); background: var(--bg);
+       font: 14px/1.5 system-ui, -apple-system, "Segoe UI", "Noto Sans", "PingFang SC",
+             "Microsoft YaHei", sans-serif; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
+                   font-size: 12.5px; }
+code { background: var(--soft); padding: 0 .25em; border-radius: 4px; overflow-wrap: anywhere; }
+pre { background: var(--soft); padding: .75rem; border-radius: 6px; overflow: auto; white-space: pre; max-height: 32rem; }
+h1 { font-size: 1.5rem; margin: 1.25rem 0 .5rem; }
+h2 { font-size: 1.2rem; border-bottom: 1px solid var(--line); padding-bottom: .25rem; margin-top: 2rem; }
+h3 { font-size: 1rem; margin-top: 1.25rem; }
+header#ab-summary { border-bottom: 4px solid var(--muted); padding-bottom: .75rem; }
+header.verdict-SAFE { border-color: var(--good); }
+header.verdict-REGRESSION { border-color: var(--bad); }
+header.verdict-INCONCLUSIVE { border-color: var(--warn); }
+.badge { display: inline-block; padding: .1rem .6rem; border-radius: 999px; font-weight: 600; }
+.verdict-SAFE .badge { background: var(--good-bg); color: var(--good); }
+.verdict-REGRESSION .badge { background: var(--bad-bg); color: var(--bad); }
+.verdict-INCONCLUSIVE .badge { background: var(--warn-bg); color: var(--warn); }
+.ab-counts { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: .4rem; }
+.ab-chip { border: 1px solid var(--line); background: var(--soft); border-radius: 999px; padding: .1rem .65rem;
+           font: inherit; cursor: pointer; }
+.ab-chip.regressing { border-color: var(--bad); color: var(--bad); font-weight: 600; }
+table { border-collapse: collapse; margin: .5rem 0; }
+th, td { border: 1px solid var(--line); padding: .3rem .5rem; text-align: left; vertical-align: top; }
+th { background: var(--soft); }
+#ab-tests { width: 100%; }
+#ab-tests thead th { position: sticky; top: 0; z-index: 1; }
+#ab-tests th button { all: unset; cursor: pointer; font-weight: 600; }
+#ab-tests th[aria-sort="ascending"] button::after { content: " \\25B2"; }
+#ab-tests th[aria-sort="descending"] button::after { content: " \\25BC"; }
+#ab-tests td.num { text-align: right; white-space: nowrap; }
+#ab-tests td.nodeid { overflow-wrap: anywhere; min-width: 18rem; }
+tr.ab-test.regressing { background: var(--bad-bg); }
+tr.ab-test.cat-pre-existing, tr.ab-test.cat-flaky, tr.ab-test.cat-different-failure,
+tr.ab-test.cat-similar-failure, tr.ab-test.cat-no-longer-run { background: var(--warn-bg); }
+tr.ab-test.cat-fixed { background: var(--good-bg); }
+.ab-controls { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; margin: .5rem 0; }
+.ab-controls input[type=search] { min-width: 22rem; padding: .25rem .4rem; font: inherit; }
+.ab-controls select { padding: .25rem; font: inherit; }
+.muted { color: var(--muted); }
+.warn { background: var(--warn-bg); border-left: 4px solid var(--warn); padding: .4rem .75rem; }
+tr.warn td { background: var(--warn-bg); }
+details.ab-tb summary { cursor: pointer; color: var(--muted); }
+[hidden] { display: none !important; }
+"""
+
+# Sorting and filtering; reads everything from the server-rendered table.
+_JS = r"""
+(function () {
+  "use strict";
+  var table = document.getElementById("ab-tests");
+  if (!table || !table.tBodies.length) { return; }
+  var tbody = table.tBodies[0];
+  var rows = Array.prototype.slice.call(tbody.rows);
+  rows.forEach(function (row, i) { row.setAttribute("data-order", String(i)); });
+  var controls = document.getElementById("ab-controls");
+  var filter = document.getElementById("ab-filter");
+  var select = document.getElementById("ab-category");
+  var shown = document.getElementById("ab-shown");
+  var template = shown ? shown.getAttribute("data-template") : "";
+  if (controls) { controls.hidden = false; }
+
+  var NUMBER = /^-?\d+(\.\d+)?(e-?\d+)?$/i;
+  var collator = (typeof Intl !== "undefined" && Intl.Collator)
+    ? new Intl.Collator(undefined, { numeric: true, sensitivity: "base" }) : null;
+
+  function sortKey(cell) {
+    var v = cell.getAttribute("data-sort");
+    return (v !== null ? v : cell.textContent).trim();
+  }
+  function compare(a, b) {
+    var an = NUMBER.test(a), bn = NUMBER.test(b);
+    if (an && bn) { return parseFloat(a) - parseFloat(b); }
+    if (an !== bn) { return an ? -1 : 1; }          // numbers before text, blanks last
+    if (a === "" || b === "") { return a === "" ? (b === "" ? 0 : 1) : -1; }
+    return collator ? collator.compare(a, b) : (a < b ? -1 : a > b ? 1 : 0);
+  }
+
+  var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  function sortBy(index) {
+    var th = headers[index];
+    var dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir);
+    var sign = dir === "ascending" ? 1 : -1;
+    var sorted = rows.slice().sort(function (r1, r2) {
+      var c = compare(sortKey(r1.cells[index]), sortKey(r2.cells[index]));
+      if (c === 0) { c = +r1.getAttribute("data-order") - +r2.getAttribute("data-order"); return c; }
+      return sign * c;
+    });
+    sorted.forEach(function (row) { tbody.appendChild(row); });
+    table.setAttribute("data-sorted-by", th.getAttribute("data-col") || String(index));
+  }
+  headers.forEach(function (th, i) {
+    th.addEventListener("click", function () { sortBy(i); });
+  });
+
+  function apply() {
+    var words = (filter ? filter.value : "").toLowerCase().split(/\s+/).filter(Boolean);
+    var category = select ? select.value : "";
+    var n = 0;
+    rows.forEach(function (row) {
+      var text = row.getAttribute("data-search") || "";
+      var ok = (!category || row.getAttribute("data-category") === category) &&
+               words.every(function (w) { return text.indexOf(w) !== -1; });
+      row.hidden = !ok;
+      if (ok) { n += 1; }
+    });
+    if (shown) {
+      shown.textContent = template.replace("{shown}", String(n)).replace("{total}", String(rows.length));
+    }
+  }
+  if (filter) { filter.addEventListener("input", apply); }
+  if (select) { select.addEventListener("change", apply); }
+  Array.prototype.slice.call(document.querySelectorAll(".ab-chip[data-filter]")).forEach(function (chip) {
+    chip.addEventListener("click", function () {
+      if (!select) { return; }
+      var value = chip.getAttribute("data-filter");
+      select.value = select.value === value ? "" : value;
+      apply();
+      table.scrollIntoView();
+    });
+  });
+  apply();
+  document.documentElement.setAttribute("data-ab-ready", "1");
+})();
+"""
+
+
+def _e(s: object) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def row_id(nodeid: str) -> str:
+    """The stable element id of a test's row."""
+    return "t-" + hashlib.sha1(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _fmt_time(o: Optional[Outcome]) -> tuple[str, str]:
+    if o is None or o.outcome in ("not-run",):
+        return "", ""
+    return f"{o.duration:.3f}", f"{o.duration:.3f}"
+
+
+def _traceback_html(c: TestComparison, f: HtmlFmt) -> str:
+    parts = []
+    for arm, o in tracebacks_of(c):
+        parts.append(f'<div class="muted">{f.say("tb.arm", arm=f.text(arm), outcome=f.outcome(o.outcome))}</div>')
+        parts.append(f"<pre>{_e(o.traceback or t('tb.none', f.lang))}</pre>")
+    for s in (c.b.subtests if c.b else []):
+        if s.outcome in ("failed", "error", "crashed", "timeout"):
+            parts.append(f'<div class="muted">{f.say("tb.subtest", nodeid=f.code(s.nodeid), outcome=f.outcome(s.outcome))}</div>')
+            parts.append(f"<pre>{_e(s.traceback or s.signature or t('tb.none', f.lang))}</pre>")
+    if not parts:
+        return ""
+    return f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary>{"".join(parts)}</details>'
+
+
+def _search_text(c: TestComparison, lang: str) -> str:
+    bits = [c.nodeid, c.category, category_label(c.category, lang), c.note]
+    for o in (c.a, c.b):
+        if o is not None:
+            bits += [o.outcome, outcome_label(o.outcome, lang), o.signature or "", o.exc_type or ""]
+            if o.outcome in ("failed", "error", "crashed", "timeout"):
+                bits.append(headline(o))
+    return " ".join(b for b in bits if b).lower()
+
+
+def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
+    lang = f.lang
+    tests = ordered_tests(result)
+    present = [c for c in CATEGORIES if any(x.category == c for x in tests)]
+    present += sorted({x.category for x in tests} - set(CATEGORIES))
+    total = len(tests)
+
+    out = [f'<h3 id="ab-all-tests">{f.say("h.all_tests")}</h3>',
+           f'<noscript><p class="muted">{f.say("html.nojs")}</p></noscript>',
+           '<div id="ab-controls" class="ab-controls" hidden>',
+           f'<label for="ab-filter">{f.say("html.filter")}</label>',
+           f'<input type="search" id="ab-filter" autocomplete="off" placeholder="{_e(t("html.filter_placeholder", lang))}">',
+           '<select id="ab-category">',
+           f'<option value="">{f.say("html.all_categories")}</option>']
+    for cat in present:
+        n = sum(1 for x in tests if x.category == cat)
+        out.append(f'<option value="{_e(cat)}">{_e(category_label(cat, lang))} ({_e(cat)}): {n}</option>')
+    out += ['</select>',
+            f'<span id="ab-shown" class="muted" data-template="{_e(t("html.shown", lang))}">'
+            f'{f.say("html.shown", shown=total, total=total)}</span>',
+            f'<span class="muted">{f.say("html.sort_hint")}</span>',
+            '</div>']
+
+    cols = [("index", "col.index"), ("nodeid", "col.test"), ("category", "col.category"), ("a", "col.a"),
+            ("b", "col.b"), ("a_time", "col.a_time"), ("b_time", "col.b_time"), ("signature", "col.signature"),
+            ("note", "col.note")]
+    out.append(f'<table id="ab-tests" data-total="{total}"><thead><tr>')
+    for col, key in cols:
+        out.append(f'<th data-col="{col}" scope="col"><button type="button">{f.say(key)}</button></th>')
+    out.append("</tr></thead><tbody>")
+
+    seen: dict[str, int] = {}
+    for i, c in enumerate(tests, 1):
+        rid = row_id(c.nodeid)
+        seen[rid] = seen.get(rid, 0) + 1
+        if seen[rid] > 1:
+            rid = f"{rid}-{seen[rid]}"
+        classes = ["ab-test", f"cat-{c.category}"]
+        if c.category in REGRESSING:
+            classes.append("regressing")
+        rank = CATEGORIES.index(c.category) if c.category in CATEGORIES else len(CATEGORIES)
+        a_time, a_sort = _fmt_time(c.a)
+        b_time, b_sort = _fmt_time(c.b)
+        sig_text = shown_signature(c.b) or shown_signature(c.a)
+        sig_html = signature_cell(c, f).replace("\n", "<br>") if sig_text else ""
+        out.append(
+            f'<tr id="{rid}" class="{" ".join(classes)}" data-category="{_e(c.category)}" '
+            f'data-nodeid="{_e(c.nodeid)}" data-a="{_e(outcome_of(c.a) or "")}" data-b="{_e(outcome_of(c.b) or "")}" '
+            f'data-search="{_e(_search_text(c, lang))}">'
+            f'<td class="num" data-sort="{i}">{i}</td>'
+            f'<td class="nodeid mono">{_e(c.nodeid)}</td>'
+            f'<td class="category" data-sort="{rank:02d}">{f.category(c.category)}</td>'
+            f'<td class="outcome-a" data-sort="{_e(outcome_of(c.a) or "")}">{f.outcome(outcome_of(c.a))}</td>'
+            f'<td class="outcome-b" data-sort="{_e(outcome_of(c.b) or "")}">{f.outcome(outcome_of(c.b))}</td>'
+            f'<td class="num" data-sort="{a_sort}">{a_time}</td>'
+            f'<td class="num" data-sort="{b_sort}">{b_time}</td>'
+            f'<td class="signature" data-sort="{_e(sig_text)}">{sig_html}{_traceback_html(c, f)}</td>'
+            f'<td class="note">{test_note(c, f)}</td>'
+            "</tr>")
+    out.append("</tbody></table>")
+    return out
+
+
+def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
+    out = [f'<section id="ab-results"><h2>{f.say("h.results")}</h2>']
+    if f.lang != "en":
+        out.append(f'<p class="ab-verdict">{verdict_line(result, f)}</p>')
+    counts = category_counts(result)
+    out.append(f'<h3>{f.say("h.counts")}</h3>')
+    out.append(f'<table id="ab-counts"><thead><tr><th>{f.say("col.category")}</th><th>{f.say("col.count")}</th>'
+               "</tr></thead><tbody>")
+    for cat, n in counts.items():
+        out.append(f'<tr data-count-category="{_e(cat)}"><td>{f.category(cat)}</td><td class="num">{n}</td></tr>')
+    out.append(f'<tr><td>{f.strong(f.say("total"))}</td><td class="num">{f.strong(str(sum(counts.values())))}</td></tr>')
+    out.append("</tbody></table>")
+
+    if result.diagnostics:
+        out.append(f'<h3 id="ab-diagnostics">{f.say("h.diagnostics")}</h3><ul>')
+        for d in result.diagnostics:
+            variables = f.pairs(d.variables) if d.variables else f.say("diag.no_vars")
+            out.append(f'<li class="ab-diagnostic" data-name="{_e(d.name)}">'
+                       + f.say("diag.intro", name=f.strong(f.text(d.name)), base=f.code(d.based_on), vars=variables)
+                       + f.say("sentence.sep") + diagnostic_statement(result, d, f) + "</li>")
+        out.append("</ul>")
+        changed = [(d, nid, v) for d in result.diagnostics for nid, v in sorted(d.changed.items())]
+        if changed:
+            out.append(f'<table class="ab-diag-changes"><thead><tr><th>{f.say("col.diag_name")}</th>'
+                       f'<th>{f.say("col.test")}</th><th>{f.say("col.base")}</th><th>{f.say("col.diag")}</th>'
+                       "</tr></thead><tbody>")
+            for d, nid, v in changed:
+                out.append(f"<tr><td>{f.text(d.name)}</td><td>{f.code(nid)}</td>"
+                           f"<td>{f.outcome(v[0] if v else None)}</td>"
+                           f"<td>{f.outcome(v[1] if len(v) > 1 else None)}</td></tr>")
+            out.append("</tbody></table>")
+
+    warnings = runner_warnings(result)
+    if warnings:
+        out.append(f'<h3 id="ab-warnings">{f.say("h.warnings")}</h3><ul class="ab-warnings">')
+        out += [f'<li class="warn">⚠️ {f.text(w)}</li>' for w in warnings]
+        out.append("</ul>")
+
+    coll = [(arm, path, o) for arm in result.arms for path, o in sorted(arm.collection_errors.items())]
+    crashes = [arm for arm in result.arms if arm.crashes]
+    if coll or crashes:
+        out.append(f'<h3>{f.say("h.collection_errors")}</h3><ul>')
+        for arm, path, o in coll:
+            item = f.say("collection.error", arm=f.text(arm.name), file=f.code(path),
+                         sig=f.code(shown_signature(o) or headline(o)))
+            tb = (f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary><pre>{_e(o.traceback)}</pre>'
+                  "</details>") if o.traceback else ""
+            out.append(f"<li>{item}{tb}</li>")
+        for arm in crashes:
+            out.append(f"<li>{f.say('crashes', arm=f.text(arm.name), tests=f.tests(arm.crashes))}</li>")
+        out.append("</ul>")
+
+    out += _tests_table(result, f)
+    out.append("</section>")
+    return out
+
+
+def _section_background(result: ABResult, f: HtmlFmt) -> list[str]:
+    out = [f'<section id="ab-background"><h2>{f.say("h.background")}</h2><ul>']
+    out += [f"<li>{item}</li>" for item in background_items(result, f)]
+    out.append(f'</ul><h3 id="ab-runner-env">{f.say("h.runner_env")}</h3><ul>')
+    out += [f"<li>{item}</li>" for item in runner_env_items(result, f)]
+    out.append("</ul></section>")
+    return out
+
+
+def _section_environment(result: ABResult, f: HtmlFmt) -> list[str]:
+    env = result.environment
+    out = [f'<section id="ab-environment"><h2>{f.say("h.environment")}</h2>', '<table class="ab-env"><tbody>']
+    for label, value in environment_facts(env, f):
+        out.append(f"<tr><th scope=\"row\">{label}</th><td>{value}</td></tr>")
+    out.append("</tbody></table>")
+    rows = prepack_rows(env, f)
+    if rows:
+        out.append(f'<h3>{f.say("env.prepack")}</h3>')
+        for engine, _listed, _shown, warn in rows:
+            if warn:
+                out.append(f'<p class="warn prepack-warning">⚠️ {f.strong(f.say("env.prepack_warn", engine=engine))}</p>')
+        out.append(f'<table class="ab-prepack"><thead><tr><th>{f.say("col.engine")}</th><th>{f.say("col.listed")}</th>'
+                   f'<th>{f.say("col.prepack")}</th></tr></thead><tbody>')
+        for engine, listed, shown, warn in rows:
+            cls = ' class="warn"' if warn else ""
+            out.append(f"<tr{cls}><td>{engine}</td><td>{listed}</td><td>{shown}</td></tr>")
+        out.append("</tbody></table>")
+    out.append(f'<h3>{f.say("env.variables")}</h3>')
+    if env.variables:
+        out.append(f'<table class="ab-vars"><thead><tr><th>{f.say("col.variable")}</th><th>{f.say("col.value")}</th>'
+                   "</tr></thead><tbody>")
+        for k, v in sorted(env.variables.items()):
+            out.append(f"<tr><td>{f.code(k)}</td><td>{f.code(v) if v else ''}</td></tr>")
+        out.append("</tbody></table>")
+    else:
+        out.append(f'<p class="muted">{f.say("env.none_set")}</p>')
+    out.append("</section>")
+    return out
+
+
+def _section_reproduction(result: ABResult, f: HtmlFmt) -> list[str]:
+    out = [f'<section id="ab-reproduction"><h2>{f.say("h.reproduction")}</h2>']
+    diag_base = {d.name: d.based_on for d in result.diagnostics}
+    for arm in result.arms:
+        label = f.text(arm.label)
+        if arm.name in diag_base:
+            label = f.say("paren", a=label, b=f.say("repro.diag", base=f.code(diag_base[arm.name])))
+        out.append(f'<div class="ab-arm" data-arm="{_e(arm.name)}">'
+                   f'<h3>{f.say("repro.arm", arm=f.text(arm.name), label=label)}</h3>')
+        out.append(f'<p>{f.say("repro.source", source=f.code(arm.source), root=f.code(arm.root or "?"))}</p>')
+        if arm.env_added:
+            out.append(f'<p>{f.say("repro.env", pairs=f.pairs(arm.env_added))}</p>')
+        if arm.extra_args:
+            out.append(f'<p>{f.say("repro.args", args=f.code(" ".join(arm.extra_args)))}</p>')
+        if not arm.ran:
+            out.append(f'<p class="warn">{f.say("repro.not_run", error=f.code(arm.error or "?"))}</p>')
+        if arm.command:
+            out.append(f'<pre class="ab-command"><code>{_e(arm.command)}</code></pre>')
+        else:
+            out.append(f'<p class="muted">{f.say("repro.no_command")}</p>')
+        out.append("</div>")
+    out.append("</section>")
+    return out
+
+
+def _section_analysis(result: ABResult, f: HtmlFmt) -> list[str]:
+    out = [f'<section id="ab-analysis"><h2>{f.say("h.analysis")}</h2>']
+    for kind, content in analysis(result, f):
+        if kind == "h":
+            out.append(f"<h3>{content}</h3>")
+        elif kind == "p":
+            out.append(f"<p>{content}</p>")
+        else:
+            out.append("<ul>" + "".join(f'<li class="ab-group">{item}</li>' for item in content) + "</ul>")
+    out.append("</section>")
+    return out
+
+
+_SECTIONS = {
+    "background": _section_background,
+    "environment": _section_environment,
+    "reproduction": _section_reproduction,
+    "results": _section_results,
+    "analysis": _section_analysis,
+}
+
+
+def _header(result: ABResult, f: HtmlFmt) -> list[str]:
+    verdict = result.verdict if result.verdict in ("SAFE", "REGRESSION", "INCONCLUSIVE") else "INCONCLUSIVE"
+    counts = category_counts(result)
+    badge = '<span class="badge">' + f.verdict(result.verdict) + "</span>"
+    out = [f'<header id="ab-summary" class="verdict-{verdict}" data-verdict="{_e(result.verdict)}">',
+           f'<h1>{f.say("title", verdict=badge)}</h1>',
+           f'<p class="ab-verdict">{verdict_line(result, f)}</p>',
+           '<ul class="ab-counts">']
+    for cat, n in counts.items():
+        cls = "ab-chip regressing" if cat in REGRESSING else "ab-chip"
+        out.append(f'<li><button type="button" class="{cls}" data-filter="{_e(cat)}">'
+                   f'{f.text(category_label(cat, f.lang))}: <strong>{n}</strong></button></li>')
+    out.append(f'<li class="muted">{f.say("kv", k=f.say("total"), v=str(sum(counts.values())))}</li>')
+    out += ["</ul>", "</header>"]
+    return out
+
+
+def render(result: ABResult, lang: str = "en") -> str:
+    """The A/B report as one self-contained HTML document in `lang` ("en" or "zh")."""
+    f = HtmlFmt(lang)
+    title = t("title", lang, verdict=verdict_label_text(result, lang))
+    parts = [
+        "<!DOCTYPE html>",
+        f'<html lang="{_HTML_LANG[lang]}">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="referrer" content="no-referrer">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+    ]
+    parts += _header(result, f)
+    parts.append("<main>")
+    for name in SECTION_ORDER[lang]:
+        parts += _SECTIONS[name](result, f)
+    parts.append("</main>")
+    parts.append(f"<script>{_JS}</script>")
+    parts += ["</body>", "</html>"]
+    return visible_controls("\n".join(parts)) + "\n"
+
+
+def verdict_label_text(result: ABResult, lang: str) -> str:
+    """Plain-text verdict for the <title>."""
+    label = verdict_label(result.verdict, lang)
+    return label if label == result.verdict else f"{label}（{result.verdict}）"

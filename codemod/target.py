@@ -1,0 +1,122 @@
+"""Probe the target interpreter: which torch (if any) will run the tests.
+
+The tool never imports torch itself; it asks the interpreter the user points at
+(``--python PATH``, default: the one running ``decouple``).  Every failure mode
+(missing path, not a Python, torch not importable, probe timeout) becomes a
+`TargetInfo` with ``torch_version is None`` and a human `reason`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+_PROBE = r"""
+import json, sys
+out = {"python": sys.version.split()[0], "executable": sys.executable}
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["torch_file"] = getattr(torch, "__file__", None)
+    # Read, not import: torch.testing._internal.common_utils takes seconds to import.
+    import os
+    cu = os.path.join(os.path.dirname(torch.__file__), "testing", "_internal", "common_utils.py")
+    try:
+        with open(cu, encoding="utf-8") as f:
+            out["hw_classification"] = "class HardwareClassification(" in f.read()
+    except OSError:
+        out["hw_classification"] = None
+except BaseException as exc:  # ImportError, OSError from a broken wheel, ...
+    out["torch"] = None
+    out["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+sys.stdout.write("\n@@DECOUPLE@@" + json.dumps(out) + "\n")
+"""
+
+
+@dataclass
+class TargetInfo:
+    python: str                                  # as given / resolved
+    executable: str = ""                         # sys.executable reported by the target
+    python_version: str = ""
+    torch_version_str: Optional[str] = None      # e.g. "2.14.1+cu130"
+    torch_version: Optional[tuple[int, int]] = None
+    reason: str = ""                             # why there is no usable torch
+    has_hw_classification: Optional[bool] = None  # the enum exists in its common_utils
+
+    @property
+    def ok(self) -> bool:
+        return self.torch_version is not None
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["torch_version"] = list(self.torch_version) if self.torch_version else None
+        return d
+
+
+def parse_version(text: Optional[str]) -> Optional[tuple[int, int]]:
+    """``"2.14.1+cu130"`` -> ``(2, 14)``; None for anything unparsable."""
+    if not text:
+        return None
+    m = re.match(r"\s*(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def probe(python: Optional[str] = None, timeout: float = 120.0) -> TargetInfo:
+    """Run a tiny script in `python` and report its torch version or why there is none."""
+    python = python or sys.executable
+    info = TargetInfo(python=python)
+    if os.sep in python or (os.altsep and os.altsep in python):
+        if not os.path.exists(python):
+            info.reason = f"target interpreter {python!r} does not exist"
+            return info
+        if not os.access(python, os.X_OK):
+            info.reason = f"target interpreter {python!r} is not executable"
+            return info
+    env = dict(os.environ)
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PROBE], capture_output=True, text=True,
+            timeout=timeout, env=env, stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        info.reason = f"target interpreter {python!r} not found"
+        return info
+    except PermissionError:
+        info.reason = f"target interpreter {python!r} is not executable"
+        return info
+    except subprocess.TimeoutExpired:
+        info.reason = f"probing {python!r} timed out after {timeout:.0f}s (importing torch hangs?)"
+        return info
+    except OSError as exc:
+        info.reason = f"cannot run {python!r}: {exc}"
+        return info
+    marker = proc.stdout.rfind("@@DECOUPLE@@")
+    if marker < 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        info.reason = f"{python!r} is not a working Python interpreter (exit {proc.returncode}: {tail[0]})"
+        return info
+    try:
+        data = json.loads(proc.stdout[marker + len("@@DECOUPLE@@"):].strip().splitlines()[0])
+    except (ValueError, IndexError):
+        info.reason = f"unreadable probe output from {python!r}"
+        return info
+    info.executable = data.get("executable") or ""
+    info.python_version = data.get("python") or ""
+    info.torch_version_str = data.get("torch")
+    if info.torch_version_str is None:
+        info.reason = (
+            f"torch cannot be imported by {info.executable or python} "
+            f"({data.get('error') or 'unknown error'}); pass --python pointing at the "
+            "interpreter of your PyTorch environment"
+        )
+        return info
+    info.has_hw_classification = data.get("hw_classification")
+    info.torch_version = parse_version(info.torch_version_str)
+    if info.torch_version is None:
+        info.reason = f"unrecognised torch version {info.torch_version_str!r}"
+    return info

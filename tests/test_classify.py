@@ -1,0 +1,754 @@
+"""Tests for transforms/analysis.py (facts) and transforms/classify.py (rule table)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from dataclasses import asdict
+
+import pytest
+
+from transforms import analysis, classify
+from transforms.analysis import UNKNOWN, analyse, may_have_test_class
+from transforms.classify import (
+    EXAMPLES,
+    VALUES,
+    check,
+    decide,
+    decision_findings,
+    infer,
+    module_findings,
+    normalise_value,
+)
+
+
+def facts(src: str, with_text: bool = True) -> analysis.ModuleFacts:
+    src = textwrap.dedent(src)
+    return analyse(ast.parse(src), src if with_text else None)
+
+
+def one(src: str) -> analysis.TestClassFacts:
+    f = facts(src)
+    assert len(f.classes) == 1, f.classes
+    return f.classes[0]
+
+
+def rules(violations) -> set:
+    return {v.rule for v in violations}
+
+
+# --------------------------------------------------------------------------- the example table
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_example(example):
+    assert (example.value is not None) != bool(example.broken), (
+        "an example states either a value or the broken rules"
+    )
+    f = facts(example.source)
+    cls = f.get(example.cls)
+    assert cls is not None, f"{example.cls} not found as a test class"
+    decision = infer(cls)
+    if example.value is not None:
+        assert decision.status == "label", decision.message
+        assert decision.value == example.value
+        assert decision.inferred == example.value
+        assert check(cls, example.value) == []
+    else:
+        assert decision.status == "needs-manual", decision.message
+        assert decision.value is None
+        assert set(decision.violations) == set(VALUES)
+        for value, expected in example.broken.items():
+            assert rules(decision.violations[value]) == set(expected), value
+    for pattern in example.patterns:
+        assert pattern in decision.patterns
+    # Every decision must be JSON-friendly once turned into findings.
+    json.dumps([x.to_json() for x in decision_findings(decision)])
+
+
+def test_examples_cover_every_value_and_pattern():
+    values = {e.value for e in EXAMPLES if e.value}
+    assert values == set(VALUES)
+    patterns = {p for e in EXAMPLES for p in e.patterns}
+    assert patterns == set(classify.PATTERNS)
+
+
+def test_values_are_mutually_exclusive_on_examples():
+    for example in EXAMPLES:
+        cls = facts(example.source).get(example.cls)
+        passing = [v for v in VALUES if not check(cls, v)]
+        assert len(passing) <= 1, (example.name, passing)
+
+
+# --------------------------------------------------------------------------- triage
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("class T:\n    def test_x(self): pass\n", True),
+        ("class T:\n    async def test_x(self): pass\n", True),
+        ("class T:\n    def  test_x(self): pass\n", True),
+        ("class T:\n    def\ttest_x(self): pass\n", True),
+        ("def helper(): pass\nx = 'test_'\n", False),
+        ("", False),
+    ],
+)
+def test_may_have_test_class(text, expected):
+    assert may_have_test_class(text) is expected
+
+
+# --------------------------------------------------------------------------- test classes
+
+
+def test_async_test_methods_count():
+    cls = one(
+        """
+        class TestA(TestCase):
+            async def test_x(self, device):
+                pass
+        """
+    )
+    (m,) = cls.test_methods
+    assert m.is_async and m.params == ("self", "device") and m.takes_device
+
+
+def test_all_parameter_kinds_are_listed():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_x(self, a, /, b, *args, c, devices=None, **kwargs):
+                pass
+        """
+    )
+    assert cls.test_methods[0].params == ("self", "a", "b", "args", "c", "devices", "kwargs")
+    assert cls.test_methods[0].takes_device
+
+
+def test_classes_under_if_try_with_are_test_classes():
+    f = facts(
+        """
+        if COND:
+            class TestIf(TestCase):
+                def test_a(self): pass
+        else:
+            class TestElse(TestCase):
+                def test_a(self): pass
+        try:
+            class TestTry(TestCase):
+                def test_a(self): pass
+        except ImportError:
+            class TestExcept(TestCase):
+                def test_a(self): pass
+        else:
+            class TestTryElse(TestCase):
+                def test_a(self): pass
+        finally:
+            class TestFinally(TestCase):
+                def test_a(self): pass
+        with ctx():
+            if A:
+                try:
+                    class TestDeep(TestCase):
+                        def test_a(self): pass
+                except Exception:
+                    pass
+        """
+    )
+    names = [c.name for c in f.classes]
+    assert names == [
+        "TestIf", "TestElse", "TestTry", "TestExcept", "TestTryElse", "TestFinally", "TestDeep",
+    ]
+
+
+def test_helper_base_and_nested_classes_are_ignored_with_reason():
+    f = facts(
+        """
+        class TestBase(TestCase):
+            def setUp(self): pass
+        class MyModule(nn.Module):
+            def forward(self, x): return x
+        class TestReal(TestBase):
+            def test_a(self):
+                class TestInFunction(TestCase):
+                    def test_b(self): pass
+            class TestInClass(TestCase):
+                def test_c(self): pass
+        def make():
+            class TestFactory(TestCase):
+                def test_d(self): pass
+            return TestFactory
+        for i in range(2):
+            class TestLoop(TestCase):
+                def test_e(self): pass
+        """
+    )
+    assert [c.name for c in f.classes] == ["TestReal"]
+    reasons = {c.name: c.reason for c in f.ignored}
+    assert reasons == {
+        "TestBase": analysis.REASON_HELPER,
+        "TestInFunction": analysis.REASON_NESTED,
+        "TestInClass": analysis.REASON_NESTED,
+        "TestFactory": analysis.REASON_NESTED,
+        "TestLoop": analysis.REASON_LOOP,
+    }
+    assert "MyModule" not in reasons  # plain helpers are not noise-reported
+    assert [c.line for c in f.ignored] == sorted(c.line for c in f.ignored)
+
+
+def test_only_test_underscore_methods_make_a_test_class():
+    f = facts(
+        """
+        class TestOld(TestCase):
+            def testFoo(self): pass
+            test_attr = 1
+        """
+    )
+    assert f.classes == ()
+    assert [c.name for c in f.ignored] == ["TestOld"]
+
+
+def test_class_facts_fields():
+    cls = one(
+        '''
+        @skipIf(X, "x")
+        class TestA(common.TestCase, Mixin):
+            """Doc
+            string."""
+
+            def setUp(self): pass
+
+            @common_device_type.onlyCUDA
+            @dtypes(torch.float)
+            def test_a(self, device, dtype): pass
+
+            def helper(self): pass
+        '''
+    )
+    assert cls.name == "TestA"
+    assert cls.line == 3  # the `class` line, not the decorator line
+    assert cls.end_line == 13
+    assert cls.decorators == ("skipIf",)
+    assert cls.bases == ("common.TestCase", "Mixin")
+    assert cls.docstring_end_line == 5
+    assert cls.first_stmt_line == 4
+    assert cls.other_methods == ("setUp", "helper")
+    (m,) = cls.test_methods
+    assert m.decorators == ("common_device_type.onlyCUDA", "dtypes")
+    assert m.line == 11
+    assert cls.nested_in is None
+    json.dumps(asdict(cls))
+
+
+def test_first_stmt_line_includes_decorators():
+    cls = one(
+        """
+        class TestA(TestCase):
+            @dtypes(torch.float)
+            def test_a(self, device, dtype): pass
+        """
+    )
+    assert cls.docstring_end_line is None
+    assert cls.first_stmt_line == 3
+
+
+@pytest.mark.parametrize("with_text", [True, False])
+def test_hardcoded_devices_hint(with_text):
+    cls = facts(
+        """
+        class TestA(TestCase):
+            def test_a(self):
+                x = torch.ones(2, device="cuda:0")
+                y = x.xpu()
+                z = torch.ones(2).to("cpu")
+            def test_b(self):
+                torch.cuda.is_available()
+        """,
+        with_text=with_text,
+    ).classes[0]
+    assert cls.test_methods[0].hardcoded_devices == ("cuda", "xpu")
+    assert cls.test_methods[1].hardcoded_devices == ()
+
+
+# --------------------------------------------------------------------------- instantiations
+
+
+def _inst(call: str, header: str = "") -> analysis.Instantiation:
+    f = facts(
+        f"""
+        {header}
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        {call}
+        """
+    )
+    (inst,) = f.classes[0].instantiations
+    return inst
+
+
+@pytest.mark.parametrize(
+    "arg, expected",
+    [
+        ("", None),
+        (", only_for=None", None),
+        (", only_for='cpu'", ("cpu",)),
+        (", only_for=['cuda']", ("cuda",)),
+        (", only_for=('cuda', 'xpu')", ("cuda", "xpu")),
+        (", only_for='CUDA'", ("CUDA",)),  # case kept: the rule demands lowercase
+        (", only_for=DEVICES", UNKNOWN),
+        (", only_for=get_devices()", UNKNOWN),
+        (", only_for=f'{dev}'", UNKNOWN),
+        (", only_for=['cuda', DEV]", UNKNOWN),
+        (", None, 'cpu'", ("cpu",)),  # positional slot of only_for
+    ],
+)
+def test_only_for_forms(arg, expected):
+    assert _inst(f"instantiate_device_type_tests(TestA, globals(){arg})").only_for == expected
+
+
+def test_except_for_and_flags():
+    inst = _inst(
+        "instantiate_device_type_tests(TestA, globals(), except_for=('cpu',), "
+        "allow_mps=True, allow_xpu=flag)"
+    )
+    assert inst.except_for == ("cpu",)
+    assert inst.allow_mps is True
+    assert inst.allow_xpu == UNKNOWN
+    assert inst.only_for is None
+    assert inst.form == "name"
+    assert inst.text.startswith("instantiate_device_type_tests(TestA, globals()")
+    inst = _inst("instantiate_device_type_tests(TestA, globals(), allow_mps=False, allow_xpu=None)")
+    assert inst.allow_mps is False and inst.allow_xpu is None
+
+
+def test_double_star_kwargs_make_unseen_options_unknown():
+    inst = _inst("instantiate_device_type_tests(TestA, globals(), except_for=None, **kw)")
+    assert inst.except_for is None
+    assert inst.only_for == UNKNOWN
+
+
+def test_attribute_form_inside_if_main_block_counts():
+    f = facts(
+        """
+        import torch.testing._internal.common_device_type as common_device_type
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        if __name__ == "__main__":
+            common_device_type.instantiate_device_type_tests(TestA, globals(), only_for="cpu")
+            run_tests()
+        """
+    )
+    (inst,) = f.classes[0].instantiations
+    assert inst.form == "attribute" and inst.line == 6
+    assert infer(f.classes[0]).value == "CPU"
+
+
+def test_instantiation_inside_function_does_not_count():
+    f = facts(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        def setup():
+            instantiate_device_type_tests(TestA, globals())
+        x = instantiate_device_type_tests(TestA, globals())
+        """
+    )
+    assert f.instantiations == ()
+    assert f.classes[0].instantiations == ()
+
+
+def test_instantiate_parametrized_tests_is_recorded_separately():
+    f = facts(
+        """
+        class TestA(TestCase):
+            def test_a(self): pass
+        instantiate_parametrized_tests(TestA)
+        """
+    )
+    cls = f.classes[0]
+    assert cls.instantiations == () and cls.parametrized == (4,)
+    decision = infer(cls)
+    assert decision.value == "GENERIC"
+    assert any("instantiate_parametrized_tests" in e.text for e in decision.evidence)
+    (v,) = check(cls, "ACCELERATOR")[:1]
+    assert v.rule == "instantiation" and "does not count" in v.message
+
+
+# --------------------------------------------------------------------------- labels
+
+
+@pytest.mark.parametrize(
+    "stmt, valid, member, problem_part",
+    [
+        ("hw_classification = HardwareClassification.GENERIC", True, "GENERIC", None),
+        (
+            "hw_classification: HardwareClassification = HardwareClassification.CUDA",
+            True,
+            "CUDA",
+            None,
+        ),
+        ("hw_classification = HC.GENERIC", False, "GENERIC", "aliased"),
+        (
+            "hw_classification = common_utils.HardwareClassification.GENERIC",
+            False,
+            "GENERIC",
+            "aliased",
+        ),
+        ("hw_classification = HardwareClassification.GPU", False, "GPU", "unknown member"),
+        ("hw_classification = 'generic'", False, None, "not a HardwareClassification"),
+        (
+            "hw_classification: HC = HardwareClassification.CPU",
+            False,
+            "CPU",
+            "annotation",
+        ),
+        ("hw_classification: HardwareClassification", False, None, "without a value"),
+    ],
+)
+def test_existing_labels(stmt, valid, member, problem_part):
+    cls = one(
+        f"""
+        class TestA(TestCase):
+            {stmt}
+            def test_a(self): pass
+        """
+    )
+    label = cls.label
+    assert label is not None and label.line == 3
+    assert label.valid is valid
+    assert label.member == member
+    if problem_part is None:
+        assert label.problem is None
+    else:
+        assert problem_part in label.problem
+
+
+def test_label_assigned_twice_is_invalid():
+    cls = one(
+        """
+        class TestA(TestCase):
+            hw_classification = HardwareClassification.GENERIC
+            hw_classification = HardwareClassification.GENERIC
+            def test_a(self): pass
+        """
+    )
+    assert not cls.label.valid and "more than once" in cls.label.problem
+
+
+CU = "torch.testing._internal.common_utils"
+
+
+@pytest.mark.parametrize(
+    "imports, expected",
+    [
+        ("from torch.testing._internal.common_utils import HardwareClassification", True),
+        (f"from {CU} import TestCase, HardwareClassification", True),
+        (f"from {CU} import *", True),
+        (f"try:\n    from {CU} import *\nexcept ImportError:\n    pass", True),
+        (f"from {CU} import HardwareClassification as HC", False),
+        (f"from {CU} import TestCase", False),
+        ("from common_utils import HardwareClassification", False),
+        (f"def f():\n    from {CU} import HardwareClassification", False),
+    ],
+)
+def test_has_hw_import(imports, expected):
+    assert facts(imports + "\n").has_hw_import is expected
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def test_decorator_rule_forms_and_onlyaccelerator():
+    cls = one(
+        """
+        import torch.testing._internal.common_device_type as cdt
+        class TestA(TestCase):
+            @onlyCUDA
+            def test_a(self, device): pass
+            @cdt.onlyCUDA
+            def test_b(self, device): pass
+            @onlyOn(["cuda", "xpu"])
+            def test_c(self, device): pass
+            @onlyAccelerator
+            def test_d(self, device): pass
+            @cdt.onlyAccelerator
+            def test_e(self, device): pass
+        instantiate_device_type_tests(TestA, globals())
+        """
+    )
+    found = check(cls, "ACCELERATOR")
+    assert rules(found) == {"decorator"}
+    assert sorted(v.line for v in found) == [5, 7, 9]
+    assert all(v.code == "ACCELERATOR[decorator]" for v in found)
+    assert "@cdt.onlyCUDA" in found[1].message and "line 7" in found[1].message
+
+
+def test_class_level_only_decorator_is_flagged():
+    cls = one(
+        """
+        @onlyCPU
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals())
+        """
+    )
+    assert rules(check(cls, "ACCELERATOR")) == {"decorator"}
+
+
+def test_generic_rules_messages_name_lines():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals())
+        """
+    )
+    found = check(cls, "GENERIC")
+    assert [(v.rule, v.line) for v in found] == [("instantiation", 4), ("device_param", 3)]
+    assert "line 4" in found[0].message
+    assert "test_a(self, device)" in found[1].message
+
+
+def test_device_value_rules():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+            def test_b(self): pass
+        instantiate_device_type_tests(TestA, globals(), except_for='cpu')
+        """
+    )
+    assert rules(check(cls, "CUDA")) == {"device_param", "only_for", "except_for"}
+    assert rules(check(cls, "XPU")) == {"device_param", "only_for", "except_for", "allow_xpu"}
+    assert "omits it" in [v for v in check(cls, "XPU") if v.rule == "allow_xpu"][0].message
+
+
+def test_not_instantiated_device_values_break_instantiation_only_once():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        """
+    )
+    assert [v.rule for v in check(cls, "CPU")] == ["instantiation"]
+    assert [v.rule for v in check(cls, "MPS")] == ["instantiation"]
+
+
+def test_check_accepts_lowercase_and_rejects_unknown():
+    cls = one("class TestA(TestCase):\n    def test_a(self): pass\n")
+    assert check(cls, "generic") == []
+    with pytest.raises(ValueError):
+        check(cls, "GPU")
+    assert normalise_value("HardwareClassification.xpu") == "XPU"
+
+
+def test_needs_manual_non_literal_only_for():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals(), only_for=DEVICES)
+        """
+    )
+    d = infer(cls)
+    assert d.status == "needs-manual"
+    assert "only_for is not a literal" in d.message
+    assert "not a literal" in [v for v in d.violations["CPU"] if v.rule == "only_for"][0].message
+
+
+def test_generic_with_hardcoded_device_gets_hint_but_label():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self):
+                torch.ones(2).cuda()
+        """
+    )
+    d = infer(cls)
+    assert d.status == "label" and d.value == "GENERIC"
+    assert d.patterns == ("inject-device",)
+    assert "hard-code" in d.message
+
+
+def test_evidence_texts():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals(), only_for='cpu')
+        """
+    )
+    texts = [e.text for e in infer(cls).evidence]
+    assert "line 4: instantiate_device_type_tests(TestA, globals(), only_for='cpu')" in texts
+    generic = one("class TestA(TestCase):\n    def test_a(self): pass\n")
+    texts = [e.text for e in infer(generic).evidence]
+    assert "not instantiated anywhere" in texts
+    assert any(t.startswith("no test method takes device/devices") for t in texts)
+
+
+def test_mixed_class_evidence_lists_both_groups_with_limit():
+    methods = "".join(f"    def test_d{i}(self, device): pass\n" for i in range(10))
+    methods += "    def test_plain(self): pass\n"
+    src = "class TestA(TestCase):\n" + methods + "instantiate_device_type_tests(TestA, globals())\n"
+    d = infer(one(src))
+    texts = [e.text for e in d.evidence]
+    assert "line 12: test_plain(self)" in texts
+    assert any("2 more with device" in t for t in texts)
+    assert d.patterns == ("split-class",)
+
+
+# --------------------------------------------------------------------------- decide
+
+
+GENERIC_SRC = "class TestA(TestCase):\n    def test_a(self): pass\n"
+ACCEL_SRC = (
+    "class TestA(TestCase):\n    def test_a(self, device): pass\n"
+    "instantiate_device_type_tests(TestA, globals())\n"
+)
+
+
+def _labelled(member: str, src: str = GENERIC_SRC) -> analysis.TestClassFacts:
+    return one(
+        src.replace(
+            "class TestA(TestCase):\n",
+            f"class TestA(TestCase):\n    hw_classification = HardwareClassification.{member}\n",
+        )
+    )
+
+
+def test_decide_plain_inference():
+    d = decide(one(GENERIC_SRC))
+    assert (d.status, d.value, d.inferred) == ("label", "GENERIC", "GENERIC")
+    assert d.edits
+
+
+def test_decide_already_and_disagrees():
+    assert decide(_labelled("GENERIC")).status == "already"
+    d = decide(_labelled("ACCELERATOR"))
+    assert d.status == "already-disagrees"
+    assert d.value == "ACCELERATOR" and d.inferred == "GENERIC"
+    assert set(d.violations) == {"ACCELERATOR"}  # the existing label's broken rules
+    assert not d.edits
+
+
+def test_decide_already_when_inference_impossible():
+    src = (
+        "class TestA(TestCase):\n    def test_a(self, device): pass\n"
+        "    def test_b(self): pass\n"
+        "instantiate_device_type_tests(TestA, globals())\n"
+    )
+    d = decide(_labelled("ACCELERATOR", src))
+    assert d.status == "already" and d.inferred is None
+    assert "device_param" in d.message
+
+
+def test_decide_label_with_override_is_left_alone():
+    assert decide(_labelled("GENERIC"), override="generic").status == "already"
+    d = decide(_labelled("GENERIC"), override="CPU", force=True)
+    assert d.status == "already-disagrees" and d.value == "GENERIC"
+
+
+def test_decide_invalid_label():
+    cls = one(
+        "class TestA(TestCase):\n    hw_classification = HC.GENERIC\n    def test_a(self): pass\n"
+    )
+    d = decide(cls, override="GENERIC", force=True)
+    assert d.status == "invalid-label" and not d.edits
+    assert "aliased" in d.message
+
+
+def test_decide_override_passing_refused_forced():
+    cls = one(ACCEL_SRC)
+    d = decide(cls, override="accelerator")
+    assert (d.status, d.value) == ("label", "ACCELERATOR")
+    d = decide(cls, override="GENERIC")
+    assert d.status == "refused" and d.value is None and not d.edits
+    assert rules(d.violations["GENERIC"]) == {"instantiation", "device_param"}
+    assert d.inferred == "ACCELERATOR"
+    d = decide(cls, override="GENERIC", force=True)
+    assert d.status == "forced" and d.value == "GENERIC" and d.edits
+    assert set(d.violations) == {"GENERIC"}
+
+
+def test_decide_override_on_needs_manual_class():
+    src = (
+        "class TestA(TestCase):\n    @onlyCUDA\n    def test_a(self, device): pass\n"
+        "instantiate_device_type_tests(TestA, globals())\n"
+    )
+    d = decide(one(src), override="ACCELERATOR")
+    assert d.status == "refused"
+    assert "cuda-guards-to-accelerator-guards" in d.patterns
+
+
+def test_decide_rejects_unknown_override():
+    with pytest.raises(ValueError, match="unknown classification"):
+        decide(one(GENERIC_SRC), override="gpu")
+
+
+# --------------------------------------------------------------------------- findings
+
+
+@pytest.mark.parametrize(
+    "decision, rule, severity",
+    [
+        (lambda: decide(one(GENERIC_SRC)), "hw/label", "info"),
+        (lambda: decide(_labelled("GENERIC")), "hw/already", "info"),
+        (lambda: decide(_labelled("CPU")), "hw/already-disagrees", "warning"),
+        (lambda: decide(one(GENERIC_SRC), "CPU"), "hw/refused", "error"),
+        (lambda: decide(one(GENERIC_SRC), "CPU", force=True), "hw/forced", "warning"),
+        (
+            lambda: decide(
+                one(
+                    "class TestA(TestCase):\n"
+                    "    hw_classification = 1\n"
+                    "    def test_a(self): pass\n"
+                )
+            ),
+            "hw/invalid-label",
+            "error",
+        ),
+        (
+            lambda: decide(
+                one("class TestA(TestCase):\n    def test_a(self, device): pass\n")
+            ),
+            "hw/needs-manual",
+            "warning",
+        ),
+    ],
+)
+def test_decision_findings(decision, rule, severity):
+    d = decision()
+    (finding,) = decision_findings(d)
+    assert finding.rule == rule and finding.severity == severity
+    assert finding.cls == "TestA" and finding.line == d.line
+    data = json.loads(json.dumps(finding.to_json()))["data"]
+    assert set(data) >= {"evidence", "violations", "patterns"}
+    for vs in data["violations"].values():
+        assert all(set(v) == {"value", "rule", "message", "line"} for v in vs)
+    if rule in ("hw/label", "hw/forced"):
+        assert finding.fix == f"hw_classification = HardwareClassification.{d.value}"
+
+
+def test_module_findings_duplicates():
+    f = facts(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        class TestA(TestCase):
+            def test_b(self, device): pass
+        instantiate_device_type_tests(TestA, globals())
+        instantiate_device_type_tests(TestA, globals(), only_for='cpu')
+        """
+    )
+    assert f.duplicate_classes == (("TestA", (2, 4)),)
+    assert f.duplicate_instantiations == (("TestA", (6, 7)),)
+    found = module_findings(f)
+    assert [x.rule for x in found] == ["hw/duplicate_class", "hw/duplicate_instantiation"]
+    assert all(x.severity == "error" for x in found)
+    assert "lines 2, 4" in found[0].message
+
+
+def test_module_facts_are_json_friendly():
+    src = EXAMPLES[0].source
+    json.dumps(asdict(analyse(ast.parse(src), src)))

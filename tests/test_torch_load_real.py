@@ -1,0 +1,201 @@
+"""torch.load transform and discover-globals against real torch.
+
+Uses the interpreter from DECOUPLE_TORCH_PYTHON (default: this one); skipped with a
+reason when it cannot import torch >= 2.6.  Fixture tests live in
+tests/fixtures/torch_load/real/ (not collected: their names do not start with test_)
+and are copied to a temporary directory before anything runs or rewrites them.
+Runs torch in few, batched subprocesses (2 shared cores).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from codemod.discover_globals import discover, discover_globals
+from codemod.target import probe
+from transforms.torch_load import TorchLoad, check_mode_supported
+
+REAL = Path(__file__).parent / "fixtures" / "torch_load" / "real"
+FILES = ["real_whole_module.py", "real_quantized.py", "real_state_dict.py"]
+PY = os.environ.get("DECOUPLE_TORCH_PYTHON") or sys.executable
+OLD_PY = os.environ.get("DECOUPLE_OLD_TORCH_PYTHON") or "/work/venv213/bin/python"
+
+QUANT_GLOBALS = {
+    "torch.ao.nn.quantized.dynamic.modules.linear.Linear",
+    "torch.ao.nn.quantized.modules.linear.LinearPackedParams",
+    "torch.ScriptObject",
+}
+
+
+def _target():
+    info = probe(PY)
+    if not info.ok or info.torch_version < (2, 6):
+        pytest.skip(f"needs torch >= 2.6 in {PY}: {info.reason or info.torch_version_str}")
+    return info
+
+
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd,
+        capture_output=True, text=True, timeout=900,
+        env={k: v for k, v in os.environ.items()
+             if k not in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")},
+    )
+
+
+@pytest.fixture(scope="module")
+def discovered(tmp_path_factory):
+    _target()
+    root = tmp_path_factory.mktemp("discover")
+    for f in FILES:
+        shutil.copy(REAL / f, root / f)
+    result, status = discover(FILES, python=PY, cwd=str(root), max_iterations=10, timeout=900)
+    return root, result, status
+
+
+@pytest.mark.torch
+def test_default_fails_with_unpickling_error(tmp_path):
+    _target()
+    for f in FILES:
+        shutil.copy(REAL / f, tmp_path / f)
+    proc = _pytest(tmp_path, *FILES)
+    out = proc.stdout
+    assert "2 failed, 1 passed" in out, out[-3000:]
+    assert out.count("UnpicklingError") >= 2
+    assert "FAILED real_whole_module.py::test_whole_module_roundtrip" in out
+    assert "FAILED real_quantized.py::test_quantized_linear_roundtrip" in out
+
+
+@pytest.mark.torch
+def test_discovery_finds_complete_lists(discovered):
+    root, result, status = discovered
+    assert status == 0 and result["complete"], result["errors"]
+    assert result["schema_version"] == 1
+    tests = result["tests"]
+    whole = tests["real_whole_module.py::test_whole_module_roundtrip"]
+    quant = tests["real_quantized.py::test_quantized_linear_roundtrip"]
+    sd = tests["real_state_dict.py::test_state_dict_roundtrip"]
+    assert (whole["initial_outcome"], whole["outcome"]) == ("failed", "passed")
+    assert (quant["initial_outcome"], quant["outcome"]) == ("failed", "passed")
+    assert (sd["initial_outcome"], sd["outcome"]) == ("passed", "passed")
+    assert set(quant["globals"]) == QUANT_GLOBALS
+    assert set(whole["globals"]) == {"real_whole_module.TinyNet", "torch.nn.modules.linear.Linear"}
+    assert sd["globals"] == [] and sd["calls"][0]["status"] == "ok"
+    for t in (whole, quant):
+        (call,) = t["calls"]
+        # iterating on failures and get_unsafe_globals_in_checkpoint agree
+        assert set(call["globals"]) == set(call["scan"])
+        assert t["discrepancies"] == []
+        assert set(t["saves"][0]["globals"]) == set(call["globals"])
+    assert quant["calls"][0]["code"] == "loaded = torch.load(buf)"
+    assert quant["calls"][0]["file"] == "real_quantized.py"
+    assert "torch.ScriptObject" in result["dangerous"]
+    assert result["resolved"]["torch.nn.modules.linear.Linear"]["module"] == "torch.nn.modules.linear"
+
+
+def _rewrite(dst: Path, mode: str, result) -> dict[str, str]:
+    dst.mkdir()
+    t = TorchLoad(mode, discovered=result, torch_version=(2, 14))
+    outs = {}
+    for f in FILES:
+        src = (REAL / f).read_text()
+        res = t.run(src, ast.parse(src), path=f)
+        assert ast.dump(t.strip(ast.parse(res.text))) == ast.dump(t.strip(ast.parse(src)))
+        assert t.run(res.text, ast.parse(res.text), path=f).text == res.text
+        (dst / f).write_text(res.text)
+        outs[f] = res.text
+    return outs
+
+
+@pytest.mark.torch
+def test_rewritten_tests_pass(discovered, tmp_path):
+    _, result, _ = discovered
+    sg = _rewrite(tmp_path / "sg", "safe-globals", result)
+    wof = _rewrite(tmp_path / "wof", "weights-only-false", result)
+    auto = _rewrite(tmp_path / "auto", "auto", result)
+
+    assert "safe_globals([TinyNet, torch.nn.Linear])" in sg["real_whole_module.py"]
+    assert "torch.ScriptObject" in sg["real_quantized.py"]
+    assert sg["real_state_dict.py"] == (REAL / "real_state_dict.py").read_text()
+    assert wof["real_state_dict.py"].count("weights_only=False") == 1
+    # auto: safe globals -> block; ScriptObject -> explicit False; state_dict untouched
+    assert "safe_globals([TinyNet, torch.nn.Linear])" in auto["real_whole_module.py"]
+    assert "torch.load(buf, weights_only=False)" in auto["real_quantized.py"]
+    assert auto["real_state_dict.py"] == (REAL / "real_state_dict.py").read_text()
+
+    # one interpreter run for all nine files (importlib mode: same basenames in 3 dirs)
+    proc = _pytest(tmp_path, "--import-mode=importlib",
+                   *(f"{d}/{f}" for d in ("sg", "wof", "auto") for f in FILES))
+    assert "9 passed" in proc.stdout, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+@pytest.mark.torch
+def test_old_torch_213_is_supported_and_probed():
+    info = probe(OLD_PY)
+    if not info.ok:
+        pytest.skip(f"{OLD_PY}: {info.reason}")
+    assert info.torch_version == (2, 13)
+    assert check_mode_supported("safe-globals", info.torch_version) is None
+
+
+def _bare_venv(tmp_path: Path) -> str:
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   capture_output=True, timeout=120)
+    return str(venv / "bin" / "python")
+
+
+def test_no_torch_is_a_clear_refusal(tmp_path):
+    py = _bare_venv(tmp_path)
+    info = probe(py)
+    assert not info.ok and info.torch_version is None
+    assert "torch cannot be imported" in info.reason and "No module named 'torch'" in info.reason
+    assert "no importable torch" in check_mode_supported("auto", info.torch_version)
+    res = CliRunner().invoke(discover_globals, ["test_x.py", "--python", py])
+    assert res.exit_code == 2
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    assert "cannot discover globals: torch cannot be imported" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_torch_too_old_is_a_clear_refusal(tmp_path):
+    py = _bare_venv(tmp_path)
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text('__version__ = "1.12.1"\n')
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(fake)
+    try:
+        info = probe(py)
+        res = CliRunner().invoke(discover_globals, ["test_x.py", "--python", py])
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = old
+    assert info.torch_version == (1, 12)
+    assert "1.13" in check_mode_supported("weights-only-false", info.torch_version)
+    assert res.exit_code == 2
+    assert "has no weights_only (added in 1.13)" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_missing_interpreter_is_a_clear_refusal(tmp_path):
+    res = CliRunner().invoke(discover_globals, ["t.py", "--python", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_cli_help_names_flags():
+    res = CliRunner().invoke(discover_globals, ["--help"])
+    assert res.exit_code == 0
+    for flag in ("--python", "--out", "--max-iterations", "--timeout"):
+        assert flag in res.output
+    assert discover_globals.name == "discover-globals"
