@@ -133,8 +133,6 @@ def _run(mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transf
         if name not in seen:
             run.warnings.append(f"--set {name}=...: no test class of that name was found")
     if graduate_flag:
-        if allowlist is None:
-            fail("--graduate needs --from-allowlist")
         done = {f.path for f in results if f.fully_classified and f.status != "failed"}
         run.graduated = graduate(allowlist, done)
     return run
@@ -211,15 +209,18 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
     mode = "diff" if show_diff else "check" if check else "write"
     if graduate_flag and mode != "write":
         raise click.UsageError("--graduate only makes sense when writing (drop --diff/--check)")
+    if graduate_flag and not (allowlist or (not paths and load_config().allowlist)):
+        raise click.UsageError("--graduate needs --from-allowlist (or [tool.decouple] allowlist)")
     if no_label and not torch_load:
         raise click.UsageError("--no-label leaves nothing to do without --torch-load")
     if (globals_file or explain) and not torch_load:
         raise click.UsageError("--globals and --explain go with --torch-load")
     transforms = [] if no_label else [_label_transform(classification, per_class, force)]
     warnings = []
-    python = python or load_config().python
-    if torch_load or python:
-        info = target.probe(python)
+    explicit_python = python or load_config().python
+    if torch_load or not no_label:
+        # torch-load needs the real version (import); the label check only reads files.
+        info = target.probe(explicit_python, import_torch=bool(torch_load))
         if torch_load:
             refusal = check_mode_supported(torch_load, info.torch_version) if info.torch_version else (
                 f"--torch-load needs torch in the target interpreter: {info.reason}")
@@ -231,7 +232,8 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
                 f"torch {info.torch_version_str} in {info.executable or python} has no HardwareClassification "
                 "(first released in 2.14): the labelled files will fail to import there")
         elif not no_label and info.torch_version is None:
-            warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
+            hint = "" if explicit_python else " (name the target with --python)"
+            warnings.append(f"could not check the target for HardwareClassification{hint}: {info.reason}")
     run = _run(mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
     run.warnings += warnings
     if mode == "diff" and fmt == "text":

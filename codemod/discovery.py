@@ -94,9 +94,10 @@ def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_E
             raise DiscoveryError(f"no such file or folder: {path}")
         for c in candidates:
             c = os.path.normpath(c)
-            if c in seen:
+            key = os.path.realpath(c)  # one entry per real file, however it was named
+            if key in seen:
                 continue
-            seen.add(c)
+            seen.add(key)
             (result.excluded if excluded_by(c, excludes) else result.files).append(c)
     result.files.sort()
     result.excluded.sort()

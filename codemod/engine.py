@@ -21,9 +21,21 @@ from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCH
 from transforms.base import Finding, Transform
 from transforms.hw_edit import split_lines
 
-# Rules whose presence means a class is labelled (or will be, once written).
+# Decisions after which a class carries a label; the label passes the linter unless
+# the finding lists violations (a forced value, an existing label that breaks its rules).
 _LABELLED = {"hw/label", "hw/already", "hw/already-disagrees", "hw/forced"}
 _CLASS_RULES = _LABELLED | {"hw/needs-manual", "hw/invalid-label", "hw/refused"}
+
+
+def _linter_clean(findings: list[Finding]) -> bool:
+    """Every test class will carry a label the linter accepts, and nothing else in the
+    file is an error (duplicate classes or instantiations): safe to graduate."""
+    classes = [f for f in findings if f.rule in _CLASS_RULES]
+    return (
+        bool(classes)
+        and all(f.rule in _LABELLED and not f.data.get("violations") for f in classes)
+        and not any(f.severity == "error" for f in findings)
+    )
 
 
 class VerificationError(Exception):
@@ -94,18 +106,17 @@ def unified_diff(path: str, old: str, new: str) -> str:
     return "".join(difflib.unified_diff(split_lines(old), split_lines(new), f"a/{path}", f"b/{path}"))
 
 
-def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, str, bool]:
+def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, str]:
     classes = [f for f in findings if f.rule in _CLASS_RULES]
-    fully = bool(classes) and all(f.rule in _LABELLED for f in classes)
     if changed:
-        return CHANGED, "", fully
+        return CHANGED, ""
     if manual:
-        return NEEDS_MANUAL, "", fully
-    if classes and fully:
-        return ALREADY, "", fully
-    if not classes and not findings:
-        return SKIPPED, "no test classes", fully
-    return UNCHANGED, "", fully
+        return NEEDS_MANUAL, ""
+    if classes and all(f.rule in _LABELLED for f in classes):
+        return ALREADY, ""
+    if not findings:
+        return SKIPPED, "no test classes"
+    return UNCHANGED, ""
 
 
 def process_file(path: str, transforms: Sequence[Transform], mode: str) -> FileResult:
@@ -125,8 +136,8 @@ def process_file(path: str, transforms: Sequence[Transform], mode: str) -> FileR
         new_text, new_tree, findings, manual = _run_transforms(src.text, tree, transforms, path)
         findings = [_with_path(f, path) for f in findings]
         changed = new_text != src.text
-        status, reason, fully = _bucket(findings, manual, changed)
-        result = FileResult(path, status, reason, findings, manual, fully_classified=fully)
+        status, reason = _bucket(findings, manual, changed)
+        result = FileResult(path, status, reason, findings, manual, fully_classified=_linter_clean(findings))
         if not changed or mode == "classify":
             return result
         result.findings += [_with_path(f, path) for f in verify(src.text, tree, new_text, new_tree, transforms, path)]

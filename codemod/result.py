@@ -32,7 +32,7 @@ class FileResult:
     manual: int = 0                        # classes/calls that need manual work
     diff: str = ""                         # unified diff when changed
     written: bool = False
-    fully_classified: bool = False         # every test class carries a valid label afterwards
+    fully_classified: bool = False         # the linter will accept the file afterwards (graduation)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -17,15 +17,27 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 _PROBE = r"""
-import json, sys
+import json, os, sys
 out = {"python": sys.version.split()[0], "executable": sys.executable}
 try:
-    import torch
-    out["torch"] = torch.__version__
-    out["torch_file"] = getattr(torch, "__file__", None)
+    if sys.argv[1] == "import":
+        import torch
+        out["torch"] = torch.__version__
+        root = os.path.dirname(torch.__file__)
+    else:
+        # Source-only: locate the package and read its files; importing torch takes seconds.
+        import importlib.util
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("No module named 'torch'")
+        root = list(spec.submodule_search_locations)[0]
+        with open(os.path.join(root, "version.py"), encoding="utf-8") as f:
+            scope = {}
+            exec(compile(f.read(), "version.py", "exec"), scope)
+        out["torch"] = str(scope["__version__"])
+    out["torch_file"] = root
     # Read, not import: torch.testing._internal.common_utils takes seconds to import.
-    import os
-    cu = os.path.join(os.path.dirname(torch.__file__), "testing", "_internal", "common_utils.py")
+    cu = os.path.join(root, "testing", "_internal", "common_utils.py")
     try:
         with open(cu, encoding="utf-8") as f:
             out["hw_classification"] = "class HardwareClassification(" in f.read()
@@ -66,8 +78,11 @@ def parse_version(text: Optional[str]) -> Optional[tuple[int, int]]:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def probe(python: Optional[str] = None, timeout: float = 120.0) -> TargetInfo:
-    """Run a tiny script in `python` and report its torch version or why there is none."""
+def probe(python: Optional[str] = None, timeout: float = 120.0, import_torch: bool = True) -> TargetInfo:
+    """Run a tiny script in `python` and report its torch version or why there is none.
+
+    `import_torch=False` only reads torch's files (version.py, common_utils.py): fast
+    enough to run before every `apply`, but blind to a torch that fails to import."""
     python = python or sys.executable
     info = TargetInfo(python=python)
     if os.sep in python or (os.altsep and os.altsep in python):
@@ -80,7 +95,7 @@ def probe(python: Optional[str] = None, timeout: float = 120.0) -> TargetInfo:
     env = dict(os.environ)
     try:
         proc = subprocess.run(
-            [python, "-c", _PROBE], capture_output=True, text=True,
+            [python, "-c", _PROBE, "import" if import_torch else "source"], capture_output=True, text=True,
             timeout=timeout, env=env, stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError:

@@ -436,25 +436,6 @@ def test_label_assigned_twice_is_invalid():
     assert not cls.label.valid and "more than once" in cls.label.problem
 
 
-CU = "torch.testing._internal.common_utils"
-
-
-@pytest.mark.parametrize(
-    "imports, expected",
-    [
-        ("from torch.testing._internal.common_utils import HardwareClassification", True),
-        (f"from {CU} import TestCase, HardwareClassification", True),
-        (f"from {CU} import *", True),
-        (f"try:\n    from {CU} import *\nexcept ImportError:\n    pass", True),
-        (f"from {CU} import HardwareClassification as HC", False),
-        (f"from {CU} import TestCase", False),
-        ("from common_utils import HardwareClassification", False),
-        (f"def f():\n    from {CU} import HardwareClassification", False),
-    ],
-)
-def test_has_hw_import(imports, expected):
-    assert facts(imports + "\n").has_hw_import is expected
-
 
 # --------------------------------------------------------------------------- rules
 

@@ -6,8 +6,6 @@ import stat
 import subprocess
 import sys
 
-import pytest
-
 from codemod import engine
 from codemod.discovery import discover, read_allowlist
 from transforms.hw_label import HwLabel
@@ -157,3 +155,49 @@ def test_allowlist_graduation(tmp_path):
     assert allow.read_text().startswith('[\n  "test/test_gone.py"')
     assert "do not exist" in err
     assert read_allowlist(str(allow)).root == str(repo)
+
+
+def test_same_file_named_twice_is_processed_once(tmp_path, monkeypatch):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    monkeypatch.chdir(tmp_path)
+    found = discover(["test_a.py", str(f), "./test_a.py"])
+    assert found.files == ["test_a.py"]
+
+
+def test_graduate_needs_allowlist_before_touching_files(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    code, out, err = cli("apply", "--graduate", str(f), cwd=tmp_path)
+    assert code == 2 and "--graduate needs --from-allowlist" in err
+    assert f.read_text() == GENERIC_SRC
+
+
+BROKEN_LABEL_SRC = (
+    "from torch.testing._internal.common_device_type import instantiate_device_type_tests\n"
+    "from torch.testing._internal.common_utils import HardwareClassification, TestCase\n\n\n"
+    "class TestB(TestCase):\n    hw_classification = HardwareClassification.GENERIC\n\n"
+    "    def test_d(self, device):\n        pass\n\n\n"
+    "instantiate_device_type_tests(TestB, globals())\n"
+)
+DUPLICATE_SRC = GENERIC_SRC + "\n\nclass TestA(TestCase):\n    def test_b(self):\n        pass\n"
+FORCED_SRC = (
+    "from torch.testing._internal.common_utils import TestCase\n\n\n"
+    "class TestF(TestCase):\n    def test_d(self, device):\n        pass\n"
+)
+
+
+def test_graduation_only_for_files_the_linter_accepts(tmp_path):
+    repo = tmp_path / "pytorch"
+    write(repo / "test" / "test_ok.py", GENERIC_SRC)
+    write(repo / "test" / "test_broken.py", BROKEN_LABEL_SRC)
+    write(repo / "test" / "test_dup.py", DUPLICATE_SRC)
+    write(repo / "test" / "test_forced.py", FORCED_SRC)
+    allow = repo / "tools" / "linter" / "adapters" / "test_linter_allowlist.json"
+    entries = ["test/test_broken.py", "test/test_dup.py", "test/test_forced.py", "test/test_ok.py"]
+    write(allow, json.dumps(entries, indent=2) + "\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    code, out, err = cli("apply", "--from-allowlist", str(allow), "--graduate", "--set", "TestF=GENERIC", "--force")
+    assert json.loads(allow.read_text()) == entries[:3]
+    # the existing label that breaks its rules is shown, and counts as work left
+    assert "warning: [hw/already-disagrees]" in err and "the label breaks" in err
+    assert "error: [hw/duplicate_class]" in err
+    assert code == 1

@@ -56,14 +56,14 @@ def check(text: str, by_name: dict[str, str], expected: str, *, need_import: boo
     """Exact output plus the properties every edit must have."""
     out = label(text, by_name, need_import=need_import)
     assert out == expected
+    # Nothing but labels and the import name changed (strip works in place: fresh trees).
+    assert ast.dump(strip_hw_edits(parse(out))) == ast.dump(strip_hw_edits(parse(text)))
     before, after = parse(text), parse(out)
-    # Nothing but labels and the import name changed.
-    assert ast.dump(strip_hw_edits(after)) == ast.dump(strip_hw_edits(before))
     # The requested labels are there, and only those were added.
     expected_labels = {**labels_of(before), **by_name}
     assert labels_of(after) == expected_labels
     if need_import:
-        assert has_import(after)
+        assert has_import(parse(out))
     # The attribute is the first statement (after a docstring).
     for node in ast.walk(after):
         if isinstance(node, ast.ClassDef) and node.name in by_name:
@@ -766,8 +766,16 @@ def test_star_import_means_no_new_import():
 def test_already_imported_no_change():
     src = f"{CU} HardwareClassification, TestCase\n"
     assert merged(src) == src
-    src = f"if True:\n    {CU} HardwareClassification\n"
-    assert merged(src) == src
+
+
+def test_conditional_or_late_import_does_not_count():
+    # Under `if` the name may be unbound when the class body runs: import it for sure.
+    src = f"if TYPE_CHECKING:\n    {CU} HardwareClassification\n"
+    assert merged(src) == f"{CU} HardwareClassification\n\n\n" + src
+    # An import below the class runs too late for the class body.
+    late = f"{CU} TestCase\nclass A(TestCase):\n    def test_a(self):\n        pass\n{CU} HardwareClassification\n"
+    out = label(late, {"A": "GENERIC"})
+    assert out.startswith(f"{CU} HardwareClassification, TestCase\n")
 
 
 def test_enum_imported_from_elsewhere_counts():
@@ -951,7 +959,7 @@ def test_strip_hw_edits_keeps_everything_else():
     src = f"{CU} HardwareClassification, TestCase\nclass A(TestCase):\n    {ATTR}.CPU\n    x = 1\n"
     stripped = strip_hw_edits(parse(src))
     assert ast.unparse(stripped) == f"{CU} TestCase\n\nclass A(TestCase):\n    x = 1"
-    # The input tree is left alone.
+    # A freshly parsed tree still has it (strip works on the tree it is given).
     assert ENUM_NAME in ast.unparse(parse(src))
 
 
@@ -1002,3 +1010,10 @@ def test_large_file_is_fast():
     elapsed = time.perf_counter() - start
     assert out.count("hw_classification = HardwareClassification.GENERIC\n") == 3000
     assert elapsed < 2.0, elapsed
+
+
+def test_exploded_import_keeps_newline_after_backslash_comment():
+    # LibCST drops the newline that ends `# comment \`; the next statement must stay put.
+    src = f"{CU} run_tests, TestCase  # foo \\\nimport os\n" + BODY
+    out = label(src, {"A": "GENERIC"})
+    assert ")  # foo \\\nimport os\n" in out

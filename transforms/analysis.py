@@ -172,7 +172,6 @@ class ModuleFacts:
     instantiations: Tuple[Instantiation, ...] = ()
     duplicate_classes: Tuple[Tuple[str, Tuple[int, ...]], ...] = ()
     duplicate_instantiations: Tuple[Tuple[str, Tuple[int, ...]], ...] = ()
-    has_hw_import: bool = False
 
     def get(self, name: str) -> Optional[TestClassFacts]:
         """The first test class called `name`, if any."""
@@ -482,14 +481,6 @@ def _duplicates(pairs: Iterable[Tuple[str, int]]) -> Tuple[Tuple[str, Tuple[int,
     return tuple((name, tuple(ls)) for name, ls in lines.items() if len(ls) > 1)
 
 
-def _imports_enum(stmt: ast.ImportFrom) -> bool:
-    if stmt.level != 0 or stmt.module != COMMON_UTILS:
-        return False
-    return any(
-        a.name == "*" or (a.name == ENUM_NAME and a.asname in (None, ENUM_NAME)) for a in stmt.names
-    )
-
-
 def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
     """Read the test classes, instantiations and labels of one parsed module.
 
@@ -503,7 +494,6 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
     nested = []
     instantiations = []
     parametrized: dict = {}
-    has_hw_import = False
 
     for stmt in _module_level(tree.body):
         if isinstance(stmt, ast.ClassDef):
@@ -522,8 +512,6 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
                 args = stmt.value.args
                 if args and isinstance(args[0], ast.Name):
                     parametrized.setdefault(args[0].id, []).append(stmt.lineno)
-        elif isinstance(stmt, ast.ImportFrom):
-            has_hw_import = has_hw_import or _imports_enum(stmt)
         elif isinstance(stmt, _FUNCTION_TYPES):
             nested.extend((c, REASON_NESTED) for c in _nested_test_classes(stmt))
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
@@ -559,7 +547,6 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
         instantiations=tuple(instantiations),
         duplicate_classes=_duplicates((c.name, c.line) for c in classes),
         duplicate_instantiations=_duplicates((i.target, i.line) for i in instantiations),
-        has_hw_import=has_hw_import,
     )
 
 

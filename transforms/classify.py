@@ -699,7 +699,9 @@ def decision_findings(decision: Decision) -> List[Finding]:
             rule=f"hw/{decision.status}",
             message=decision.message,
             line=decision.line,
-            severity=STATUSES[decision.status],
+            # An existing label the linter will reject is worth a warning, not a shrug.
+            severity=WARNING if decision.status == "already" and decision.violations
+            else STATUSES[decision.status],
             cls=decision.cls_name,
             fix=_fix_text(decision),
             data=data,

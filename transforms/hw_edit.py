@@ -22,10 +22,9 @@ Upstream style (see shared/reference/hw-classification.md):
 from __future__ import annotations
 
 import ast
-import copy
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst
@@ -177,31 +176,20 @@ def _is_docstring(stmt: ast.stmt) -> bool:
 _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _module_level_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements that run at module level: ``tree.body`` plus the bodies of
-    module-level if/try/with/for/while blocks (not function or class bodies)."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, _DEF_TYPES):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            yield from _module_level_statements(getattr(stmt, field, None) or ())
-        for handler in getattr(stmt, "handlers", None) or ():
-            yield from _module_level_statements(handler.body)
-        for case in getattr(stmt, "cases", None) or ():
-            yield from _module_level_statements(case.body)
-
-
 def _is_common_utils(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module == COMMON_UTILS
 
 
-def has_import(tree: ast.Module) -> bool:
-    """True when module-level code already binds ``HardwareClassification``:
-    imported from ``torch.testing._internal.common_utils`` by name or by a star
-    import, or imported by that name from any other module (adding a second
-    binding would only be a redefinition)."""
-    for stmt in _module_level_statements(tree.body):
+def has_import(tree: ast.Module, before_line: int | None = None) -> bool:
+    """True when ``HardwareClassification`` is surely bound when the first labelled
+    class (``before_line``) is defined: an unconditional module-level import (in
+    ``tree.body`` itself, above that line) from ``torch.testing._internal.common_utils``
+    by name or by a star import, or by that name from any other module (a second
+    binding would only be a redefinition). An import under ``if``/``try``, or one that
+    runs after the class, does not count: the class body would raise NameError."""
+    for stmt in tree.body:
+        if before_line is not None and stmt.lineno >= before_line:
+            break
         if not isinstance(stmt, ast.ImportFrom):
             continue
         for alias in stmt.names:
@@ -622,7 +610,6 @@ class _ImportRewriter:
 
     @staticmethod
     def _merged(module, line, node: "libcst.ImportFrom") -> "libcst.ImportFrom":
-        cst = _cst()
         key = ENUM_NAME.lower()
         index = next(
             (i for i, a in enumerate(node.names) if _alias_key(a) > key), len(node.names)
@@ -670,6 +657,8 @@ def _merge_edit(lines: Sequence[str], tree: ast.Module, target: ast.ImportFrom) 
         eols = [_eol(line) for line in old_lines]
     else:
         eols = [newline if _eol(line) else "" for line in new_lines]
+        # LibCST drops the final newline after a comment ending in a backslash.
+        eols[-1] = newline if _eol(old_lines[-1]) else ""
     new_lines = [_body(line) + eol for line, eol in zip(new_lines, eols)]
     return _Edit(start - 1, end, tuple(new_lines))
 
@@ -748,7 +737,7 @@ def _new_import_edit(
 def _import_edit(
     lines: Sequence[str], tree: ast.Module, before_line: int | None
 ) -> _Edit | None:
-    if has_import(tree):
+    if has_import(tree, before_line):
         return None
     for stmt in tree.body:
         if before_line is not None and stmt.lineno >= before_line:
@@ -821,37 +810,29 @@ def ensure_import(text: str, tree: ast.Module, *, before_line: int | None = None
 
 
 def strip_hw_edits(tree: ast.Module) -> ast.Module:
-    """A copy of ``tree`` without what this module may add: every class-level
-    ``hw_classification = ...`` and the ``HardwareClassification`` name of
-    module-level ``common_utils`` imports (imports left empty are dropped).
-    For verification: strip(parse(output)) must equal strip(parse(input))."""
-    tree = copy.deepcopy(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            body = [s for s in node.body if not _is_label(s)]
-            node.body = body or [ast.Pass()]
-    _strip_imports(tree)
+    """``tree``, modified in place, without what this module may add: every class-level
+    ``hw_classification = HardwareClassification.X`` and the ``HardwareClassification``
+    name of ``common_utils`` imports (imports left empty are dropped). For verification:
+    strip(parse(output)) must equal strip(parse(input)). Only statement lists are
+    visited: labels and imports are statements, and a full ``ast.walk`` costs as much
+    as the parse."""
+    _strip_body(tree)
     return tree
 
 
-def _strip_imports(node: ast.AST) -> None:
-    for field in ("body", "orelse", "finalbody"):
+def _strip_body(node: ast.AST) -> None:
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
         stmts = getattr(node, field, None)
         if not isinstance(stmts, list):
             continue
         kept = []
         for stmt in stmts:
-            if isinstance(stmt, _DEF_TYPES):
-                kept.append(stmt)
+            if isinstance(node, ast.ClassDef) and _is_label(stmt):
                 continue
             if _is_common_utils(stmt):
-                stmt.names = [
-                    a for a in stmt.names if not (a.name == ENUM_NAME and a.asname is None)
-                ]
+                stmt.names = [a for a in stmt.names if not (a.name == ENUM_NAME and a.asname is None)]
                 if not stmt.names:
                     continue
-            _strip_imports(stmt)
+            _strip_body(stmt)
             kept.append(stmt)
-        setattr(node, field, kept)
-    for handler in getattr(node, "handlers", None) or ():
-        _strip_imports(handler)
+        setattr(node, field, kept if kept or field != "body" else [ast.Pass()])

@@ -13,10 +13,6 @@ from typing import ClassVar
 from transforms import analysis, classify, hw_edit
 from transforms.base import TransformResult
 
-COMMON_UTILS = "torch.testing._internal.common_utils"
-ENUM = "HardwareClassification"
-ATTRIBUTE = "hw_classification"
-
 # Decisions that leave a class for a human.
 _MANUAL = {"needs-manual", "refused", "invalid-label"}
 
@@ -47,57 +43,17 @@ class HwLabel:
             findings.extend(classify.decision_findings(decision))
             if decision.status in ("label", "forced"):
                 labels[cls.line] = decision.value
-            elif decision.status in _MANUAL:
+            elif decision.status in _MANUAL or (decision.status.startswith("already") and decision.violations):
+                # An existing label that breaks its own rules fails the linter all the same.
                 manual += 1
         if not labels:
             return TransformResult(text, findings, manual)
-        new_text = hw_edit.add_labels(text, tree, labels, need_import=not facts.has_hw_import)
+        new_text = hw_edit.add_labels(text, tree, labels)
         _check_labels(facts, labels, new_text)
         return TransformResult(new_text, findings, manual)
 
     def strip(self, tree: ast.Module) -> ast.Module:
-        """`tree` (modified in place) without hw_classification labels and the enum's import.
-
-        Only statement lists are visited: labels and imports are statements, and a full
-        `ast.walk` costs as much as the parse.
-        """
-        _strip_body(tree)
-        return tree
-
-
-def _strip_body(node: ast.AST) -> None:
-    for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
-        stmts = getattr(node, attr, None)
-        if not isinstance(stmts, list):
-            continue
-        kept = []
-        for stmt in stmts:
-            if isinstance(node, ast.ClassDef) and _is_label(stmt):
-                continue
-            if isinstance(stmt, ast.ImportFrom) and stmt.module == COMMON_UTILS and not stmt.level:
-                stmt.names = [a for a in stmt.names if not (a.name == ENUM and a.asname is None)]
-                if not stmt.names:
-                    continue
-            _strip_body(stmt)
-            kept.append(stmt)
-        setattr(node, attr, kept if kept or attr != "body" else [ast.Pass()])
-
-
-def _is_label(stmt: ast.stmt) -> bool:
-    if isinstance(stmt, ast.Assign):
-        targets, value = stmt.targets, stmt.value
-    elif isinstance(stmt, ast.AnnAssign):
-        targets, value = [stmt.target], stmt.value
-    else:
-        return False
-    return (
-        len(targets) == 1
-        and isinstance(targets[0], ast.Name)
-        and targets[0].id == ATTRIBUTE
-        and isinstance(value, ast.Attribute)
-        and isinstance(value.value, ast.Name)
-        and value.value.id == ENUM
-    )
+        return hw_edit.strip_hw_edits(tree)
 
 
 def _check_labels(before: analysis.ModuleFacts, labels: dict[int, str], new_text: str) -> None:
