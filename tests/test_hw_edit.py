@@ -1016,4 +1016,13 @@ def test_exploded_import_keeps_newline_after_backslash_comment():
     # LibCST drops the newline that ends `# comment \`; the next statement must stay put.
     src = f"{CU} run_tests, TestCase  # foo \\\nimport os\n" + BODY
     out = label(src, {"A": "GENERIC"})
-    assert ")  # foo \\\nimport os\n" in out
+    assert out.startswith(f"{CU} (  # foo \\\n    HardwareClassification,\n")
+    assert "\n)\nimport os\n" in out
+
+
+def test_exploded_import_keeps_noqa_on_the_first_line():
+    # flake8/ruff read `noqa` per physical line: it stays where the import starts.
+    src = f"{CU} run_tests, TestCase  # noqa: F401\n" + BODY
+    assert label(src, {"A": "GENERIC"}).startswith(
+        f"{CU} (  # noqa: F401\n    HardwareClassification,\n    run_tests,\n    TestCase,\n)\n"
+    )

@@ -590,7 +590,10 @@ class _ImportRewriter:
                 small = []
                 for stmt in line.body:
                     if not self.done and self._is_target(stmt):
-                        stmt = self._merged(module, line, stmt)
+                        merged = self._merged(module, line, stmt)
+                        if stmt.lpar is None and merged.lpar is not None and len(line.body) == 1:
+                            merged, line = _comment_after_paren(merged, line)
+                        stmt = merged
                         self.done = True
                     small.append(stmt)
                 line = line.with_changes(body=small)
@@ -629,6 +632,21 @@ class _ImportRewriter:
         if _too_long(candidate.code):
             return _explode(merged)
         return merged
+
+
+def _comment_after_paren(node: "libcst.ImportFrom", line: "libcst.SimpleStatementLine"):
+    """A one-line import that had to be exploded keeps its trailing comment on the
+    first line, `from X import (  # noqa: F401`: linters read `noqa` per physical
+    line, and black leaves a comment there alone."""
+    comment = line.trailing_whitespace.comment
+    after = node.lpar.whitespace_after
+    if comment is None or not _is_pw(after) or after.first_line.comment is not None:
+        return node, line
+    cst = _cst()
+    first = after.first_line.with_changes(whitespace=cst.SimpleWhitespace("  "), comment=comment)
+    node = node.with_changes(lpar=node.lpar.with_changes(whitespace_after=after.with_changes(first_line=first)))
+    trailing = line.trailing_whitespace.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+    return node, line.with_changes(trailing_whitespace=trailing)
 
 
 def _merge_edit(lines: Sequence[str], tree: ast.Module, target: ast.ImportFrom) -> _Edit:
