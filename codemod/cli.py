@@ -84,7 +84,10 @@ def _label_transform(classification, per_class, force) -> HwLabel:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise click.BadParameter(f"{item!r} is not CLASS=VALUE", param_hint="--set")
-        overrides.append((name.strip(), _value(value, "--set")))
+        name, value = name.strip(), _value(value, "--set")
+        if any(n == name and v != value for n, v in overrides):
+            raise click.BadParameter(f"{name} is given two different values", param_hint="--set")
+        overrides.append((name, value))
     return HwLabel(
         classification=_value(classification, "--classification") if classification else None,
         per_class=tuple(overrides),

@@ -103,7 +103,12 @@ def same_tree(a: ast.AST, b: ast.AST) -> bool:
 
 
 def unified_diff(path: str, old: str, new: str) -> str:
-    return "".join(difflib.unified_diff(split_lines(old), split_lines(new), f"a/{path}", f"b/{path}"))
+    out = []
+    for line in difflib.unified_diff(split_lines(old), split_lines(new), f"a/{path}", f"b/{path}"):
+        out.append(line)
+        if not line.endswith(("\n", "\r")):  # what `git apply` / `patch` expect
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, str]:

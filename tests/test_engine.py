@@ -201,3 +201,22 @@ def test_graduation_only_for_files_the_linter_accepts(tmp_path):
     assert "warning: [hw/already-disagrees]" in err and "the label breaks" in err
     assert "error: [hw/duplicate_class]" in err
     assert code == 1
+
+
+def test_diff_applies_with_git_even_without_final_newline(tmp_path):
+    src = GENERIC_SRC.rstrip("\n")
+    f = write(tmp_path / "test_a.py", src)
+    [r] = engine.run_files([str(f)], [HwLabel()], "diff")
+    assert r.diff.endswith("\\ No newline at end of file\n")
+    patch = tmp_path / "p.diff"
+    patch.write_text(r.diff.replace(f"a/{f}", "a/test_a.py").replace(f"b/{f}", "b/test_a.py"))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "apply", "p.diff"], check=True)
+    assert "hw_classification = HardwareClassification.GENERIC" in f.read_text()
+    assert not f.read_text().endswith("\n")
+
+
+def test_conflicting_set_values_are_a_usage_error(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    code, out, err = cli("apply", "--set", "TestA=CPU", "--set", "TestA=GENERIC", str(f))
+    assert code == 2 and "two different values" in err
