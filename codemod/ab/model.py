@@ -118,6 +118,7 @@ class Environment:
     supported_engines: list[str] = field(default_factory=list)
     prepack: dict[str, str] = field(default_factory=dict)   # engine -> "ok" | error text
     has_hw_classification: Optional[bool] = None
+    pytest_version: Optional[str] = None   # added by the A/B runner
     variables: dict[str, str] = field(default_factory=dict)  # TORCH_*, PYTORCH_*
     probe_error: str = ""
 
@@ -143,6 +144,7 @@ class ABResult:
     diagnostics: list[DiagnosticSummary] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
     mapping: dict[str, str] = field(default_factory=dict)   # --map OLD=NEW
+    warnings: list[str] = field(default_factory=list)       # added by the A/B runner: non-fatal problems
 
     def arm(self, name: str) -> Optional[ArmResult]:
         return next((a for a in self.arms if a.name == name), None)

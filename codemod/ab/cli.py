@@ -1,0 +1,207 @@
+"""`decouple ab`: run the ORIGINAL and the MODIFIED tests, compare, give a verdict.
+
+`ab` is a click Group whose default action is the run: any first argument
+that is not a subcommand name (``merge``) is handed to ``ab run``, so both
+``decouple ab tests/ --base HEAD~1`` and ``decouple ab merge a.json b.json``
+work.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from codemod.ab.model import ABResult
+
+_EPILOG = """\b
+Diagnostic arms (--diag, repeatable):
+  NAME:K=V[,K=V...]      rerun arm A's code with the extra variables
+  NAME@B:K=V[,K=V...]    the same on arm B's code
+  e.g. --diag weights:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
+\b
+Verdict and exit code: SAFE 0, REGRESSION 1, INCONCLUSIVE 3; 2 = usage or
+internal error; 130/143 = interrupted (temp roots removed).
+\b
+Merge shard results:  decouple ab merge RESULT.json... [--json/--markdown/--html/--junit PATH]
+"""
+
+
+class DefaultRunGroup(click.Group):
+    """A group that runs `default_cmd` when the first argument is not a subcommand."""
+
+    default_cmd = "run"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] not in self.commands:
+            args = [self.default_cmd, *args]
+        return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx, formatter):  # pragma: no cover - cosmetic
+        formatter.write_usage(ctx.command_path, "[run] PATHS... (--base REF | --a-root DIR --b-root DIR) [OPTIONS] | merge RESULT.json...")
+
+
+def _write_reports(result: ABResult, json_path, markdown, html, junit, lang) -> None:
+    if json_path:
+        _write(json_path, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    for path, module, with_lang in ((markdown, "codemod.report.ab_markdown", True),
+                                    (html, "codemod.report.ab_html", True),
+                                    (junit, "codemod.report.ab_junit", False)):
+        if not path:
+            continue
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as err:
+            raise _ReportError(f"cannot write {path}: report module {module} is not available ({err})")
+        text = mod.render(result, lang) if with_lang else mod.render(result)
+        _write(path, text)
+
+
+class _ReportError(click.ClickException):
+    exit_code = 2
+
+
+def _write(path: str, text: str) -> None:
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+
+
+def _report_options(f):
+    opts = [
+        click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the result as JSON."),
+        click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown report."),
+        click.option("--html", type=click.Path(dir_okay=False), help="Write an HTML report."),
+        click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
+        click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
+                     help="Language of the Markdown/HTML reports."),
+        click.option("--color/--no-color", default=None, help="Colour the terminal summary (default: if a tty)."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress lines; summary only."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, quiet) -> None:
+    from codemod.ab import terminal
+    from codemod.ab.compare import exit_code
+    if color is None:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    click.echo(terminal.render(result, color=color), nl=False)
+    _write_reports(result, json_path, markdown, html, junit, lang)
+    sys.exit(exit_code(result.verdict))
+
+
+@click.group(cls=DefaultRunGroup, name="ab", epilog=_EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"]})
+def ab() -> None:
+    """Run the ORIGINAL (A) and MODIFIED (B) versions of test files and compare them.
+
+    Every file runs in its own pytest process under the chosen interpreter, in a
+    temporary copy (the user's tree is never written), both arms in parallel.
+    """
+
+
+@ab.command("run", epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--base", metavar="REF", help="Arm A = PATHS as at git REF; arm B = the work tree (with uncommitted changes).")
+@click.option("--a-root", type=click.Path(file_okay=False), help="Arm A = this directory (PATHS relative to it).")
+@click.option("--b-root", type=click.Path(file_okay=False), help="Arm B = this directory (PATHS relative to it).")
+@click.option("--python", "python", metavar="PATH", default=None,
+              help="Target interpreter (default: the one running decouple). Must import pytest.")
+@click.option("--env", "env", multiple=True, metavar="K=V", help="Set a variable in every arm (repeatable).")
+@click.option("--diag", "diag", multiple=True, metavar="NAME[@B]:K=V[,K=V]",
+              help="Add a diagnostic arm (repeatable); see below.")
+@click.option("--hw-classification", "hw", multiple=True, metavar="NAME[,NAME]",
+              help="Pass --hw-classification NAME... to arm B (and diagnostic arms on B), when the target "
+                   "torch has HardwareClassification and a conftest.py in the tree defines the option.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="Per-test limit in seconds (also bounds collection); 0 = none.")
+@click.option("--file-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Per-file limit in seconds (all processes of one file); 0 = none.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Parallel pytest processes (default: number of cores).")
+@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Rerun each discordant test alone this many times per arm, alternating A and B.")
+@click.option("--map", "mapping", multiple=True, metavar="OLD=NEW",
+              help="Compare a moved/renamed test with its old self: node-id prefix "
+                   "(test_x.py::TestOld=test_x.py::TestNew) or class/function name (TestOld=TestNew).")
+@click.option("--shard", metavar="I/N", help="Run only shard I of N (files by sorted path, round robin).")
+@click.option("--fsync", type=click.Choice(["none", "start", "all"]), default="none", show_default=True,
+              help="fsync the capture file: never (each event is still one write(2), kept when a test "
+                   "process dies), at test starts, or at every event (~1 ms each on a disk).")
+@click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
+@_report_options
+def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_timeout, jobs, confirm,
+            mapping, shard, fsync, keep_temp, json_path, markdown, html, junit, lang, color, quiet) -> None:
+    """Run PATHS in arm A and arm B and compare every test.
+
+    PATHS are test files, directories or node ids (file.py::Class::test).
+    The word `run` may be left out: `decouple ab PATHS... --base REF`.
+    """
+    from codemod.ab import compare
+    from codemod.ab import run as _run
+
+    if not base and not (a_root and b_root):
+        raise click.UsageError("give --base REF, or both --a-root DIR and --b-root DIR")
+    if base and (a_root or b_root):
+        raise click.UsageError("--base and --a-root/--b-root exclude each other")
+    try:
+        opts = _run.RunOptions(
+            paths=list(paths), base=base, a_root=a_root, b_root=b_root,
+            python=python or sys.executable, env=_run.parse_env(env),
+            diags=[_run.parse_diag(d) for d in diag],
+            hw_classification=[x for item in hw for x in item.replace(",", " ").split()],
+            timeout=timeout, file_timeout=file_timeout, jobs=jobs or (os.cpu_count() or 1),
+            confirm=confirm, mapping=compare.parse_mapping(mapping), shard=shard,
+            progress=None if quiet else (lambda m: click.echo(m, err=True)), keep_temp=keep_temp,
+            fsync=fsync,
+        )
+        _run.parse_shard(shard)
+    except (_run.UsageError, ValueError) as err:
+        raise click.UsageError(str(err))
+    try:
+        result = _run.run_ab(opts)
+    except _run.UsageError as err:
+        click.echo(f"decouple ab: error: {err}", err=True)
+        sys.exit(2)
+    except _run.Interrupted as err:
+        click.echo(f"decouple ab: interrupted ({err.signame}); temporary roots removed", err=True)
+        sys.exit(143 if err.signame == "SIGTERM" else 130)
+    except Exception:  # an internal error is exit 2, never a verdict
+        import traceback
+        traceback.print_exc()
+        click.echo("decouple ab: internal error (temporary roots removed)", err=True)
+        sys.exit(2)
+    _finish(result, json_path, markdown, html, junit, lang, color, quiet)
+
+
+@ab.command("merge", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@_report_options
+def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> None:
+    """Combine shard results (RESULT.json files from --json) into one report."""
+    from codemod.ab import compare
+    loaded = []
+    for path in results:
+        try:
+            loaded.append(ABResult.from_json(json.loads(Path(path).read_text(encoding="utf-8"))))
+        except (ValueError, KeyError, TypeError) as err:
+            raise click.UsageError(f"{path}: not an A/B result ({err})")
+    merged = compare.merge(loaded)
+    _finish(merged, json_path, markdown, html, junit, lang, color, quiet)
+
+
+def main(argv: Optional[list[str]] = None) -> None:  # pragma: no cover - python -m codemod.ab.cli
+    ab.main(args=argv, prog_name="decouple ab")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

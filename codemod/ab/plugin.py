@@ -1,0 +1,233 @@
+"""decouple A/B capture plugin: one JSON line per pytest event.
+
+This file is standalone (stdlib + pytest only).  The runner copies it into a
+private directory as ``decouple_ab_plugin.py``, puts that directory on the
+child's PYTHONPATH and loads it with ``-p decouple_ab_plugin``.
+
+Environment variables read by the plugin:
+
+``DECOUPLE_AB_EVENTS``    path of the JSON-lines event file (required; the
+                          plugin is inert without it).
+``DECOUPLE_AB_DESELECT``  path of a file with node ids (one a line) to
+                          deselect *exactly* (pytest's --deselect matches
+                          prefixes, which is wrong for ``test_x`` vs ``test_x2``).
+``DECOUPLE_AB_ONLY``      path of a file with node ids to keep (all others
+                          are deselected).
+``DECOUPLE_AB_FSYNC``     ``none`` (default), ``start`` (fsync test starts,
+                          collection and the sentinel) or ``all``.  Every line
+                          is one os.write(2) on an O_APPEND descriptor, so it
+                          is in the kernel's page cache (visible to the
+                          runner, kept when this process dies) before the
+                          next test starts; fsync only adds protection
+                          against the whole machine going down, at ~1 ms a
+                          call on an ordinary disk.
+
+Events (key ``ev``): ``session`` (first line), ``collected`` (node ids after
+deselection), ``collecterror``, ``start``, ``report`` (one per phase and per
+subtest), ``finish``, ``end`` (sentinel, with the exit status).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+_MSG_LINES = 20
+_MSG_CHARS = 4000
+_LONGREPR_CHARS = 30000
+_CHAIN_DEPTH = 6
+
+
+def _qualname(tp: type) -> str:
+    module = getattr(tp, "__module__", None) or "?"
+    name = getattr(tp, "__qualname__", None) or getattr(tp, "__name__", "?")
+    if module == "builtins":
+        return name
+    return f"{module}.{name}"
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception as err:  # a broken __str__ must not kill the capture
+        text = f"<unprintable {type(exc).__name__}: {type(err).__name__}>"
+    lines = text.splitlines()
+    text = "\n".join(lines[:_MSG_LINES])
+    return text[:_MSG_CHARS]
+
+
+def _chain(exc: BaseException) -> list:
+    out = []
+    seen = {id(exc)}
+    cur = exc
+    while len(out) < _CHAIN_DEPTH:
+        nxt = cur.__cause__
+        if nxt is None and not cur.__suppress_context__:
+            nxt = cur.__context__
+        if nxt is None or id(nxt) in seen:
+            break
+        seen.add(id(nxt))
+        out.append(_qualname(type(nxt)))
+        cur = nxt
+    return out
+
+
+def _exc_info(excinfo) -> dict | None:
+    if excinfo is None:
+        return None
+    exc = excinfo.value
+    return {"type": _qualname(type(exc)), "chain": _chain(exc), "message": _message(exc)}
+
+
+def _longrepr(report) -> str:
+    if not report.longrepr:
+        return ""
+    try:
+        text = str(report.longrepr)
+    except Exception:
+        text = repr(report.longrepr)
+    if len(text) > _LONGREPR_CHARS:
+        text = text[: _LONGREPR_CHARS // 3] + "\n...[truncated]...\n" + text[-(2 * _LONGREPR_CHARS) // 3:]
+    return text
+
+
+def _read_ids(path: str | None):
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return {line.rstrip("\n") for line in fh if line.strip()}
+    except OSError:
+        return None
+
+
+class _Recorder:
+    def __init__(self, path: str, fsync_mode: str):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.fsync_mode = fsync_mode
+        self.last_exc = None  # (nodeid, when, info) from the latest makereport
+
+    def emit(self, record: dict, sync: bool = False) -> None:
+        record.setdefault("t", time.time())
+        try:
+            line = json.dumps(record, default=repr) + "\n"
+        except Exception as err:
+            line = json.dumps({"ev": "plugin-error", "error": repr(err)}) + "\n"
+        data = line.encode("utf-8", "replace")
+        # one write(2) per line, so the runner never sees a torn line from us
+        while data:
+            n = os.write(self.fd, data)
+            data = data[n:]
+        if self.fsync_mode == "all" or (sync and self.fsync_mode != "none"):
+            try:
+                os.fsync(self.fd)
+            except OSError:
+                pass
+
+    # -- hooks -------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        only = _read_ids(os.environ.get("DECOUPLE_AB_ONLY"))
+        drop = _read_ids(os.environ.get("DECOUPLE_AB_DESELECT")) or set()
+        if only is None and not drop:
+            return
+        keep, gone = [], []
+        for item in items:
+            if item.nodeid in drop or (only is not None and item.nodeid not in only):
+                gone.append(item)
+            else:
+                keep.append(item)
+        if gone:
+            config.hook.pytest_deselected(items=gone)
+            items[:] = keep
+
+    def pytest_collection_finish(self, session):
+        self.emit({"ev": "collected", "nodeids": [it.nodeid for it in session.items]}, sync=True)
+
+    def pytest_exception_interact(self, node, call, report):
+        # Called for collection failures (and test failures) with the real
+        # exception; remember it so pytest_collectreport can use it.
+        if getattr(report, "when", None) == "collect" or not hasattr(report, "when"):
+            info = _exc_info(call.excinfo)
+            exc = call.excinfo.value if call.excinfo is not None else None
+            # pytest wraps import/syntax errors in CollectError(...) from err:
+            # the interesting type is the cause.
+            if exc is not None and type(exc).__name__ == "CollectError" and exc.__cause__ is not None:
+                cause = exc.__cause__
+                info = {"type": _qualname(type(cause)), "chain": _chain(cause), "message": _message(cause)}
+            self.last_exc = (report.nodeid, "collect", info)
+
+    def pytest_collectreport(self, report):
+        if not report.failed:
+            return
+        info = None
+        if self.last_exc and self.last_exc[0] == report.nodeid and self.last_exc[1] == "collect":
+            info = self.last_exc[2]
+        path = report.nodeid.split("::", 1)[0]
+        self.emit({
+            "ev": "collecterror", "nodeid": report.nodeid, "file": path,
+            "exc": info, "longrepr": _longrepr(report),
+        }, sync=True)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.emit({"ev": "start", "nodeid": nodeid}, sync=True)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        info = _exc_info(call.excinfo)
+        try:
+            rep = outcome.get_result()
+        except BaseException:
+            return
+        try:
+            rep._decouple_exc = info
+        except Exception:
+            pass
+        self.last_exc = (item.nodeid, call.when, info)
+
+    def pytest_runtest_logreport(self, report):
+        info = getattr(report, "_decouple_exc", None)
+        if info is None and self.last_exc and self.last_exc[:2] == (report.nodeid, report.when):
+            info = self.last_exc[2] if report.outcome != "passed" else None
+        context = getattr(report, "context", None)
+        subtest = None
+        if context is not None and hasattr(context, "kwargs"):
+            kwargs = getattr(context, "kwargs", None) or {}
+            subtest = {"msg": getattr(context, "msg", None),
+                       "kwargs": {str(k): str(v) for k, v in dict(kwargs).items()}}
+        record = {
+            "ev": "report", "nodeid": report.nodeid, "when": report.when,
+            "outcome": report.outcome, "duration": getattr(report, "duration", 0.0),
+            "wasxfail": getattr(report, "wasxfail", None) if hasattr(report, "wasxfail") else None,
+            "xfail": hasattr(report, "wasxfail"),
+            "exc": info if report.outcome != "passed" else None,
+            "longrepr": _longrepr(report) if report.outcome != "passed" else "",
+            "subtest": subtest,
+        }
+        if report.outcome == "skipped" and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            record["skip_reason"] = str(report.longrepr[2])
+        self.emit(record)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.emit({"ev": "finish", "nodeid": nodeid})
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self.emit({"ev": "end", "exitstatus": int(exitstatus)}, sync=True)
+
+
+def pytest_configure(config):
+    path = os.environ.get("DECOUPLE_AB_EVENTS")
+    if not path:
+        return
+    rec = _Recorder(path, os.environ.get("DECOUPLE_AB_FSYNC", "none"))
+    rec.emit({
+        "ev": "session", "pid": os.getpid(), "python": sys.version.split()[0],
+        "pytest": getattr(pytest, "__version__", "?"), "cwd": os.getcwd(),
+    }, sync=True)
+    config.pluginmanager.register(rec, "decouple_ab_recorder")

@@ -1,0 +1,154 @@
+"""Environment facts, run as a script under the *target* interpreter.
+
+Standalone (stdlib only; torch when importable).  Prints one JSON object on
+stdout whose keys are the fields of codemod.ab.model.Environment.  Every
+torch fact is guarded: a missing torch or a broken backend gives None fields
+and a note in ``probe_error``, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import warnings
+
+_KNOWN_BACKENDS = (
+    "torch_npu", "torch-npu", "torch_mlu", "intel_extension_for_pytorch", "torch_xla",
+    "torch_directml", "habana_torch_plugin", "torch_musa", "torch_gcu",
+)
+
+
+def _first_line(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}"
+    lines = [x for x in text.splitlines() if x.strip()]
+    return (lines[0] if lines else type(err).__name__)[:300]
+
+
+def _backends() -> dict:
+    out = {}
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - python < 3.8
+        return out
+    try:
+        eps = metadata.entry_points()
+        group = eps.select(group="torch.backends") if hasattr(eps, "select") else eps.get("torch.backends", [])
+        for ep in group:
+            dist = getattr(ep, "dist", None)
+            name = getattr(dist, "name", None) or ep.name
+            version = getattr(dist, "version", None) or "?"
+            out[name] = version
+    except Exception:
+        pass
+    for name in _KNOWN_BACKENDS:
+        try:
+            out.setdefault(name.replace("-", "_"), metadata.version(name))
+        except Exception:
+            pass
+    return out
+
+
+def probe() -> dict:
+    facts: dict = {
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "variables": {k: v for k, v in sorted(os.environ.items()) if k.startswith(("TORCH_", "PYTORCH_"))},
+        "backends": _backends(),
+    }
+    errors = []
+    try:
+        import pytest  # noqa: F401
+        facts["pytest_version"] = getattr(pytest, "__version__", None)
+    except Exception as err:
+        errors.append(f"pytest: {_first_line(err)}")
+    try:
+        import torch
+    except Exception as err:
+        if not isinstance(err, ModuleNotFoundError):
+            errors.append(f"import torch: {_first_line(err)}")
+        facts["probe_error"] = "; ".join(errors)
+        return facts
+    facts["torch_version"] = str(getattr(torch, "__version__", "")) or None
+    try:
+        facts["torch_git_version"] = torch.version.git_version
+    except Exception:
+        pass
+    try:
+        if torch.cuda.is_available():
+            facts["cuda"] = torch.version.cuda or None
+            facts["rocm"] = getattr(torch.version, "hip", None) or None
+    except Exception as err:
+        errors.append(f"cuda: {_first_line(err)}")
+    try:
+        facts["xpu"] = bool(hasattr(torch, "xpu") and torch.xpu.is_available())
+    except Exception as err:
+        errors.append(f"xpu: {_first_line(err)}")
+    try:
+        facts["mps"] = bool(torch.backends.mps.is_available())
+    except Exception as err:
+        errors.append(f"mps: {_first_line(err)}")
+    try:
+        acc = getattr(torch, "accelerator", None)
+        if acc is not None and acc.is_available():
+            dev = acc.current_accelerator()
+            idx = acc.current_device_index() if hasattr(acc, "current_device_index") else None
+            facts["accelerator"] = f"{dev.type}:{idx}" if idx is not None else str(dev)
+    except Exception as err:
+        errors.append(f"accelerator: {_first_line(err)}")
+    try:
+        q = torch.backends.quantized
+        facts["quantized_engine"] = str(q.engine)
+        engines = [str(e) for e in q.supported_engines]
+        facts["supported_engines"] = engines
+        prepack = {}
+        original = q.engine
+        for engine in engines:
+            if engine == "none":
+                continue
+            try:
+                q.engine = engine
+                w = torch.quantize_per_tensor(torch.ones(4, 4), 0.1, 0, torch.qint8)
+                torch.ops.quantized.linear_prepack(w, None)
+                prepack[engine] = "ok"
+            except Exception as err:
+                prepack[engine] = _first_line(err)
+        try:
+            q.engine = original
+        except Exception:
+            pass
+        facts["prepack"] = prepack
+    except Exception as err:
+        errors.append(f"quantized: {_first_line(err)}")
+    try:
+        from torch.testing._internal import common_utils
+        facts["has_hw_classification"] = hasattr(common_utils, "HardwareClassification")
+    except Exception as err:
+        errors.append(f"common_utils: {_first_line(err)}")
+    if errors:
+        facts["probe_error"] = "; ".join(errors)
+    return facts
+
+
+def main() -> int:
+    # common_utils and backends may print: keep stdout for the JSON only
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            facts = probe()
+    except BaseException as err:  # never die without a JSON answer
+        facts = {"probe_error": f"probe crashed: {_first_line(err)}"}
+    finally:
+        sys.stdout = real_stdout
+    real_stdout.write(json.dumps(facts, default=str) + "\n")
+    real_stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1006 @@
+"""The A/B engine: materialise arms, run files in parallel, capture, confirm.
+
+Entry point: ``run_ab(RunOptions) -> ABResult``.  Raises ``UsageError`` for
+bad input (exit 2) and ``Interrupted`` after SIGINT/SIGTERM (temp roots and
+child process groups are gone by then).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from codemod.ab import arms as _arms
+from codemod.ab import compare as _cmp
+from codemod.ab.model import ABResult, ArmResult, Environment, Outcome, TestComparison
+
+PLUGIN_MODULE = "decouple_ab_plugin"
+_HERE = Path(__file__).resolve().parent
+_OUTPUT_TAIL = 4000
+# Collection (interpreter start, imports) is bounded by max(--timeout, this):
+# importing torch alone can take several seconds on a loaded machine.
+COLLECT_TIMEOUT_MIN = 120.0
+
+
+class UsageError(Exception):
+    """Bad input: exit code 2."""
+
+
+class Interrupted(Exception):
+    """SIGINT / SIGTERM arrived; everything has been cleaned up."""
+
+    def __init__(self, signame: str):
+        super().__init__(signame)
+        self.signame = signame
+
+
+@dataclass
+class DiagSpec:
+    name: str
+    based_on: str          # "A" or "B"
+    variables: dict[str, str]
+
+
+def parse_diag(text: str) -> DiagSpec:
+    """``NAME:K=V[,K=V...]`` (based on A) or ``NAME@B:K=V[,...]``."""
+    head, sep, body = text.partition(":")
+    if not sep or not head or not body:
+        raise UsageError(f"--diag expects NAME[@A|@B]:K=V[,K=V...], got {text!r}")
+    name, at, base = head.partition("@")
+    base = (base or "A").upper() if at else "A"
+    if base not in ("A", "B"):
+        raise UsageError(f"--diag {text!r}: the base arm must be A or B")
+    if not name.replace("-", "").replace("_", "").isalnum() or name.upper() in ("A", "B"):
+        raise UsageError(f"--diag {text!r}: the name must be alphanumeric (and not A or B)")
+    variables = {}
+    for item in body.split(","):
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
+            raise UsageError(f"--diag {text!r}: expected K=V, got {item!r}")
+        variables[k.strip()] = v
+    return DiagSpec(name=name, based_on=base, variables=variables)
+
+
+def parse_env(items) -> dict[str, str]:
+    out = {}
+    for item in items:
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            raise UsageError(f"--env expects K=V, got {item!r}")
+        out[k] = v
+    return out
+
+
+def parse_shard(text: Optional[str]) -> Optional[tuple[int, int]]:
+    if not text:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard expects I/N, got {text!r}") from None
+    if n < 1 or not 1 <= i <= n:
+        raise UsageError(f"--shard {text!r}: need 1 <= I <= N")
+    return i, n
+
+
+@dataclass
+class RunOptions:
+    paths: list[str]
+    base: Optional[str] = None
+    a_root: Optional[str] = None
+    b_root: Optional[str] = None
+    python: str = sys.executable
+    env: dict[str, str] = field(default_factory=dict)
+    diags: list[DiagSpec] = field(default_factory=list)
+    hw_classification: list[str] = field(default_factory=list)
+    timeout: float = 600.0            # per test (0 = none)
+    file_timeout: float = 0.0         # per file (0 = none)
+    jobs: int = 0                     # 0 = cpu count
+    confirm: int = 2
+    mapping: dict[str, str] = field(default_factory=dict)
+    shard: Optional[str] = None
+    cwd: Optional[str] = None
+    progress: Optional[Callable[[str], None]] = None
+    keep_temp: bool = False           # debugging only
+    fsync: str = "none"               # plugin fsync policy: none | start | all
+
+
+# ---------------------------------------------------------------------------
+# child process registry (so a signal handler can kill every group)
+
+_LIVE: dict[int, subprocess.Popen] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def _register(proc: subprocess.Popen) -> None:
+    with _LIVE_LOCK:
+        _LIVE[proc.pid] = proc
+
+
+def _unregister(proc: subprocess.Popen) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(proc.pid, None)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def kill_all_children() -> None:
+    with _LIVE_LOCK:
+        procs = list(_LIVE.values())
+    for proc in procs:
+        _kill_group(proc)
+    for proc in procs:
+        try:
+            proc.wait(timeout=5)
+        except Exception:
+            pass
+
+
+def _exited(proc: subprocess.Popen, timeout: float) -> bool:
+    """Wait up to `timeout` for `proc` to exit WITHOUT reaping it."""
+    if not hasattr(os, "waitid"):  # pragma: no cover - not Linux/macOS
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    end = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        if info is not None and info.si_pid:
+            return True
+        now = time.monotonic()
+        if now >= end:
+            return False
+        time.sleep(min(delay, end - now))
+        delay = min(delay * 2, 0.05)
+
+
+def _signame(rc: int) -> str:
+    if rc < 0:
+        try:
+            return signal.Signals(-rc).name
+        except ValueError:
+            return f"signal {-rc}"
+    return f"exit code {rc}"
+
+
+# ---------------------------------------------------------------------------
+# one file in one arm
+
+
+class _TestAcc:
+    __slots__ = ("nodeid", "reports", "subtests", "started", "finished", "t_start")
+
+    def __init__(self, nodeid: str):
+        self.nodeid = nodeid
+        self.reports: dict[str, dict] = {}
+        self.subtests: list[dict] = []
+        self.started = False
+        self.finished = False
+        self.t_start = 0.0
+
+
+def _phase_result(rec: dict) -> str:
+    out, when, xf = rec.get("outcome"), rec.get("when"), rec.get("xfail")
+    if out == "failed":
+        return "failed" if when == "call" else "error"
+    if out == "skipped":
+        return "xfailed" if xf else "skipped"
+    return "xpassed" if (xf and when == "call") else "passed"
+
+
+def _subtest_desc(sub: dict) -> str:
+    parts = []
+    if sub.get("msg") is not None:
+        parts.append(f"[{sub['msg']}]")
+    if sub.get("kwargs"):
+        parts.append("(" + ", ".join(f"{k}={v}" for k, v in sub["kwargs"].items()) + ")")
+    return " ".join(parts) or "(<subtest>)"
+
+
+def _rec_outcome(nodeid: str, rec: dict, result: str, phase: str) -> Outcome:
+    exc = rec.get("exc") or {}
+    msg = exc.get("message") or rec.get("skip_reason") or ""
+    if not msg and result not in ("passed",):
+        msg = next((ln for ln in (rec.get("longrepr") or "").splitlines() if ln.strip()), "")
+    return Outcome(
+        nodeid=nodeid, outcome=result, phase=phase, exc_type=exc.get("type"),
+        exc_chain=list(exc.get("chain") or []), message=msg[:4000],
+        traceback=rec.get("longrepr") or "", duration=float(rec.get("duration") or 0.0),
+    )
+
+
+def build_outcome(acc: _TestAcc) -> Outcome:
+    """Fold the phase reports (and subtests) of one test into one Outcome."""
+    setup, call, teardown = (acc.reports.get(w) for w in ("setup", "call", "teardown"))
+    duration = sum(float(r.get("duration") or 0.0) for r in acc.reports.values())
+    out: Optional[Outcome] = None
+    if setup is not None and _phase_result(setup) != "passed":
+        out = _rec_outcome(acc.nodeid, setup, _phase_result(setup), "setup")
+    elif call is not None:
+        out = _rec_outcome(acc.nodeid, call, _phase_result(call), "call")
+        if out.outcome == "passed":
+            out.message, out.traceback, out.exc_type, out.exc_chain = "", "", None, []
+    else:
+        out = Outcome(nodeid=acc.nodeid, outcome="passed", phase="call")
+    subs = []
+    for sub in acc.subtests:
+        res = _phase_result(sub)
+        if res == "passed":
+            continue
+        subs.append(_rec_outcome(f"{acc.nodeid} {_subtest_desc(sub.get('subtest') or {})}", sub, res, "call"))
+    out.subtests = subs
+    failing_subs = [s for s in subs if s.outcome in ("failed", "error")]
+    if failing_subs:
+        if out.outcome in ("passed", "xpassed", "skipped") or (out.outcome == "failed" and not out.exc_type):
+            n = len(failing_subs)
+            out.outcome, out.phase, out.exc_type, out.exc_chain = "failed", "call", None, []
+            out.message = f"{n} failed subtest{'s' if n != 1 else ''}: " + "; ".join(
+                f"{s.nodeid.split(' ', 1)[1] if ' ' in s.nodeid else ''} {s.exc_type or ''}".strip() for s in failing_subs[:5])
+            out.traceback = "\n\n".join(s.traceback for s in failing_subs)[:30000]
+    if teardown is not None and teardown.get("outcome") == "failed":
+        td = _rec_outcome(acc.nodeid, teardown, "error", "teardown")
+        if out.outcome in ("failed", "error"):
+            out.message = (out.message + "\n[teardown] " + (td.exc_type or "") + ": " + td.message)[:4000]
+            out.traceback = (out.traceback + "\n\n[teardown]\n" + td.traceback)[:40000]
+        else:
+            td.subtests = out.subtests
+            out = td
+    out.duration = duration
+    return out
+
+
+@dataclass
+class FileRun:
+    arm: str
+    file: str
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    collection_errors: dict[str, Outcome] = field(default_factory=dict)
+    crashes: list[str] = field(default_factory=list)
+    processes: int = 0
+    duration: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+class _EventReader:
+    def __init__(self, path: Path):
+        self.path = path
+        self.pos = 0
+        self.buf = b""
+
+    def read(self) -> list[dict]:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.pos)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        self.pos += len(data)
+        self.buf += data
+        *lines, self.buf = self.buf.split(b"\n")
+        out = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
+def _tail(path: Path, n: int = _OUTPUT_TAIL) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - n))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _parse_error_line(text: str) -> tuple[Optional[str], str]:
+    """Exception type and message from the last `E   Type: msg` line, if any."""
+    import re
+    found = None
+    for line in text.splitlines():
+        m = re.match(r"^E\s+([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))(?::\s*(.*))?$", line)
+        if m:
+            found = (m.group(1), m.group(2) or "")
+    if found:
+        return found
+    for line in reversed(text.splitlines()):
+        m = re.match(r"^([A-Za-z_][\w.]*(?:Error|Exception)):\s*(.*)$", line.strip())
+        if m:
+            return m.group(1), m.group(2)
+    return None, ""
+
+
+class ArmRunner:
+    """Runs files of one arm; thread-safe (one call per worker thread)."""
+
+    def __init__(self, spec: _arms.ArmSpec, python: str, timeout: float, file_timeout: float,
+                 stop: threading.Event):
+        self.spec = spec
+        self.python = python
+        self.timeout = timeout
+        self.file_timeout = file_timeout
+        self.stop = stop
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def _next(self) -> int:
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    def run_file(self, file: str, args: list[str], only: Optional[set[str]] = None) -> FileRun:
+        res = FileRun(arm=self.spec.name, file=file)
+        accs: dict[str, _TestAcc] = {}
+        collected: list[str] = []
+        excluded: set[str] = set()
+        t_file = time.monotonic()
+        attempts = 0
+        ever_collected = False
+        while True:
+            attempts += 1
+            if attempts > 2 + len(collected) + 1:
+                res.notes.append(f"{file}: gave up resuming after {attempts - 1} processes")
+                break
+            seq = self._next()
+            events = self.spec.workdir / "events" / f"{seq:05d}.jsonl"
+            log = self.spec.workdir / "logs" / f"{seq:05d}.log"
+            env = dict(self.spec.env)
+            env["DECOUPLE_AB_EVENTS"] = str(events)
+            if excluded:
+                desel = self.spec.workdir / "events" / f"{seq:05d}.deselect"
+                desel.write_text("".join(x + "\n" for x in sorted(excluded)), encoding="utf-8")
+                env["DECOUPLE_AB_DESELECT"] = str(desel)
+            if only is not None:
+                onlyf = self.spec.workdir / "events" / f"{seq:05d}.only"
+                onlyf.write_text("".join(x + "\n" for x in sorted(only)), encoding="utf-8")
+                env["DECOUPLE_AB_ONLY"] = str(onlyf)
+            cmd = [self.python, "-m", "pytest", "-p", PLUGIN_MODULE, *_arms.PYTEST_ARGS,
+                   "-q", "-rN", *args, *self.spec.extra_args]
+            if self.stop.is_set():
+                raise Interrupted("stopped")
+            with open(log, "wb") as logfh:
+                proc = subprocess.Popen(cmd, cwd=str(self.spec.root), env=env, stdout=logfh,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+            _register(proc)
+            res.processes += 1
+            reader = _EventReader(events)
+            current: Optional[_TestAcc] = None
+            saw_session = saw_end = False
+            collected_now = False
+            killed: Optional[str] = None   # "test-timeout" | "file-timeout" | "collect-timeout"
+            t_proc = time.time()
+            progress = False
+            rc = None
+
+            def consume(evs: list[dict]) -> None:
+                nonlocal current, saw_session, saw_end, collected_now, progress, ever_collected
+                for ev in evs:
+                    kind = ev.get("ev")
+                    if kind == "session":
+                        saw_session = True
+                    elif kind == "collected":
+                        collected_now = ever_collected = True
+                        for nid in ev.get("nodeids", []):
+                            if nid not in accs:
+                                accs[nid] = _TestAcc(nid)
+                                collected.append(nid)
+                    elif kind == "collecterror":
+                        key = ev.get("nodeid") or file
+                        exc = ev.get("exc") or {}
+                        etype, emsg = exc.get("type"), exc.get("message") or ""
+                        if not etype:
+                            etype, emsg = _parse_error_line(ev.get("longrepr") or "")
+                        res.collection_errors[key] = Outcome(
+                            nodeid=key, outcome="error", phase="collect", exc_type=etype,
+                            exc_chain=list(exc.get("chain") or []),
+                            message=(emsg or next((ln for ln in (ev.get("longrepr") or "").splitlines() if ln.strip()), ""))[:4000],
+                            traceback=ev.get("longrepr") or "")
+                    elif kind == "start":
+                        nid = ev["nodeid"]
+                        acc = accs.get(nid)
+                        if acc is None:
+                            acc = accs[nid] = _TestAcc(nid)
+                            collected.append(nid)
+                        acc.started = True
+                        acc.t_start = float(ev.get("t") or time.time())
+                        current = acc
+                        progress = True
+                    elif kind == "report":
+                        nid = ev["nodeid"]
+                        acc = accs.get(nid) or accs.setdefault(nid, _TestAcc(nid))
+                        if ev.get("subtest") is not None:
+                            acc.subtests.append(ev)
+                        else:
+                            acc.reports[ev.get("when") or "call"] = ev
+                    elif kind == "finish":
+                        acc = accs.get(ev["nodeid"])
+                        if acc is not None:
+                            acc.finished = True
+                            excluded.add(acc.nodeid)
+                        if current is not None and current.nodeid == ev["nodeid"]:
+                            current = None
+                    elif kind == "end":
+                        saw_end = True
+
+            try:
+                while True:
+                    if _exited(proc, 0.1):
+                        break
+                    consume(reader.read())
+                    if self.stop.is_set():
+                        _kill_group(proc)
+                        proc.wait()
+                        raise Interrupted("stopped")
+                    now = time.time()
+                    if self.file_timeout and time.monotonic() - t_file > self.file_timeout:
+                        killed = "file-timeout"
+                    elif self.timeout and current is not None and now - current.t_start > self.timeout:
+                        killed = "test-timeout"
+                    elif self.timeout and not collected_now and now - t_proc > max(self.timeout, COLLECT_TIMEOUT_MIN):
+                        killed = "collect-timeout"
+                    if killed:
+                        break
+            finally:
+                # The leader has exited but is not reaped yet (_exited uses
+                # WNOWAIT), so its group id cannot have been reused: kill the
+                # whole group (grandchildren a test left behind included),
+                # then reap.
+                _kill_group(proc)
+                rc = proc.wait()
+                _unregister(proc)
+            consume(reader.read())
+            if saw_end:
+                break
+            tail = _tail(log)
+            if killed == "collect-timeout" or (killed == "file-timeout" and not collected_now):
+                res.collection_errors[file] = Outcome(
+                    nodeid=file, outcome="timeout", phase="collect",
+                    message=f"collection exceeded the {'file ' if killed == 'file-timeout' else ''}time limit",
+                    traceback=tail)
+                break
+            if killed in ("test-timeout", "file-timeout"):
+                acc = current
+                if acc is not None:
+                    limit = self.timeout if killed == "test-timeout" else self.file_timeout
+                    o = build_outcome(acc)
+                    o.outcome = "timeout"
+                    o.phase = _next_phase(acc)
+                    o.message = f"killed after exceeding --{'timeout' if killed == 'test-timeout' else 'file-timeout'} {limit:g}s"
+                    o.traceback = tail
+                    o.exc_type, o.exc_chain = None, []
+                    accs[acc.nodeid].finished = True
+                    res.outcomes[acc.nodeid] = o
+                    excluded.add(acc.nodeid)
+                if killed == "file-timeout":
+                    res.notes.append(f"{file}: --file-timeout {self.file_timeout:g}s exceeded")
+                    break
+            elif not saw_session:
+                etype, emsg = _parse_error_line(tail)
+                res.collection_errors[file] = Outcome(
+                    nodeid=file, outcome="error" if rc is not None and rc >= 0 else "crashed",
+                    phase="collect", exc_type=etype,
+                    message=emsg or f"pytest did not start ({_signame(rc if rc is not None else -9)})",
+                    traceback=tail, signal=_signame(rc) if rc is not None and rc < 0 else None)
+                break
+            else:
+                acc = current
+                sig = _signame(rc if rc is not None else -9)
+                if acc is not None and not acc.finished:
+                    o = build_outcome(acc)
+                    o.outcome, o.phase, o.signal = "crashed", _next_phase(acc), sig
+                    o.exc_type, o.exc_chain = None, []
+                    o.message = f"the test process died ({sig}) while this test was running"
+                    o.traceback = tail
+                    acc.finished = True
+                    res.outcomes[acc.nodeid] = o
+                    res.crashes.append(acc.nodeid)
+                    excluded.add(acc.nodeid)
+                elif not ever_collected:
+                    res.collection_errors[file] = Outcome(
+                        nodeid=file, outcome="crashed", phase="collect", signal=sig,
+                        message=f"the test process died ({sig}) during collection", traceback=tail)
+                    break
+                elif not progress:
+                    res.notes.append(f"{file}: process died ({sig}) between tests without progress")
+                    break
+                else:
+                    res.notes.append(f"{file}: process died ({sig}) outside a test")
+            remaining = [n for n in collected if n not in excluded]
+            if not remaining:
+                break
+        # fold, in collection order
+        special = res.outcomes
+        res.outcomes = {}
+        for nid in collected:
+            if nid in special:
+                res.outcomes[nid] = special[nid]
+                continue
+            acc = accs[nid]
+            if acc.finished or acc.reports:
+                res.outcomes[nid] = build_outcome(acc)
+            else:
+                res.outcomes[nid] = Outcome(nodeid=nid, outcome="not-run", phase="setup",
+                                            message="not run (the file was stopped before it)")
+        res.duration = time.monotonic() - t_file
+        return res
+
+
+def _next_phase(acc: _TestAcc) -> str:
+    if "teardown" in acc.reports:
+        return "teardown"
+    if "call" in acc.reports:
+        return "teardown"
+    if "setup" in acc.reports:
+        return "call"
+    return "setup"
+
+
+# ---------------------------------------------------------------------------
+# interpreter
+
+
+def check_python(python: str) -> dict:
+    """Raise UsageError unless `python` runs and imports pytest."""
+    code = "import json, sys, pytest; print(json.dumps({'python': sys.version.split()[0], 'pytest': pytest.__version__}))"
+    try:
+        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise UsageError(f"--python {python}: no such interpreter") from None
+    except PermissionError:
+        raise UsageError(f"--python {python}: not executable") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--python {python}: did not answer within 120 s") from None
+    except OSError as err:
+        raise UsageError(f"--python {python}: cannot run it ({err})") from None
+    if proc.returncode != 0:
+        err = (proc.stderr or proc.stdout).strip().splitlines()
+        last = err[-1] if err else f"exit code {proc.returncode}"
+        if "pytest" in last and ("No module named" in last or "ModuleNotFoundError" in last):
+            raise UsageError(f"--python {python}: pytest is not installed for this interpreter ({last})")
+        raise UsageError(f"--python {python}: cannot run it ({last})")
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise UsageError(f"--python {python}: unexpected answer {proc.stdout!r}") from None
+
+
+def _lower_priority() -> None:  # pragma: no cover - runs in the child
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+
+
+def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: bool = True) -> Environment:
+    """Run probe.py under `python`; with `nice`, at the lowest CPU priority so
+    it fills idle gaps instead of competing with the test processes."""
+    envr = Environment(executable=python)
+    try:
+        proc = subprocess.Popen([python, str(script)], cwd=str(cwd), env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_lower_priority if nice else None)
+        _register(proc)
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.communicate()
+            envr.probe_error = "probe timed out after 300 s"
+            return envr
+        finally:
+            _unregister(proc)
+        data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
+    except Exception as exc:  # recorded, never fatal
+        envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
+        return envr
+    for k, v in data.items():
+        if hasattr(envr, k) and v is not None:
+            setattr(envr, k, v)
+    return envr
+
+
+# ---------------------------------------------------------------------------
+# the whole run
+
+
+def _tool_version() -> str:
+    try:
+        from importlib import metadata
+        return metadata.version("test-decouple")
+    except Exception:
+        return ""
+
+
+def _install_signal_handlers():
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, _frame):
+        raise Interrupted(signal.Signals(signum).name)
+
+    old = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is None:
+            continue
+        try:
+            old[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):
+            pass
+    return old
+
+
+def _restore_signal_handlers(old) -> None:
+    if not old:
+        return
+    for sig, h in old.items():
+        try:
+            signal.signal(sig, h)
+        except (ValueError, OSError):
+            pass
+
+
+def _block_signals():
+    """Defer SIGINT/SIGTERM while cleaning up (re-delivered afterwards)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def run_ab(opts: RunOptions) -> ABResult:
+    old = _install_signal_handlers()
+    stop = threading.Event()
+    work: Optional[Path] = None
+    pool: Optional[ThreadPoolExecutor] = None
+    try:
+        work = Path(tempfile.mkdtemp(prefix="decouple-ab-"))
+        pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs or os.cpu_count() or 1),
+                                  thread_name_prefix="decouple-ab")
+        return _run(opts, work, pool, stop)
+    except Interrupted:
+        stop.set()
+        raise
+    finally:
+        prev = _block_signals()
+        try:
+            stop.set()
+            kill_all_children()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            kill_all_children()
+            if work is not None and not opts.keep_temp:
+                shutil.rmtree(work, ignore_errors=True)
+        finally:
+            if prev is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, prev)
+            _restore_signal_handlers(old)
+
+
+def _wait_all(futures: list[Future], stop: threading.Event) -> None:
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+        for f in done:
+            exc = f.exception()
+            if exc is not None:
+                stop.set()
+                raise exc
+
+
+def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading.Event) -> ABResult:
+    t0 = time.monotonic()
+    say = opts.progress or (lambda _m: None)
+    cwd = Path(opts.cwd or os.getcwd()).resolve()
+    result = ABResult(tool_version=_tool_version(), normaliser_version=_cmp.NORMALISER_VERSION,
+                      started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                      python=opts.python, shard=opts.shard, mapping=dict(opts.mapping))
+    shard = parse_shard(opts.shard)
+    if not opts.paths:
+        raise UsageError("give at least one test path")
+    if opts.base and (opts.a_root or opts.b_root):
+        raise UsageError("use either --base REF or --a-root/--b-root, not both")
+    if not opts.base and not (opts.a_root and opts.b_root):
+        raise UsageError("give --base REF (git) or both --a-root DIR and --b-root DIR")
+    names = [d.name for d in opts.diags]
+    if len(set(names)) != len(names):
+        raise UsageError("--diag names must be unique")
+
+    info = check_python(opts.python)
+    say(f"interpreter {opts.python}: python {info.get('python')}, pytest {info.get('pytest')}")
+
+    # support files: plugin + probe under private names
+    support = work / "support"
+    support.mkdir()
+    shutil.copy2(_HERE / "plugin.py", support / f"{PLUGIN_MODULE}.py")
+    shutil.copy2(_HERE / "probe.py", support / "decouple_ab_probe.py")
+
+    # sources
+    user_roots: list[Path] = []
+    try:
+        if opts.base:
+            repo = _arms.git_toplevel(cwd)
+            commit = _arms.resolve_commit(repo, opts.base)
+            sel = _arms.make_selection(opts.paths, cwd, repo)
+            result.base_ref = opts.base
+            user_roots = [repo]
+            sources = {
+                "A": ("git", repo, f"base {opts.base} ({commit[:12]})", f"git:{opts.base}"),
+                "B": ("dir", repo, "work tree", "worktree"),
+            }
+        else:
+            a_root, b_root = Path(opts.a_root).resolve(), Path(opts.b_root).resolve()
+            for r, flag in ((a_root, "--a-root"), (b_root, "--b-root")):
+                if not r.is_dir():
+                    raise UsageError(f"{flag} {r} is not a directory")
+            sel = _arms.Selection(paths=[p.strip("/") for p in opts.paths],
+                                  common=_arms.common_dir(opts.paths))
+            for p in sel.paths:
+                if os.path.isabs(p.split("::")[0]) or ".." in Path(p.split("::")[0]).parts:
+                    raise UsageError(f"with --a-root/--b-root, PATHS must be relative to the roots: {p}")
+            user_roots = [a_root, b_root]
+            commit = ""
+            sources = {
+                "A": ("dir", a_root, f"directory {a_root}", f"dir:{a_root}"),
+                "B": ("dir", b_root, f"directory {b_root}", f"dir:{b_root}"),
+            }
+    except _arms.ArmError as err:
+        raise UsageError(str(err)) from None
+    result.paths = list(sel.paths)
+
+    base_env = dict(os.environ)
+    result.env_unset = list(_arms.UNSET_VARS)
+    result.env_set = {**_arms.FIXED_VARS, "PYTHONPYCACHEPREFIX": "<per-arm temp dir>", **opts.env}
+    result.warnings.extend(_arms.pythonpath_warnings(base_env, user_roots))
+
+    # arm specs
+    specs: dict[str, _arms.ArmSpec] = {}
+
+    def make_spec(name: str, label: str, source: str, added: dict[str, str], based_on=None) -> _arms.ArmSpec:
+        wd = work / "arms" / _safe_name(name)
+        (wd / "events").mkdir(parents=True)
+        (wd / "logs").mkdir()
+        (wd / "pycache").mkdir()
+        spec = _arms.ArmSpec(name=name, label=label, source=source, root=wd / "root", workdir=wd,
+                             env_added=dict(added), based_on=based_on)
+        spec.env = _arms.sanitised_env(base_env, added, wd / "pycache", support)
+        spec.env["DECOUPLE_AB_FSYNC"] = opts.fsync
+        return spec
+
+    arm_errors: dict[str, str] = {}
+    for name in ("A", "B"):
+        kind, src, label, source = sources[name]
+        spec = make_spec(name, label, source, dict(opts.env))
+        specs[name] = spec
+        t = time.monotonic()
+        try:
+            if kind == "git":
+                used = _arms.materialise_git(src, commit, sel, spec.root)
+                spec.materialise_note = (
+                    f"mkdir -p /tmp/decouple-{name} && git -C {shlex.quote(str(src))} archive {shlex.quote(opts.base)}"
+                    + "".join(f" {shlex.quote(p)}" for p in used if p)
+                    + f" | tar -x -C /tmp/decouple-{name}")
+            else:
+                _arms.materialise_dir(src, sel, spec.root)
+        except (_arms.ArmError, OSError) as err:
+            arm_errors[name] = str(err)
+            spec.root.mkdir(parents=True, exist_ok=True)
+        say(f"arm {name}: {label} materialised in {time.monotonic() - t:.2f}s")
+    for d in opts.diags:
+        base = specs[d.based_on]
+        spec = make_spec(d.name, f"diagnostic {d.name} on {d.based_on}", base.source,
+                         {**opts.env, **d.variables}, based_on=d.based_on)
+        if d.based_on in arm_errors:
+            arm_errors[d.name] = arm_errors[d.based_on]
+            spec.root.mkdir(parents=True, exist_ok=True)
+        else:
+            _arms.clone_root(base.root, spec.root)
+        spec.materialise_note = base.materialise_note.replace(f"decouple-{d.based_on}", f"decouple-{d.name}")
+        specs[d.name] = spec
+
+    # environment probe, concurrently with everything else
+    # (no pycache prefix for the probe: it imports only installed code, and a
+    # prefix would make it recompile torch from source)
+    probe_env = _arms.sanitised_env(base_env, dict(opts.env), work / "arms" / "A" / "pycache", support)
+    probe_env.pop("PYTHONPYCACHEPREFIX", None)
+    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
+    probe_dir = work / "probe"
+    probe_dir.mkdir()
+    # A dedicated thread: the pool's workers are for test processes.  Niced,
+    # unless --hw-classification has to wait for its answer before B starts.
+    probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
+    probe_future = probe_pool.submit(run_probe, opts.python, support / "decouple_ab_probe.py", probe_env,
+                                     probe_dir, not opts.hw_classification)
+    probe_pool.shutdown(wait=False)
+
+    # files
+    files_by_arm = {n: ({} if n in arm_errors else _arms.discover_files(s.root, sel)) for n, s in specs.items()}
+    all_files = sorted(set(files_by_arm["A"]) | set(files_by_arm["B"]))
+    if shard:
+        i, n = shard
+        all_files = [f for k, f in enumerate(all_files) if k % n == i - 1]
+    say(f"{len(all_files)} test file(s)" + (f" in shard {opts.shard}" if shard else ""))
+
+    # --hw-classification for B (and diagnostic arms based on B)
+    if opts.hw_classification:
+        b_root = specs["B"].root
+        if not _arms.has_conftest_option(b_root, "--hw-classification"):
+            result.warnings.append("--hw-classification not passed: no conftest.py in arm B's tree defines that option")
+        else:
+            envr = probe_future.result()
+            if not envr.has_hw_classification:
+                result.warnings.append("--hw-classification not passed: the target torch has no HardwareClassification")
+            else:
+                hw = ["--hw-classification", *[x.upper() for x in opts.hw_classification]]
+                specs["B"].extra_args = list(hw)
+                for d in opts.diags:
+                    if d.based_on == "B":
+                        specs[d.name].extra_args = list(hw)
+
+    runners = {n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop) for n, s in specs.items()}
+    jobs: list[Future] = []
+    job_meta: list[tuple[str, str]] = []
+    for f in all_files:
+        for name in specs:
+            args = files_by_arm[name].get(f)
+            if args is None:
+                continue
+            jobs.append(pool.submit(_progress_wrap, runners[name], f, args, say))
+            job_meta.append((name, f))
+    _wait_all(jobs, stop)
+
+    arm_results: dict[str, ArmResult] = {}
+    for name, spec in specs.items():
+        arm_results[name] = ArmResult(name=name, label=spec.label, root=str(spec.root), source=spec.source,
+                                      env_added=dict(spec.env_added), extra_args=list(spec.extra_args))
+    for fut, (name, f) in zip(jobs, job_meta):
+        fr: FileRun = fut.result()
+        ar = arm_results[name]
+        ar.outcomes.update(fr.outcomes)
+        ar.collection_errors.update(fr.collection_errors)
+        ar.crashes.extend(fr.crashes)
+        ar.duration += fr.duration
+        result.warnings.extend(f"arm {name}: {n}" for n in fr.notes)
+    for name, spec in specs.items():
+        ar = arm_results[name]
+        if name in arm_errors:
+            ar.ran, ar.error = False, arm_errors[name]
+        run_files = [x for f in all_files for x in files_by_arm[name].get(f, [])]
+        ar.command = _arms.repro_command(
+            spec, opts.python, run_files, prefix=spec.materialise_note,
+            cd=(f"/tmp/decouple-{_safe_name(name)}" if spec.materialise_note else
+                str(sources["A" if name == "A" or spec.based_on == "A" else "B"][1])))
+
+    roots = [str(s.root) for s in specs.values()] + [str(r) for r in user_roots] + [str(work)]
+    for ar in arm_results.values():
+        _cmp.assign_signatures(ar, roots)
+    result.arms = [arm_results[n] for n in specs]
+
+    a, b = arm_results["A"], arm_results["B"]
+    rows = _cmp.compare_arms(a, b, opts.mapping)
+
+    # confirm discordant tests: each alone, alternating A and B
+    if opts.confirm > 0 and a.ran and b.ran:
+        todo = [r for r in rows if r.category in _cmp.DISCORDANT and r.a is not None and r.b is not None
+                and r.a.phase != "collect" and r.b.phase != "collect"
+                and r.a.outcome != "not-run" and r.b.outcome != "not-run"
+                and r.a.nodeid in a.outcomes and r.b.nodeid in b.outcomes]
+        if todo:
+            say(f"confirming {len(todo)} discordant test(s), {opts.confirm} alternating rerun(s) each")
+            futs = [pool.submit(_confirm, runners["A"], runners["B"], r, opts.confirm) for r in todo]
+            _wait_all(futs, stop)
+            for r in todo:
+                _cmp.settle_flaky(r)
+            order = {c: i for i, c in enumerate(_cmp.CATEGORIES)}
+            rows.sort(key=lambda r: (order.get(r.category, 99), r.nodeid))
+    result.tests = rows
+    result.counts = _cmp.count(rows)
+
+    for d in opts.diags:
+        result.diagnostics.append(_cmp.diagnose(d.name, d.based_on, d.variables,
+                                                arm_results[d.based_on], arm_results[d.name]))
+
+    envr = probe_future.result()
+    envr.executable = envr.executable or opts.python
+    if not envr.python:
+        envr.python = info.get("python", "")
+    if not envr.pytest_version:
+        envr.pytest_version = info.get("pytest")
+    result.environment = envr
+    if opts.hw_classification and not b.extra_args and not any("--hw-classification" in w for w in result.warnings):
+        result.warnings.append("--hw-classification not passed")
+
+    result.verdict, result.verdict_reason = _cmp.verdict(result)
+    result.duration = round(time.monotonic() - t0, 3)
+    return result
+
+
+def _progress_wrap(runner: ArmRunner, f: str, args: list[str], say) -> FileRun:
+    fr = runner.run_file(f, args)
+    counts: dict[str, int] = {}
+    for o in fr.outcomes.values():
+        counts[o.outcome] = counts.get(o.outcome, 0) + 1
+    bits = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    if fr.collection_errors:
+        bits = (bits + ", " if bits else "") + f"{len(fr.collection_errors)} collection error(s)"
+    say(f"[{runner.spec.name}] {f}: {bits or 'no tests'} ({fr.duration:.1f}s)")
+    return fr
+
+
+def _rerun_one(runner: ArmRunner, nodeid: str) -> str:
+    f = nodeid.split("::", 1)[0]
+    fr = runner.run_file(f, [nodeid], only={nodeid})
+    o = fr.outcomes.get(nodeid)
+    if o is None:
+        if fr.collection_errors:
+            return "error"
+        return "not-run"
+    return o.outcome
+
+
+def _confirm(ra: ArmRunner, rb: ArmRunner, row: TestComparison, k: int) -> None:
+    for _ in range(k):
+        row.a.reruns.append(_rerun_one(ra, row.a.nodeid))
+        row.b.reruns.append(_rerun_one(rb, row.b.nodeid))
+
+
+def run_single_file(root: str, file: str, python: Optional[str] = None, env: Optional[dict[str, str]] = None,
+                    timeout: float = 600.0, file_timeout: float = 0.0, only: Optional[set[str]] = None,
+                    args: Optional[list[str]] = None) -> FileRun:
+    """Run one test file of a directory (in place) through the capture plugin.
+
+    For tests and tooling: no arm copy, no comparison.  `root` is the cwd and
+    rootdir; nothing is written there (bytecode goes to a temp prefix).
+    """
+    work = Path(tempfile.mkdtemp(prefix="decouple-ab-single-"))
+    try:
+        support = work / "support"
+        support.mkdir()
+        shutil.copy2(_HERE / "plugin.py", support / f"{PLUGIN_MODULE}.py")
+        for sub in ("events", "logs", "pycache"):
+            (work / sub).mkdir()
+        spec = _arms.ArmSpec(name="X", label="single", source=f"dir:{root}", root=Path(root), workdir=work,
+                             env_added=dict(env or {}))
+        spec.env = _arms.sanitised_env(dict(os.environ), dict(env or {}), work / "pycache", support)
+        runner = ArmRunner(spec, python or sys.executable, timeout, file_timeout, threading.Event())
+        return runner.run_file(file, list(args or [file]), only=only)
+    finally:
+        kill_all_children()
+        shutil.rmtree(work, ignore_errors=True)

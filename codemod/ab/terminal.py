@@ -1,0 +1,139 @@
+"""Terminal summary of an ABResult (plain text, optional ANSI colour)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome
+
+QUIET_CATEGORIES = frozenset({"same-pass", "same-skip"})
+_VERDICT_COLOUR = {"SAFE": "32", "REGRESSION": "31", "INCONCLUSIVE": "33"}
+
+
+def _c(text: str, code: str, color: bool) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+
+def _short(text: Optional[str], n: int) -> str:
+    text = (text or "").replace("\n", " ")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _cell(o: Optional[Outcome]) -> str:
+    if o is None:
+        return "-"
+    s = o.outcome
+    if o.signal:
+        s += f" ({o.signal})"
+    if o.reruns:
+        s += " [" + ",".join(o.reruns) + "]"
+    return s
+
+
+def short_signature(o: Optional[Outcome]) -> str:
+    """The signature with its most telling part first (e.g. the missing GLOBAL)."""
+    if o is None or not o.signature:
+        return ""
+    sig = o.signature
+    head, sep, body = sig.partition(": ")
+    if sep:
+        parts = body.split(" | ")
+        key = [p for p in parts if "GLOBAL " in p or "Unsupported" in p]
+        if key:
+            return f"{head}: {' | '.join(key)}"
+    return sig
+
+
+def environment_line(result: ABResult) -> str:
+    e = result.environment
+    bits = [f"Python {e.python or '?'}"]
+    if e.pytest_version:
+        bits.append(f"pytest {e.pytest_version}")
+    if e.torch_version:
+        t = f"torch {e.torch_version}"
+        if e.torch_git_version:
+            t += f" ({e.torch_git_version[:8]})"
+        bits.append(t)
+        dev = []
+        if e.cuda:
+            dev.append(f"CUDA {e.cuda}")
+        if e.rocm:
+            dev.append(f"ROCm {e.rocm}")
+        if e.xpu:
+            dev.append("XPU")
+        if e.mps:
+            dev.append("MPS")
+        dev.extend(f"{k} {v}" for k, v in e.backends.items())
+        bits.append(", ".join(dev) if dev else "CPU only")
+        if e.quantized_engine:
+            q = f"quantized {e.quantized_engine}"
+            bad = [k for k, v in e.prepack.items() if v != "ok"]
+            if bad:
+                q += f" (prepack fails: {', '.join(bad)})"
+            bits.append(q)
+        if e.has_hw_classification is not None:
+            bits.append(f"HardwareClassification: {'yes' if e.has_hw_classification else 'no'}")
+    else:
+        bits.append("no torch")
+    bits.append(f"{e.platform or '?'}")
+    line = "; ".join(bits)
+    if e.probe_error:
+        line += f"  [probe: {_short(e.probe_error, 120)}]"
+    return line
+
+
+def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int = 160) -> str:
+    out: list[str] = []
+    v = result.verdict
+    out.append(_c(f"decouple ab: {v}", "1;" + _VERDICT_COLOUR.get(v, "0"), color)
+               + (f" - {result.verdict_reason}" if result.verdict_reason else ""))
+    arms = "   ".join(f"{a.name}: {a.label}" + ("" if a.ran else f" (DID NOT RUN: {a.error})") for a in result.arms)
+    out.append(arms)
+    meta = [f"normaliser {result.normaliser_version}", f"{result.duration:.1f}s"]
+    if result.shard:
+        meta.append(f"shard {result.shard}")
+    out.append("  ".join(meta))
+    counts = ", ".join(f"{c} {result.counts[c]}" for c in CATEGORIES if result.counts.get(c))
+    out.append("Counts: " + (counts or "no tests"))
+    rows = [t for t in result.tests if t.category not in QUIET_CATEGORIES]
+    if rows:
+        out.append("")
+        out.append("Tests that differ or fail in both:")
+        wcat = max(len(r.category) for r in rows)
+        wid = min(70, max(len(r.nodeid) for r in rows))
+        wa = min(24, max(len(_cell(r.a)) for r in rows))
+        wb = min(24, max(len(_cell(r.b)) for r in rows))
+        for r in rows[:max_rows]:
+            sig = short_signature(r.b) or short_signature(r.a) or r.note
+            cat = r.category.ljust(wcat)
+            if r.category in REGRESSING:
+                cat = _c(cat, "31", color)
+            elif r.category == "flaky":
+                cat = _c(cat, "33", color)
+            line = f"  {cat}  {_short(r.nodeid, wid).ljust(wid)}  {_short(_cell(r.a), wa).ljust(wa)}  {_short(_cell(r.b), wb).ljust(wb)}"
+            room = max(20, width - len(line) - 2)
+            out.append(line + "  " + _short(sig, room))
+        if len(rows) > max_rows:
+            out.append(f"  ... {len(rows) - max_rows} more (see --json)")
+    if result.diagnostics:
+        out.append("")
+        out.append("Diagnostics:")
+        for d in result.diagnostics:
+            vars_ = " ".join(f"{k}={v}" for k, v in d.variables.items())
+            out.append(f"  {d.name} (on {d.based_on}: {vars_}): {d.statement}")
+    out.append("")
+    out.append("Environment: " + environment_line(result))
+    if result.env_unset or result.env_set:
+        out.append("Arm environment: unset " + " ".join(result.env_unset)
+                   + "; set " + " ".join(f"{k}={v}" for k, v in result.env_set.items()))
+    warnings = getattr(result, "warnings", []) or []
+    if warnings:
+        out.append("Warnings:")
+        out.extend(f"  - {w}" for w in warnings)
+    cmds = [a for a in result.arms if a.command]
+    if cmds:
+        out.append("Reproduce:")
+        for a in cmds:
+            where = f" ({a.source})" if a.source else ""
+            out.append(f"  {a.name}{where}: {a.command}")
+    return "\n".join(out) + "\n"

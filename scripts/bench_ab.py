@@ -1,0 +1,201 @@
+#!/usr/bin/env python
+"""Benchmark `decouple ab` against running both arms by hand.
+
+1. Generates a suite (FILES files x TESTS tests, each test burning WORK_MS of
+   CPU) in a temporary git repository: HEAD = arm A, the work tree = arm B
+   (every file shifted by a few lines, same outcomes).
+2. Times the two plain pytest commands one after the other (what a human
+   does: check out A, run pytest; check out B, run pytest) and
+   `decouple ab PATHS --base HEAD`, and prints the ratio (goal <= 0.6 on two
+   cores).
+3. Measures the capture overhead: the same pytest process with and without
+   the capture plugin, on the generated suite and on many empty tests (per
+   test cost), goal <= 5 %.
+4. Measures the two ways of materialising arm A (git cat-file, git archive).
+
+Usage: python scripts/bench_ab.py [--files 6] [--tests 25] [--work-ms 100]
+       [--repeat 2] [--python PATH] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+
+from codemod.ab import arms as _arms  # noqa: E402
+
+TEST_TEMPLATE = '''{shift}import time
+
+
+def _burn(ms):
+    end = time.process_time() + ms / 1000.0
+    x = 0
+    while time.process_time() < end:
+        x += 1
+    return x
+
+{tests}
+'''
+
+
+def generate(root: Path, files: int, tests: int, work_ms: float, shift: str = "") -> list[str]:
+    (root / "tests").mkdir(parents=True, exist_ok=True)
+    names = []
+    for i in range(files):
+        body = "\n\n".join(f"def test_{j}():\n    assert _burn({work_ms}) >= 0" for j in range(tests))
+        path = root / "tests" / f"test_gen_{i:02d}.py"
+        path.write_text(TEST_TEMPLATE.format(shift=shift, tests=body))
+        names.append(f"tests/test_gen_{i:02d}.py")
+    return names
+
+
+def git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+CPU = {"last": 0.0}
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
+    """Wall seconds; the CPU seconds of the command are left in CPU['last']."""
+    c = _children_cpu()
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    CPU["last"] = _children_cpu() - c
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return dt
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=6)
+    ap.add_argument("--tests", type=int, default=25)
+    ap.add_argument("--work-ms", type=float, default=100.0)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ab-"))
+    try:
+        repo = tmp / "repo"
+        files = generate(repo, args.files, args.tests, args.work_ms)
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "A")
+        a_copy = tmp / "a"
+        shutil.copytree(repo, a_copy, ignore=shutil.ignore_patterns(".git"))
+        generate(repo, args.files, args.tests, args.work_ms, shift="# B\n# shifted\n")
+        n_tests = args.files * args.tests
+        print(f"suite: {args.files} files x {args.tests} tests x {args.work_ms:g} ms CPU = "
+              f"{n_tests} tests, ~{n_tests * args.work_ms / 1000:.1f} s of work per arm; "
+              f"{os.cpu_count()} cores, -j {args.jobs}")
+
+        env = {k: v for k, v in os.environ.items() if k not in _arms.UNSET_VARS}
+        env.update({**_arms.FIXED_VARS, "PYTHONDONTWRITEBYTECODE": "1"})
+        plain_cmd = [args.python, "-m", "pytest", "-q", *_arms.PYTEST_ARGS, *files]
+        ab_cmd = [sys.executable, "-m", "codemod.ab.cli", "tests", "--base", "HEAD", "-q",
+                  "--python", args.python, "-j", str(args.jobs)]
+        ab_env = {**os.environ, "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+        plain, ours, plain_cpu, ours_cpu = [], [], [], []
+        for _ in range(args.repeat):
+            wall = timed(plain_cmd, a_copy, env)
+            cpu = CPU["last"]
+            plain.append(wall + timed(plain_cmd, repo, env))
+            plain_cpu.append(cpu + CPU["last"])
+            ours.append(timed(ab_cmd, repo, ab_env))
+            ours_cpu.append(CPU["last"])
+        p, o = median(plain), median(ours)
+        print(f"plain pytest, arm A then arm B : {p:7.2f} s (median of {args.repeat}: "
+              + ", ".join(f"{x:.2f}" for x in plain) + ")")
+        print(f"decouple ab                    : {o:7.2f} s (median of {args.repeat}: "
+              + ", ".join(f"{x:.2f}" for x in ours) + ")")
+        print(f"ratio decouple/plain           : {o / p:7.2f}   (goal <= 0.60)")
+        print(f"CPU seconds (user+sys)         : plain {median(plain_cpu):.2f}, decouple {median(ours_cpu):.2f} "
+              f"(the ratio can only approach 1/cores when the cores are otherwise idle; "
+              f"load average now {os.getloadavg()[0]:.2f})")
+
+        # capture overhead: same process, plugin on/off
+        support = tmp / "support"
+        support.mkdir()
+        shutil.copy2(PROJECT / "codemod" / "ab" / "plugin.py", support / "decouple_ab_plugin.py")
+        penv = dict(env)
+        penv["PYTHONPATH"] = str(support) + os.pathsep + env.get("PYTHONPATH", "")
+        tiny = tmp / "tiny"
+        tiny.mkdir()
+        n_tiny = 2000
+        (tiny / "test_tiny.py").write_text("import pytest\n\n@pytest.mark.parametrize('i', range(%d))\n"
+                                           "def test_t(i):\n    pass\n" % n_tiny)
+
+        # measured in CPU seconds of the pytest process (wall time on a shared
+        # machine is too noisy for a few-percent effect); fsync waits are
+        # not CPU, so their wall cost is shown separately
+        def cpu_of(cmd: list[str], cwd: Path, e: dict) -> tuple[float, float]:
+            wall = timed(cmd, cwd, e)
+            return CPU["last"], wall
+
+        def with_plugin(cwd: Path, targets: list[str], mode: str) -> tuple[float, float]:
+            e = dict(penv)
+            e["DECOUPLE_AB_EVENTS"] = str(tmp / f"events-{time.monotonic_ns()}.jsonl")
+            e["DECOUPLE_AB_FSYNC"] = mode
+            return cpu_of([args.python, "-m", "pytest", "-q", "-p", "decouple_ab_plugin", *_arms.PYTEST_ARGS, *targets], cwd, e)
+
+        for label, cwd, targets, n in (("generated suite", a_copy, files, n_tests),
+                                       (f"{n_tiny} empty tests", tiny, ["test_tiny.py"], n_tiny)):
+            runs = [cpu_of([args.python, "-m", "pytest", "-q", *_arms.PYTEST_ARGS, *targets], cwd, env)
+                    for _ in range(args.repeat)]
+            base, base_wall = median([r[0] for r in runs]), median([r[1] for r in runs])
+            for mode in ("none", "start", "all"):
+                pr = [with_plugin(cwd, targets, mode) for _ in range(args.repeat)]
+                plug, plug_wall = median([r[0] for r in pr]), median([r[1] for r in pr])
+                print(f"capture overhead, {label:16s} fsync={mode:5s}: CPU {plug - base:+6.2f} s "
+                      f"({(plug - base) / base * 100:+5.1f} %, {(plug - base) / n * 1e6:+6.0f} us/test); "
+                      f"wall {(plug_wall - base_wall) / base_wall * 100:+5.1f} %")
+
+        # materialising arm A
+        sel = _arms.make_selection(["tests"], repo, repo)
+        t_cat = []
+        t_arch = []
+        for k in range(args.repeat):
+            d1, d2 = tmp / f"cat{k}", tmp / f"arch{k}"
+            t = time.perf_counter()
+            _arms.materialise_git(repo, "HEAD", sel, d1)
+            t_cat.append(time.perf_counter() - t)
+            d2.mkdir()
+            t = time.perf_counter()
+            subprocess.run(f"git archive HEAD tests | tar -x -C {d2}", shell=True, cwd=repo, check=True)
+            t_arch.append(time.perf_counter() - t)
+        print(f"materialise A: git ls-tree + cat-file {median(t_cat) * 1000:.0f} ms, "
+              f"git archive | tar {median(t_arch) * 1000:.0f} ms")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

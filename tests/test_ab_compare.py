@@ -1,0 +1,270 @@
+"""Unit tests of the A/B comparison: signatures, categories, --map, merge, verdict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codemod.ab import compare as C
+from codemod.ab.model import ABResult, ArmResult, Outcome
+from codemod.ab.model import TestComparison as Comparison
+from codemod.ab.run import UsageError, parse_diag, parse_shard
+
+ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"
+ROOT_B = "/tmp/decouple-ab-x1/arms/B/root"
+
+
+def fail(nodeid="t.py::test_x", exc="AssertionError", msg="boom", phase="call", outcome="failed", chain=()):
+    return Outcome(nodeid=nodeid, outcome=outcome, phase=phase, exc_type=exc, exc_chain=list(chain), message=msg)
+
+
+def sig(o, roots=(ROOT_A, ROOT_B)):
+    return C.signatures(o, roots)
+
+
+# -- normaliser ---------------------------------------------------------------
+
+
+def test_roots_become_placeholder_and_line_numbers_vanish():
+    a = fail(msg=f'File "{ROOT_A}/tests/test_x.py", line 12, in test_x\n{ROOT_A}/tests/test_x.py:12: boom')
+    b = fail(msg=f'File "{ROOT_B}/tests/test_x.py", line 19, in test_x\n{ROOT_B}/tests/test_x.py:19: boom')
+    assert sig(a) == sig(b)
+    assert "<root>/tests/test_x.py" in sig(a)[0]
+    assert "line N" in sig(a)[0] and ":12" not in sig(a)[0]
+
+
+def test_site_packages_temp_hex_pid_ansi_and_durations_masked():
+    m1 = ("\x1b[1mError\x1b[0m in /work/venv/lib/python3.11/site-packages/torch/nn/x.py at 0x7f3a2b1c "
+          "pid 4242 after 1.25s, /tmp/pytest-of-root/pytest-3/test_a0/f.pt, localhost:39211")
+    m2 = ("Error in /opt/other/lib/python3.11/site-packages/torch/nn/x.py at 0x55aa00ff "
+          "pid 77 after 0.5s, /tmp/pytest-of-root/pytest-9/test_a0/f.pt, localhost:1234")
+    assert sig(fail(msg=m1)) == sig(fail(msg=m2))
+    s = sig(fail(msg=m1))[0]
+    assert "<site>/torch/nn/x.py" in s and "0x?" in s and "<pid>" in s and "<tmp>" in s and "\x1b" not in s
+
+
+def test_oom_figures_and_repro_hint_removed():
+    m1 = ("CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has 7.79 GiB\n\n"
+          "To execute this test, run the following from the base repo dir:\n    python test/test_x.py TestX.test_a\n\n"
+          "This message can be suppressed by setting PYTORCH_PRINT_REPRO_ON_FAILURE=0")
+    m2 = "CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has 7.79 GiB"
+    assert sig(fail(msg=m1, exc="torch.OutOfMemoryError")) == sig(fail(msg=m2, exc="torch.OutOfMemoryError"))
+    assert "To execute" not in sig(fail(msg=m1))[0]
+
+
+def test_global_names_dtypes_and_shapes_kept():
+    tmpl = ("Weights only load failed. This file can still be loaded.\n\t(1) In PyTorch 2.6, ...\n\t(2) Alternatively...\n"
+            "\tWeightsUnpickler error: Unsupported global: GLOBAL {} was not an allowed global by default.")
+    a = sig(fail(exc="_pickle.UnpicklingError", msg=tmpl.format("test_load.Net")))
+    b = sig(fail(exc="_pickle.UnpicklingError", msg=tmpl.format("test_load.OtherNet")))
+    assert "GLOBAL test_load.Net" in a[0]
+    assert a[0] != b[0]
+    d1 = sig(fail(msg="expected torch.float32 but got torch.int64 for shape [2, 3]"))[0]
+    d2 = sig(fail(msg="expected torch.float32 but got torch.int64 for shape [2, 4]"))[0]
+    assert "torch.float32" in d1 and "[2, 3]" in d1 and d1 != d2
+
+
+def test_exception_type_and_chain_and_phase_in_signature():
+    base = sig(fail(exc="RuntimeError", msg="x"))[0]
+    assert base.startswith("call failed RuntimeError")
+    assert sig(fail(exc="ValueError", msg="x"))[0] != base
+    assert sig(fail(exc="RuntimeError", msg="x", chain=["KeyError"]))[0] != base
+    assert sig(fail(exc="RuntimeError", msg="x", phase="setup", outcome="error"))[0] != base
+
+
+def test_loose_signature_masks_numbers_and_quotes_only():
+    a, b = fail(msg="expected 3 got 4 for 'alpha'"), fail(msg="expected 5 got 6 for 'beta'")
+    assert sig(a)[0] != sig(b)[0]
+    assert sig(a)[1] == sig(b)[1]
+    assert C.categorize(a_with(a), a_with(b))[0] == "similar-failure"
+
+
+def a_with(o):
+    o.signature, o.loose_signature = sig(o)
+    return o
+
+
+def test_signature_capped_and_versioned():
+    s = sig(fail(msg="x" * 5000))[0]
+    assert len(s) <= C.SIGNATURE_CAP
+    assert C.NORMALISER_VERSION
+
+
+def test_passed_has_no_signature_and_crash_uses_signal():
+    assert sig(Outcome(nodeid="t", outcome="passed")) == (None, None)
+    crash = Outcome(nodeid="t", outcome="crashed", signal="SIGSEGV")
+    assert sig(crash)[0] == "call crashed SIGSEGV"
+
+
+# -- categories ---------------------------------------------------------------
+
+
+def O(outcome, **kw):  # noqa: N802
+    o = Outcome(nodeid="t.py::x", outcome=outcome, **kw)
+    if outcome in ("failed", "error", "xfailed"):
+        o.exc_type = o.exc_type or "AssertionError"
+        o.message = o.message or "m"
+    return a_with(o)
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    ("passed", "passed", "same-pass"),
+    ("passed", "failed", "new-failure"),
+    ("passed", "error", "new-failure"),
+    ("skipped", "failed", "new-failure"),
+    ("failed", "passed", "fixed"),
+    ("passed", "skipped", "no-longer-run"),
+    ("failed", "skipped", "no-longer-run"),
+    ("failed", "not-run", "no-longer-run"),
+    ("skipped", "passed", "newly-run"),
+    ("skipped", "skipped", "same-skip"),
+    ("xfailed", "xpassed", "xfail-to-xpass"),
+    ("xpassed", "xfailed", "xpass-to-xfail"),
+    ("passed", "crashed", "crash"),
+    ("failed", "timeout", "timeout"),
+    ("timeout", "timeout", "pre-existing"),
+    ("crashed", "passed", "fixed"),
+])
+def test_categories(a, b, expected):
+    assert C.categorize(O(a), O(b))[0] == expected
+
+
+def test_same_and_different_failures():
+    assert C.categorize(O("failed", message="a"), O("failed", message="a"))[0] == "pre-existing"
+    assert C.categorize(O("failed", message="a"), O("failed", exc_type="KeyError", message="a"))[0] == "different-failure"
+    assert C.categorize(O("passed"), None)[0] == "missing-in-b"
+    assert C.categorize(None, O("passed"))[0] == "added-in-b"
+
+
+def test_never_fixed_by_skipping():
+    for b in ("skipped", "not-run"):
+        assert C.categorize(O("failed"), O(b))[0] != "fixed"
+
+
+def _arm(name, outcomes, errors=None):
+    arm = ArmResult(name=name, label=name, root="/r", source="x")
+    for nodeid, o in outcomes.items():
+        o.nodeid = nodeid
+        arm.outcomes[nodeid] = a_with(o)
+    for key, o in (errors or {}).items():
+        o.nodeid = key
+        arm.collection_errors[key] = a_with(o)
+    return arm
+
+
+def test_collection_error_in_b_fails_each_test_of_that_file():
+    a = _arm("A", {"t.py::a": O("passed"), "t.py::b": O("passed"), "u.py::c": O("passed")})
+    b = _arm("B", {"u.py::c": O("passed")},
+             {"t.py": Outcome(nodeid="t.py", outcome="error", phase="collect", exc_type="ModuleNotFoundError", message="No module named 'x'")})
+    rows = {r.nodeid: r for r in C.compare_arms(a, b)}
+    assert rows["t.py::a"].category == rows["t.py::b"].category == "new-failure"
+    assert rows["t.py::a"].b.phase == "collect"
+    assert rows["u.py::c"].category == "same-pass"
+
+
+def test_collection_error_in_both_is_one_preexisting_row():
+    err = lambda: Outcome(nodeid="t.py", outcome="error", phase="collect", exc_type="ImportError", message="m")  # noqa: E731
+    rows = C.compare_arms(_arm("A", {}, {"t.py": err()}), _arm("B", {}, {"t.py": err()}))
+    assert [(r.nodeid, r.category) for r in rows] == [("t.py", "pre-existing")]
+
+
+# -- --map ----------------------------------------------------------------------
+
+
+def test_map_nodeid_forms():
+    assert C.map_nodeid("t.py::TestOld::test_a", {"TestOld": "TestNew"}) == "t.py::TestNew::test_a"
+    assert C.map_nodeid("t.py::TestOldCPU::test_a_cpu", {"TestOld": "TestNew"}) == "t.py::TestNewCPU::test_a_cpu"
+    assert C.map_nodeid("t.py::TestOlder::test_a", {"TestOld": "TestNew"}) is None
+    assert C.map_nodeid("t.py::TestOld::test_a[1]", {"t.py::TestOld": "u.py::TestNew"}) == "u.py::TestNew::test_a[1]"
+    assert C.map_nodeid("t.py::test_f[x]", {"test_f": "test_g"}) == "t.py::test_g[x]"
+    with pytest.raises(ValueError):
+        C.parse_mapping(["nonsense"])
+
+
+def test_compare_with_mapping():
+    a = _arm("A", {"t.py::TestOld::test_a": O("failed", message="m")})
+    b = _arm("B", {"t.py::TestNew::test_a": O("failed", message="m")})
+    rows = C.compare_arms(a, b, {"TestOld": "TestNew"})
+    assert len(rows) == 1
+    assert rows[0].category == "pre-existing" and rows[0].mapped_from == "t.py::TestOld::test_a"
+    unmapped = sorted(r.category for r in C.compare_arms(a, b))
+    assert unmapped == ["added-in-b", "missing-in-b"]
+
+
+# -- flaky, verdict, diagnostics, merge ------------------------------------------
+
+
+def test_settle_flaky():
+    row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
+    row.a.reruns, row.b.reruns = ["passed", "passed"], ["failed", "failed"]
+    C.settle_flaky(row)
+    assert row.category == "new-failure"
+    row.b.reruns = ["passed", "failed"]
+    C.settle_flaky(row)
+    assert row.category == "flaky" and "was new-failure" in row.note
+
+
+def _result(rows, a=None, b=None):
+    r = ABResult()
+    r.arms = [a or _arm("A", {"t::x": O("passed")}), b or _arm("B", {"t::x": O("passed")})]
+    r.tests = rows
+    r.counts = C.count(rows)
+    return r
+
+
+def test_verdicts():
+    ok = _result([Comparison(nodeid="t::x", category="pre-existing")])
+    assert C.verdict(ok)[0] == "SAFE"
+    bad = _result([Comparison(nodeid="t::x", category="missing-in-b")])
+    assert C.verdict(bad) == ("REGRESSION", "1 missing-in-b")
+    flaky = _result([Comparison(nodeid="t::x", category="flaky")])
+    assert C.verdict(flaky)[0] == "SAFE"
+    empty = _result([], _arm("A", {}), _arm("B", {}))
+    assert C.verdict(empty)[0] == "INCONCLUSIVE"
+    dead = _result([])
+    dead.arms[0].ran, dead.arms[0].error = False, "bad ref"
+    assert C.verdict(dead) == ("INCONCLUSIVE", "arm A could not run: bad ref")
+    assert [C.exit_code(v) for v in ("SAFE", "REGRESSION", "INCONCLUSIVE")] == [0, 1, 3]
+
+
+def test_diagnose_statement():
+    base = _arm("A", {"t::a": O("failed"), "t::b": O("failed"), "t::c": O("passed")})
+    diag = _arm("w", {"t::a": O("passed"), "t::b": O("passed"), "t::c": O("passed")})
+    d = C.diagnose("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, base, diag)
+    assert d.changed == {"t::a": ["failed", "passed"], "t::b": ["failed", "passed"]}
+    assert d.statement == "2 tests failing in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1."
+
+
+def test_merge_recomputes_counts_and_verdict_and_roundtrips_json():
+    r1 = _result([Comparison(nodeid="t::x", category="same-pass")])
+    r1.shard = "1/2"
+    r2 = _result([Comparison(nodeid="u::y", category="new-failure")],
+                 _arm("A", {"u::y": O("passed")}), _arm("B", {"u::y": O("failed")}))
+    r2.shard = "2/2"
+    for r in (r1, r2):
+        r.verdict, r.verdict_reason = C.verdict(r)
+    again = [ABResult.from_json(json.loads(json.dumps(r.to_json()))) for r in (r1, r2)]
+    m = C.merge(again)
+    assert m.counts == {"new-failure": 1, "same-pass": 1}
+    assert m.verdict == "REGRESSION" and m.shard is None
+    assert set(m.arm("A").outcomes) == {"t::x", "u::y"}
+    assert any("merged shards" in w for w in m.warnings)
+    partial = C.merge(again[:1])
+    assert any("missing shards: 2/2" in w for w in partial.warnings)
+
+
+# -- option parsing -------------------------------------------------------------
+
+
+def test_parse_diag_and_shard():
+    d = parse_diag("weights:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1,X=a=b")
+    assert (d.name, d.based_on, d.variables) == ("weights", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "X": "a=b"})
+    assert parse_diag("nobackend@B:TORCH_DEVICE_BACKEND_AUTOLOAD=0").based_on == "B"
+    for bad in ("weights", "A:X=1", "w@C:X=1", "w:novalue"):
+        with pytest.raises(UsageError):
+            parse_diag(bad)
+    assert parse_shard("2/3") == (2, 3)
+    for bad in ("0/2", "3/2", "x"):
+        with pytest.raises(UsageError):
+            parse_shard(bad)

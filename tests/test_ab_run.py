@@ -1,0 +1,370 @@
+"""End-to-end A/B runs on tiny fixture suites (no torch)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from codemod.ab import terminal
+from codemod.ab.cli import ab
+from codemod.ab.run import RunOptions, run_ab, run_single_file
+
+HERE = Path(__file__).resolve().parent
+FIX = HERE / "fixtures" / "ab"
+PROJECT = HERE.parent
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def make_repo(dest: Path, a: Path, b: Path | None = None) -> Path:
+    """A git repo whose HEAD is `a`, with `b` laid over the work tree (uncommitted)."""
+    shutil.copytree(a, dest)
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "base")
+    if b is not None:
+        for path in dest.rglob("*"):
+            if ".git" not in path.parts and path.is_file() and not (b / path.relative_to(dest)).exists():
+                path.unlink()
+        shutil.copytree(b, dest, dirs_exist_ok=True)
+    return dest
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        h.update(str(path.relative_to(root)).encode() + b"\0" + oct(st.st_mode).encode())
+        if path.is_file() and not path.is_symlink():
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------
+# the mixed suite: one run, many assertions
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mixed")
+    repo = make_repo(tmp / "repo", FIX / "mixed" / "a", FIX / "mixed" / "b")
+    (repo / "untracked_note.txt").write_text("dirty\n")
+    before = tree_digest(repo)
+    state = tmp / "flaky-state"
+    t0 = time.monotonic()
+    result = run_ab(RunOptions(paths=["tests"], base="HEAD", cwd=str(repo), timeout=2.0, confirm=1, jobs=2,
+                               env={"AB_FLAKY_STATE": str(state)}))
+    return {"result": result, "repo": repo, "before": before, "after": tree_digest(repo),
+            "seconds": time.monotonic() - t0}
+
+
+def row(result, nodeid):
+    return next(t for t in result.tests if t.nodeid == nodeid)
+
+
+def test_mixed_verdict_and_counts(mixed):
+    r = mixed["result"]
+    assert r.verdict == "REGRESSION"
+    assert r.counts["new-failure"] == 4       # becomes_failure, 2 x import error, subtests
+    assert r.counts["crash"] == 1 and r.counts["missing-in-b"] == 1
+    assert r.base_ref == "HEAD" and r.normaliser_version
+
+
+def test_identical_passes(mixed):
+    r = mixed["result"]
+    for nodeid in ("tests/test_same.py::test_pass", "tests/test_hang.py::test_first", "tests/test_crash.py::test_before"):
+        assert row(r, nodeid).category == "same-pass"
+
+
+def test_identical_failure_with_line_shift_is_preexisting(mixed):
+    t = row(mixed["result"], "tests/test_same.py::test_fail_same")
+    assert t.category == "pre-existing"
+    assert t.a.signature == t.b.signature
+    assert t.a.exc_type == "AssertionError" and "value mismatch" in t.a.signature
+    assert t.a.traceback and "line N" not in t.a.traceback  # full traceback kept raw for the report
+
+
+def test_new_failure_fixed_and_skip(mixed):
+    r = mixed["result"]
+    nf = row(r, "tests/test_change.py::test_becomes_failure")
+    assert nf.category == "new-failure" and nf.b.outcome == "failed"
+    assert nf.a.reruns == ["passed"] and nf.b.reruns == ["failed"]       # --confirm 1
+    assert row(r, "tests/test_change.py::test_gets_fixed").category == "fixed"
+    skip = row(r, "tests/test_change.py::test_gets_skipped")
+    assert skip.category == "no-longer-run" and skip.b.outcome == "skipped"
+
+
+def test_removed_added_and_xfail(mixed):
+    r = mixed["result"]
+    assert row(r, "tests/test_change.py::test_removed").category == "missing-in-b"
+    assert row(r, "tests/test_change.py::test_added").category == "added-in-b"
+    x = row(r, "tests/test_change.py::test_xfail_to_xpass")
+    assert x.category == "xfail-to-xpass" and (x.a.outcome, x.b.outcome) == ("xfailed", "xpassed")
+
+
+def test_collection_import_error_in_b_only(mixed):
+    r = mixed["result"]
+    b = r.arm("B")
+    assert set(b.collection_errors) == {"tests/test_imp.py"}
+    err = b.collection_errors["tests/test_imp.py"]
+    assert err.exc_type == "ModuleNotFoundError" and "decouple_ab_no_such_module" in err.message
+    for nodeid in ("tests/test_imp.py::test_one", "tests/test_imp.py::test_two"):
+        t = row(r, nodeid)
+        assert t.category == "new-failure" and t.b.phase == "collect"
+    # the other files of arm B were still run
+    assert b.outcomes["tests/test_same.py::test_pass"].outcome == "passed"
+
+
+def test_abort_attributed_to_the_right_test_and_rest_of_file_reported(mixed):
+    r = mixed["result"]
+    b = r.arm("B")
+    t = row(r, "tests/test_crash.py::test_crashes")
+    assert t.category == "crash" and t.b.outcome == "crashed" and t.b.signal == "SIGABRT"
+    assert b.crashes == ["tests/test_crash.py::test_crashes"]
+    assert b.outcomes["tests/test_crash.py::test_after"].outcome == "passed"
+    assert row(r, "tests/test_crash.py::test_after").category == "same-pass"
+
+
+def test_hanging_test_hits_timeout_and_file_continues(mixed):
+    r = mixed["result"]
+    t = row(r, "tests/test_hang.py::test_hang")
+    assert t.a.outcome == t.b.outcome == "timeout" and t.category == "pre-existing"
+    assert row(r, "tests/test_hang.py::test_last").category == "same-pass"
+
+
+def test_flaky_detected(mixed):
+    t = row(mixed["result"], "tests/test_flaky.py::test_flaky")
+    assert t.category == "flaky", t
+    assert "was " in t.note and len(t.a.reruns) == len(t.b.reruns) == 1
+
+
+def test_unittest_subtest_failure(mixed):
+    t = row(mixed["result"], "tests/test_sub.py::TestSub::test_values")
+    assert t.category == "new-failure"
+    assert [s.nodeid for s in t.b.subtests] == ["tests/test_sub.py::TestSub::test_values (i=2)"]
+    assert "2 not less than 2" in t.b.signature
+
+
+def test_work_tree_untouched_and_temp_roots_removed(mixed):
+    assert mixed["before"] == mixed["after"]
+    for arm in mixed["result"].arms:
+        assert not Path(arm.root).exists()
+    assert "decouple_ab" not in " ".join(os.listdir(mixed["repo"]))
+
+
+def test_environment_and_reproduction_recorded(mixed):
+    r = mixed["result"]
+    assert "CI" in r.env_unset and "PYTORCH_RETRY_TEST_CASES" in r.env_unset
+    assert r.env_set["PYTHONHASHSEED"] == "0" and r.env_set["PYTORCH_PRINT_REPRO_ON_FAILURE"] == "0"
+    assert r.env_set["AB_FLAKY_STATE"]
+    a, b = r.arm("A"), r.arm("B")
+    assert "git -C" in a.command and "archive HEAD" in a.command and "-m pytest" in a.command
+    assert b.command.startswith(f"cd {mixed['repo']}") and "env -u CI" in b.command
+    assert r.environment.python and r.environment.pytest_version
+
+
+def test_terminal_summary(mixed):
+    text = terminal.render(mixed["result"])
+    assert text.startswith("decouple ab: REGRESSION")
+    assert "tests/test_crash.py::test_crashes" in text and "SIGABRT" in text
+    assert "Counts:" in text and "Reproduce:" in text and "Environment:" in text
+
+
+def test_json_roundtrip(mixed):
+    from codemod.ab.model import ABResult
+    data = json.loads(json.dumps(mixed["result"].to_json()))
+    again = ABResult.from_json(data)
+    assert again.to_json() == data
+
+
+# ---------------------------------------------------------------------------
+# plain directories through the CLI: --map, --diag, --shard, merge
+
+
+@pytest.fixture(scope="module")
+def diag_roots(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("diag")
+    shutil.copytree(FIX / "diag" / "a", tmp / "a")
+    shutil.copytree(FIX / "diag" / "b", tmp / "b")
+    return tmp
+
+
+def invoke(args):
+    return CliRunner().invoke(ab, args, catch_exceptions=False)
+
+
+def test_shards_map_diag_and_merge(diag_roots):
+    common = ["tests", "--a-root", str(diag_roots / "a"), "--b-root", str(diag_roots / "b"), "-q",
+              "--map", "TestOld=TestNew", "--diag", "envfix:AB_DIAG_OK=1", "--confirm", "1", "-j", "2"]
+    s1, s2 = diag_roots / "s1.json", diag_roots / "s2.json"
+    r1 = invoke(common + ["--shard", "1/2", "--json", str(s1)])
+    assert r1.exit_code == 0, r1.output          # test_env.py only: SAFE
+    d1 = json.loads(s1.read_text())
+    rows = {t["nodeid"]: t for t in d1["tests"]}
+    moved = rows["tests/test_env.py::TestNew::test_needs_env"]
+    assert moved["category"] == "pre-existing" and moved["mapped_from"] == "tests/test_env.py::TestOld::test_needs_env"
+    assert rows["tests/test_env.py::TestNew::test_plain"]["category"] == "same-pass"
+    diag = d1["diagnostics"][0]
+    assert diag["name"] == "envfix" and diag["based_on"] == "A"
+    assert diag["changed"] == {"tests/test_env.py::TestOld::test_needs_env": ["failed", "passed"]}
+    assert diag["statement"] == "1 test failing in A passes with AB_DIAG_OK=1."
+    assert "envfix" in r1.output and "SAFE" in r1.output
+
+    r2 = invoke(common + ["--shard", "2/2", "--json", str(s2)])
+    assert r2.exit_code == 1, r2.output          # test_other.py: new failure
+    merged = diag_roots / "merged.json"
+    rm = invoke(["merge", str(s1), str(s2), "--json", str(merged), "-q"])
+    assert rm.exit_code == 1, rm.output
+    m = json.loads(merged.read_text())
+    assert m["verdict"] == "REGRESSION" and m["shard"] is None
+    assert m["counts"] == {"new-failure": 1, "pre-existing": 1, "same-pass": 2}
+    assert m["tests"][0]["nodeid"] == "tests/test_other.py::test_other_two"
+
+
+def test_no_tests_is_inconclusive(tmp_path):
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "test_empty.py").write_text("X = 1\n")
+    r = invoke(["test_empty.py", "--a-root", str(tmp_path / "a"), "--b-root", str(tmp_path / "b"), "-q"])
+    assert r.exit_code == 3, r.output
+    assert "INCONCLUSIVE" in r.output
+
+
+def test_bad_python_exits_2(tmp_path):
+    args = ["x.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path)]
+    r = CliRunner().invoke(ab, args + ["--python", str(tmp_path / "nope" / "python")])
+    assert r.exit_code == 2
+    assert "no such interpreter" in r.output
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    r = CliRunner().invoke(ab, args + ["--python", str(venv / "bin" / "python")])
+    assert r.exit_code == 2
+    assert "pytest is not installed" in r.output
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert invoke(["x.py"]).exit_code == 2
+    assert invoke(["x.py", "--base", "HEAD", "--a-root", str(tmp_path)]).exit_code == 2
+    r = CliRunner().invoke(ab, ["x.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path), "--diag", "bad"])
+    assert r.exit_code == 2 and "--diag" in r.output
+    assert "merge" in invoke(["--help"]).output
+
+
+def test_bad_base_ref_exits_2(tmp_path):
+    repo = make_repo(tmp_path / "repo", FIX / "diag" / "a")
+    r = subprocess.run([sys.executable, "-m", "codemod.ab.cli", "tests", "--base", "no-such-ref", "-q"],
+                       cwd=repo, capture_output=True, text=True)
+    assert r.returncode == 2 and "no-such-ref" in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# signals
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_cleans_up(tmp_path, signum):
+    repo = make_repo(tmp_path / "repo", FIX / "sleep")
+    before = tree_digest(repo)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    marker = tmp_path / "marker"
+    env = {**os.environ, "TMPDIR": str(tmpdir), "AB_SLEEP_MARKER": str(marker),
+           "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "codemod.ab.cli", "test_sleep.py", "--base", "HEAD", "-q", "-j", "2"],
+                            cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if marker.exists() and len(marker.read_text().split()) >= 2:
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        else:
+            pytest.fail("the sleeping tests never started")
+        assert any(p.name.startswith("decouple-ab-") for p in tmpdir.iterdir())
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == (130 if signum == signal.SIGINT else 143), err
+    assert "interrupted" in err.decode()
+    assert list(tmpdir.iterdir()) == []
+    assert tree_digest(repo) == before
+    for pid in marker.read_text().split():
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)
+
+
+# ---------------------------------------------------------------------------
+# the capture plugin on its own
+
+
+def test_plugin_phases_chain_and_pytest_subtests(tmp_path):
+    (tmp_path / "test_cases.py").write_text(
+        "import pytest\n"
+        "@pytest.fixture\n"
+        "def bad_teardown():\n"
+        "    yield\n"
+        "    raise ValueError('teardown boom')\n"
+        "@pytest.fixture\n"
+        "def bad_setup():\n"
+        "    raise RuntimeError('setup boom')\n"
+        "def test_setup(bad_setup):\n    pass\n"
+        "def test_teardown(bad_teardown):\n    pass\n"
+        "@pytest.mark.xfail(strict=True)\n"
+        "def test_strict():\n    pass\n"
+        "def test_chain():\n"
+        "    try:\n        {}['k']\n"
+        "    except KeyError as e:\n        raise RuntimeError('wrapped') from e\n"
+        "def test_unpickling():\n"
+        "    import pickle\n    raise pickle.UnpicklingError('bad')\n"
+        "def test_subtests(subtests):\n"
+        "    for i in range(3):\n"
+        "        with subtests.test(msg='m', i=i):\n"
+        "            assert i != 1\n"
+    )
+    before = sorted(p.name for p in tmp_path.iterdir())
+    fr = run_single_file(str(tmp_path), "test_cases.py")
+    o = fr.outcomes
+    assert (o["test_cases.py::test_setup"].outcome, o["test_cases.py::test_setup"].phase) == ("error", "setup")
+    assert o["test_cases.py::test_setup"].exc_type == "RuntimeError"
+    assert (o["test_cases.py::test_teardown"].outcome, o["test_cases.py::test_teardown"].phase) == ("error", "teardown")
+    assert o["test_cases.py::test_strict"].outcome == "failed"
+    assert o["test_cases.py::test_chain"].exc_chain == ["KeyError"]
+    assert o["test_cases.py::test_unpickling"].exc_type == "_pickle.UnpicklingError"
+    sub = o["test_cases.py::test_subtests"]
+    assert sub.outcome == "failed" and [s.nodeid for s in sub.subtests] == ["test_cases.py::test_subtests [m] (i=1)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before       # nothing written next to the tests
+
+
+def test_plugin_syntax_error_is_a_collection_error(tmp_path):
+    (tmp_path / "test_bad.py").write_text("def test_x(:\n    pass\n")
+    fr = run_single_file(str(tmp_path), "test_bad.py")
+    assert fr.outcomes == {}
+    err = fr.collection_errors["test_bad.py"]
+    assert (err.outcome, err.phase, err.exc_type) == ("error", "collect", "SyntaxError")
+
+
+def test_file_timeout_stops_the_file(tmp_path):
+    shutil.copy2(FIX / "mixed" / "a" / "tests" / "test_hang.py", tmp_path / "test_hang.py")
+    fr = run_single_file(str(tmp_path), "test_hang.py", timeout=0, file_timeout=3)
+    o = fr.outcomes
+    assert [o[f"test_hang.py::{n}"].outcome for n in ("test_first", "test_hang", "test_last")] == \
+        ["passed", "timeout", "not-run"]
+    assert any("file-timeout" in n for n in fr.notes)
