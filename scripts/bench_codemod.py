@@ -66,12 +66,13 @@ def bench(name: str, src: str, jobs: int, baseline: bool) -> None:
             return
         theirs = copy_tree(src, os.path.join(tmp, "theirs"))
         env = dict(os.environ, PYTHONPATH=HERE)
+        # `--jobs=N` in one word: libcst.tool's parser takes `-j N` for the command name.
         cmd = [sys.executable, "-m", "libcst.tool", "codemod", "-x", "--no-format", "--hide-progress",
-               "-j", str(jobs), "libcst_baseline.AddHwLabel", *theirs]
+               f"--jobs={jobs}", "libcst_baseline.AddHwLabel", *theirs]
         base = timed(cmd, env)
-        print(f"libcst codemod (label)        {base[0]:7.1f} s  peak {base[1]:5.0f} MB")
+        print(f"libcst codemod (label)        {base[0]:7.1f} s  peak {base[1]:5.0f} MB  exit {base[2]}")
         rerun = timed(cmd, env)
-        print(f"libcst codemod (re-run)       {rerun[0]:7.1f} s  peak {rerun[1]:5.0f} MB")
+        print(f"libcst codemod (re-run)       {rerun[0]:7.1f} s  peak {rerun[1]:5.0f} MB  exit {rerun[2]}")
         print(f"ratio apply:   baseline / decouple = {base[0] / rows['apply'][0]:6.1f}x   (goal >= 5x)")
         print(f"ratio --check: baseline re-run / decouple check (labelled) = "
               f"{rerun[0] / rows['check (labelled)'][0]:6.1f}x   (goal >= 20x)")
