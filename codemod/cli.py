@@ -224,6 +224,8 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
     if torch_load or not no_label:
         # torch-load needs the real version (import); the label check only reads files.
         info = target.probe(explicit_python, import_torch=bool(torch_load))
+        if explicit_python and not info.executable:
+            fail(info.reason)  # the named interpreter does not even run
         if torch_load:
             refusal = check_mode_supported(torch_load, info.torch_version) if info.torch_version else (
                 f"--torch-load needs torch in the target interpreter: {info.reason}")

@@ -220,3 +220,11 @@ def test_conflicting_set_values_are_a_usage_error(tmp_path):
     f = write(tmp_path / "test_a.py", GENERIC_SRC)
     code, out, err = cli("apply", "--set", "TestA=CPU", "--set", "TestA=GENERIC", str(f))
     assert code == 2 and "two different values" in err
+
+
+def test_broken_target_interpreter_is_an_error(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    fake = write(tmp_path / "python", "#!/bin/sh\necho not a python >&2\nexit 1\n", 0o755)
+    code, out, err = cli("apply", "--python", str(fake), str(f))
+    assert code == 2 and "is not a working Python interpreter" in err and "Traceback" not in err
+    assert f.read_text() == GENERIC_SRC
