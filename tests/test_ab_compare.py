@@ -268,3 +268,76 @@ def test_parse_diag_and_shard():
     for bad in ("0/2", "3/2", "x"):
         with pytest.raises(UsageError):
             parse_shard(bad)
+
+
+# -- regressions from review ----------------------------------------------------
+
+
+def test_removed_xfail_marker_is_a_new_failure():
+    a = O("xfailed", exc_type="ValueError", message="boom")
+    b = O("failed", exc_type="ValueError", message="boom")
+    assert C.categorize(a, b)[0] == "new-failure"
+
+
+def test_not_run_in_either_arm_is_inconclusive():
+    assert C.categorize(O("not-run"), O("not-run"))[0] == "inconclusive"
+    assert C.categorize(O("skipped"), O("not-run"))[0] == "inconclusive"
+    rows = [Comparison(nodeid="t::x", category="same-pass"),
+            Comparison(nodeid="t::y", category="inconclusive")]
+    v, reason = C.verdict(_result(rows))
+    assert v == "INCONCLUSIVE" and "neither arm" in reason and "t::y" in reason
+    # a confirmed regression still wins
+    rows.append(Comparison(nodeid="t::z", category="new-failure"))
+    assert C.verdict(_result(rows))[0] == "REGRESSION"
+
+
+def test_not_run_reruns_are_no_flakiness_evidence():
+    row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
+    row.a.reruns, row.b.reruns = ["passed", "passed"], ["not-run", "not-run"]
+    C.settle_flaky(row)
+    assert row.category == "new-failure" and "unconfirmed" in row.note
+    row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
+    row.a.reruns, row.b.reruns = ["passed", "passed"], ["failed", "not-run"]
+    C.settle_flaky(row)
+    assert row.category == "new-failure" and "did not run" in row.note
+
+
+def test_order_dependent_is_not_flaky_unless_the_file_rerun_disagrees():
+    row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
+    row.a.reruns, row.b.reruns = ["failed", "failed"], ["failed", "failed"]
+    assert C.rerun_state(row) == "order-suspect"
+    C.settle_flaky(row)
+    assert row.category == "new-failure"
+    assert "order-dependent: fails only when run with the rest of the file in B" in row.note
+    row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
+    row.a.reruns, row.b.reruns = ["passed"], ["passed"]
+    row.a.suite_reruns, row.b.suite_reruns = ["passed"], ["passed"]       # not reproduced in the file
+    C.settle_flaky(row)
+    assert row.category == "flaky"
+    row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
+    row.a.reruns, row.b.reruns = ["failed"], ["passed"]                   # alternates: swapped alone
+    C.settle_flaky(row)
+    assert row.category == "flaky"
+
+
+def test_flaky_verdict_reason_names_the_tests():
+    v, reason = C.verdict(_result([Comparison(nodeid="t::x", category="flaky")]))
+    assert v == "SAFE" and "1 flaky" in reason and "t::x" in reason
+
+
+def test_module_level_skip_in_b_is_no_longer_run():
+    a = _arm("A", {"m.py::t1": O("passed"), "m.py::t2": O("passed")})
+    b = _arm("B", {})
+    b.collection_skips["m.py"] = Outcome(nodeid="m.py", outcome="skipped", phase="collect", message="Skipped: no gpu")
+    rows = {r.nodeid: r for r in C.compare_arms(a, b)}
+    assert set(rows) == {"m.py::t1", "m.py::t2"}
+    assert rows["m.py::t1"].category == "no-longer-run" and "no gpu" in rows["m.py::t1"].note
+
+
+def test_per_arm_tmpdir_paths_compare_equal():
+    base = "/tmp/decouple-ab-k2/arms/{}/tmp/pytest-of-u/pytest-{}/test_x0/f.pt"
+    a = fail(msg=f"cannot open {base.format('A', 3)}")
+    b = fail(msg=f"cannot open {base.format('B', 5)}")
+    roots = (ROOT_A, ROOT_B, "/tmp/decouple-ab-k2")
+    assert C.signatures(a, roots) == C.signatures(b, roots)
+    assert "<tmp>" in C.signatures(a, roots)[0]

@@ -172,7 +172,10 @@ def test_environment_and_reproduction_recorded(mixed):
     assert r.env_set["PYTHONHASHSEED"] == "0" and r.env_set["PYTORCH_PRINT_REPRO_ON_FAILURE"] == "0"
     assert r.env_set["AB_FLAKY_STATE"]
     a, b = r.arm("A"), r.arm("B")
-    assert "git -C" in a.command and "archive HEAD" in a.command and "-m pytest" in a.command
+    sha = git(mixed["repo"], "rev-parse", "HEAD").strip()
+    assert a.command.startswith("D=$(mktemp -d) && git -C ")          # a fresh directory every time
+    assert f"archive {sha} -- " in a.command and 'cd "$D"' in a.command and "-m pytest" in a.command
+    assert "--maxfail=0" in a.command
     assert b.command.startswith(f"cd {mixed['repo']}") and "env -u CI" in b.command
     assert r.environment.python and r.environment.pytest_version
 
@@ -368,3 +371,117 @@ def test_file_timeout_stops_the_file(tmp_path):
     assert [o[f"test_hang.py::{n}"].outcome for n in ("test_first", "test_hang", "test_last")] == \
         ["passed", "timeout", "not-run"]
     assert any("file-timeout" in n for n in fr.notes)
+
+
+# ---------------------------------------------------------------------------
+# regressions from review
+
+
+def test_helper_modules_next_to_selected_dir_are_materialised(tmp_path):
+    # tests/pkg/sub/test_nested.py imports tests.helpers and uses a fixture of
+    # the top-level conftest.py: both arms need the package base directory
+    repo = make_repo(tmp_path / "repo", FIX / "helpers")
+    r = run_ab(RunOptions(paths=["tests/pkg/sub/test_nested.py"], base="HEAD", cwd=str(repo), jobs=2))
+    assert r.verdict == "SAFE", (r.verdict_reason, [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests])
+    assert r.counts == {"same-pass": 2}
+    assert not r.arm("A").collection_errors and not r.arm("B").collection_errors
+
+
+def test_materialise_copies_import_root_and_skips_junk(tmp_path):
+    from codemod.ab import arms
+    src = tmp_path / "src"
+    for rel in ("test/test_a.py", "test/helper.py", "test/data/blob.bin", "torch/__init__.py", "setup.py",
+                "test/build/x.py", "test/node_modules/m.js", "test/venv2/pyvenv.cfg", "test/venv2/lib/x.py",
+                "test/pkg.egg-info/PKG-INFO", "test/__pycache__/h.cpython-311.pyc", "test/dist/d.py",
+                "build/test_sel/test_b.py", "pytest.ini"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text("x = 1\n")
+    dest = tmp_path / "dest"
+    # PyTorch layout: test/ has no __init__.py, so the import root is test/, never the
+    # source torch/ package beside it (it would shadow the installed torch)
+    arms.materialise_dir(src, arms.Selection(paths=["test/test_a.py"], common="test"), dest)
+    got = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    assert got == ["pytest.ini", "test/data/blob.bin", "test/helper.py", "test/test_a.py"]
+    # an explicitly selected path inside an excluded name is still copied
+    dest2 = tmp_path / "dest2"
+    arms.materialise_dir(src, arms.Selection(paths=["build/test_sel"], common="build/test_sel"), dest2)
+    assert (dest2 / "build" / "test_sel" / "test_b.py").is_file()
+
+
+def test_addopts_exitfirst_and_ini_below_root(tmp_path):
+    # sub/pytest.ini: addopts = -x (must not hide test_2/test_3) and rootdir = sub/
+    # (reruns must use node ids valid from the arm root, or every rerun is
+    # not-run and the new failure turns "flaky")
+    r = run_ab(RunOptions(paths=["sub"], a_root=str(FIX / "cfg" / "a"), b_root=str(FIX / "cfg" / "b"),
+                          cwd=str(tmp_path), jobs=2, confirm=1))
+    rows = {t.nodeid: t for t in r.tests}
+    assert set(rows) == {"sub/test_a.py::test_1", "sub/test_a.py::test_2", "sub/test_a.py::test_3"}
+    assert rows["sub/test_a.py::test_2"].category == "same-pass"
+    t3 = rows["sub/test_a.py::test_3"]
+    assert t3.category == "new-failure", t3
+    assert (t3.a.reruns, t3.b.reruns) == (["passed"], ["failed"])
+    assert r.verdict == "REGRESSION"
+    assert "--maxfail=0" in r.arm("B").command and "sub/test_a.py" in r.arm("B").command
+
+
+def test_order_dependent_difference_is_not_flaky(tmp_path):
+    # in the file test_2 passes in A and fails in B; alone it fails in both
+    r = run_ab(RunOptions(paths=["test_o.py"], a_root=str(FIX / "order" / "a"), b_root=str(FIX / "order" / "b"),
+                          cwd=str(tmp_path), jobs=2, confirm=1))
+    t = row(r, "test_o.py::test_2")
+    assert t.category == "new-failure", t
+    assert "order-dependent" in t.note and (t.a.reruns, t.b.reruns) == (["failed"], ["failed"])
+    assert (t.a.suite_reruns, t.b.suite_reruns) == (["passed"], ["failed"])
+    assert r.verdict == "REGRESSION"
+
+
+def test_relative_python_and_removed_xfail(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rel = os.path.relpath(sys.executable, tmp_path)
+    assert not os.path.isabs(rel)
+    res = CliRunner().invoke(ab, ["test_x.py", "--a-root", str(FIX / "xfail" / "a"), "--b-root",
+                                  str(FIX / "xfail" / "b"), "-q", "--no-color", "--python", rel, "-j", "2",
+                                  "--json", str(tmp_path / "r.json")])
+    assert res.exit_code == 1, res.output                     # REGRESSION, not a traceback + exit 2
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["python"] == os.path.abspath(sys.executable)    # abspath, not resolve(): venv links kept
+    (t,) = data["tests"]
+    assert t["category"] == "new-failure" and (t["a"]["outcome"], t["b"]["outcome"]) == ("xfailed", "failed")
+
+
+def test_resolve_python_forms(tmp_path):
+    from codemod.ab.run import UsageError, resolve_python
+    link = tmp_path / "venv" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(sys.executable)
+    assert resolve_python("venv/bin/python", tmp_path) == str(link)           # the link, not its target
+    assert os.path.isabs(resolve_python(Path(sys.executable).name, tmp_path)) or shutil.which(Path(sys.executable).name) is None
+    with pytest.raises(UsageError):
+        resolve_python("decouple-no-such-python-xyz", tmp_path)
+
+
+def test_module_skip_deleted_new_paths_and_private_tmpdir(tmp_path):
+    a, b = str(FIX / "lesser" / "a"), str(FIX / "lesser" / "b")
+    r = run_ab(RunOptions(paths=["test_modskip.py", "test_gone.py", "test_new.py", "test_tmp.py"], a_root=a,
+                          b_root=b, cwd=str(tmp_path), jobs=2, env={"AB_MARK": f"{os.getpid()}-{time.time_ns()}"}))
+    assert r.arm("A").ran and r.arm("B").ran, (r.arm("A").error, r.arm("B").error)
+    m1 = row(r, "test_modskip.py::test_m1")
+    assert m1.category == "no-longer-run" and "no backend" in m1.note, m1
+    assert row(r, "test_gone.py::test_g").category == "missing-in-b"
+    assert row(r, "test_new.py::test_n").category == "added-in-b"
+    assert row(r, "test_tmp.py::test_private_tmpdir").category == "same-pass"   # no collision between arms
+    res = CliRunner().invoke(ab, ["nope.py", "--a-root", a, "--b-root", b, "-q"])
+    assert res.exit_code == 2 and "exists in neither arm" in res.output
+
+
+def test_file_stopped_in_both_arms_is_inconclusive(tmp_path):
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "test_f.py").write_text(
+            "import time\ndef test_1():\n    time.sleep(60)\ndef test_2():\n    pass\n")
+    r = run_ab(RunOptions(paths=["test_f.py"], a_root=str(tmp_path / "a"), b_root=str(tmp_path / "b"),
+                          cwd=str(tmp_path), jobs=2, file_timeout=8, timeout=0))
+    t = row(r, "test_f.py::test_2")
+    assert (t.a.outcome, t.b.outcome, t.category) == ("not-run", "not-run", "inconclusive")   # not same-skip
+    assert r.verdict == "INCONCLUSIVE" and "neither arm" in r.verdict_reason
+    assert "inconclusive 1" in terminal.render(r)

@@ -233,3 +233,122 @@ def test_crlf_file_keeps_newlines():
     assert "\n" not in res.text.replace("\r\n", "")
     assert "        with torch" not in res.text
     assert "    with torch.serialization.safe_globals([A]):\r\n        m = torch.load(\r\n" in res.text
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+def test_last_argument_in_parentheses_gets_keyword_outside():
+    """pos(last.value) stops inside the argument's own parentheses: the keyword must go
+    after the closing one, never into the argument."""
+    t = TorchLoad("weights-only-false")
+    for src, want in [
+        ("m = torch.load(f, map_location=(lambda s, loc: s))",
+         "m = torch.load(f, map_location=(lambda s, loc: s), weights_only=False)"),
+        ("m = torch.load((f))", "m = torch.load((f), weights_only=False)"),
+        ("m = torch.load(f, map_location=(\n 'cpu'))",
+         "m = torch.load(f, map_location=(\n 'cpu'), weights_only=False)"),
+        ("m = torch.load(\n    (f)\n)", "m = torch.load(\n    (f),\n    weights_only=False\n)"),
+        ("m = (torch.load)(f)", "m = (torch.load)(f, weights_only=False)"),
+    ]:
+        text = "import torch\n" + src + "\n"
+        res = t.run(text, ast.parse(text), path="x.py")
+        assert res.text == "import torch\n" + want + "\n", src
+        ast.parse(res.text)
+
+
+def test_skip_to_only_skips_blanks_and_comments():
+    from transforms.torch_load import _skip_to
+
+    assert _skip_to("  # a ) b\n  )", 0, ")") == 12
+    assert _skip_to(" \\\n ,", 0, ",") == 4
+    with pytest.raises(ValueError):
+        _skip_to(" x)", 0, ")")
+
+
+def test_comment_of_last_argument_stays_on_it():
+    src = "import torch\nm = torch.load(\n    f,\n    map_location='cpu'  # on cpu\n)\n"
+    res = TorchLoad("weights-only-false").run(src, ast.parse(src), path="x.py")
+    assert "    map_location='cpu',  # on cpu\n    weights_only=False\n)" in res.text
+
+
+def test_shadowed_load_is_unresolved_and_manual():
+    src = "from torch import load\n\n\ndef load(f):\n    return f\n\n\ndef test_x(f):\n    m = load(f)\n"
+    res = TorchLoad("weights-only-false").run(src, ast.parse(src), path="x.py")
+    assert res.text == src
+    assert [(f.line, f.rule) for f in res.findings] == [(9, "torch-load/unresolved")]
+    assert res.manual == 1
+
+
+def test_star_import_load_is_unresolved():
+    src = "from torch import *\nm = load(f)\n"
+    res = TorchLoad("weights-only-false").run(src, ast.parse(src), path="x.py")
+    assert res.text == src and res.manual == 1
+    assert res.findings[0].rule == "torch-load/unresolved" and "import *" in res.findings[0].message
+
+
+def test_same_code_in_two_tests_is_idempotent_after_lines_move():
+    """Discovery: line 5 (test_a) needs pa.A, line 9 (test_b) needs pb.B.  After the first
+    run the lines moved; the second run must still pair each call with its own record."""
+    cfg = json.loads((FIXTURES / "sg_same_line_tests.json").read_text())
+    t = TorchLoad("safe-globals", discovered=cfg["discovered"])
+    src = (FIXTURES / "sg_same_line_tests.in.py").read_text()
+    out = t.run(src, ast.parse(src), path="test_same.py").text
+    assert "safe_globals([A]):\n        m = torch.load(buf)\n\n\ndef test_b" in out
+    again = t.run(out, ast.parse(out), path="test_same.py")
+    assert again.text == out
+    assert {f.rule for f in again.findings} == {"torch-load/skip-covered"}
+
+
+def _fake_discover(monkeypatch, rounds):
+    """Run discover() with a fake target interpreter: round i writes rounds[i]."""
+    import codemod.discover_globals as dg
+    from codemod.target import TargetInfo
+
+    monkeypatch.setattr(dg, "probe", lambda python=None: TargetInfo(
+        python="py", executable="py", torch_version_str="2.14.1", torch_version=(2, 14)))
+    seen = []
+
+    def fake_run(python, args, cwd, env, timeout):
+        data = rounds[min(len(seen), len(rounds) - 1)]
+        seen.append(json.loads(env["DECOUPLE_SAFE_GLOBALS"]))
+        Path(env["DECOUPLE_DISCOVER_OUT"]).write_text(json.dumps(data))
+        return 1, "", "", False
+
+    monkeypatch.setattr(dg, "_run_pytest", fake_run)
+    return seen
+
+
+def _round(status, message, outcome):
+    return {"torch_version": "2.14.1", "rootdir": "/r", "resolved": {}, "errors": [],
+            "tests": {"t.py::test_dd": {"outcome": outcome, "loads": [
+                {"file": "/r/t.py", "line": 5, "code": "m = torch.load(buf)", "status": status,
+                 "message": message, "scan": None}], "saves": []}}}
+
+
+def test_discovery_unfixable_is_incomplete_and_not_in_allowlist(monkeypatch):
+    from codemod.discover_globals import discover
+
+    glob_msg = ("_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: "
+                "Unsupported global: GLOBAL collections.defaultdict was not an allowed global "
+                "by default.")
+    dd_msg = ("_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: "
+              "Can only SETITEM for dict, collections.OrderedDict, collections.Counter, but got "
+              "<class 'collections.defaultdict'>")
+    seen = _fake_discover(monkeypatch, [_round("failed", glob_msg, "failed"),
+                                        _round("failed", dd_msg, "failed")])
+    result, status = discover(["t.py"], python="py", cwd="/r", max_iterations=5)
+    assert len(seen) == 2 and seen[1]["sites"] == {"/r/t.py:5": ["collections.defaultdict"]}
+    call = result["tests"]["t.py::test_dd"]["calls"][0]
+    assert call["unfixable"] and call["globals"] == ["collections.defaultdict"]
+    assert result["allowlist"] == {}          # the name found is not enough for this call
+    assert status == 1 and result["complete"] is False
+    assert any("no allowlist fixes" in e for e in result["errors"])
+
+
+def test_discovery_complete_exits_zero(monkeypatch):
+    from codemod.discover_globals import discover
+
+    _fake_discover(monkeypatch, [_round("ok", None, "passed")])
+    result, status = discover(["t.py"], python="py", cwd="/r", max_iterations=5)
+    assert status == 0 and result["complete"] is True and result["errors"] == []

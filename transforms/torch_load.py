@@ -21,20 +21,31 @@ Design notes
 * ``ast`` triage first; LibCST (with qualified names) only for files that may
   contain a candidate.  Edits are applied to the *text* at LibCST positions, so
   everything the transform does not touch stays byte-identical (no formatter).
+* Only calls whose callee resolves to torch.load and nothing else are rewritten;
+  `load` that may also be a local `def load`/`load = ...` (or come from
+  ``from torch import *``) gets a ``torch-load/unresolved`` finding (manual).
 * Discovery call sites are matched by file (path suffix), by the stripped source
-  line recorded by the plugin, and by line number as tie-breaker; this keeps a
-  second run over the rewritten file a no-op although lines moved.
+  line recorded by the plugin, then by the enclosing test function/class (the
+  record's test ids), then by the position among calls with the same text, and by
+  line number only as the last tie-breaker; this keeps a second run over the
+  rewritten file a no-op although lines moved.
 * A call already inside ``with ...safe_globals([...])`` is left alone when the
   block covers what discovery found (or discovery knows nothing about it); when
   entries are missing, an inner block with *only the missing* entries is added
   (never the same entry twice: nested blocks with the same entry remove it from
   the outer one on exit).
+* A wrap planned for a compound statement (a load in a ``for``/``while``/``if``/
+  ``with`` header) covers the loads in its body the same way: outer statements are
+  planned first and inner blocks list only what the outer one lacks.
 * Consecutive statements of one block that need the same entries share one
   ``with``.
+* When the enclosing function rebinds a name the ``with`` line would use (``torch``,
+  an imported module or class), the call falls back to ``weights_only=False``.
 * Eagerly evaluated comprehensions (list/set/dict) are wrapped like any
   statement; lambdas, generator expressions, function headers (defaults,
   decorators, annotations), one-line function/class bodies, class headers and
-  statements containing ``yield`` fall back to ``weights_only=False``
+  statements containing ``yield`` (also in the body of a compound statement, not in
+  nested defs) fall back to ``weights_only=False``
   (``torch-load/fallback``).
 * In ``safe-globals`` mode dangerous globals (``torch.ScriptObject``, ...) are
   still allowlisted as asked, with a ``torch-load/dangerous-global`` warning;
@@ -62,6 +73,7 @@ LOAD_NAMES = frozenset({"torch.load", "torch.serialization.load"})
 SAFE_GLOBALS_NAME = "torch.serialization.safe_globals"
 RULE = "torch-load/"
 WRAP_LINE_LIMIT = 100
+_DOTTED_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
 # --------------------------------------------------------------------------- versions
@@ -125,6 +137,7 @@ class _CallRec:
     globals: list[str]
     unfixable: Optional[str]
     ok: bool
+    nodeids: list[str] = field(default_factory=list)   # tests that ran this call
 
 
 class Discovery:
@@ -154,8 +167,11 @@ class Discovery:
                 ok = c.get("status", "ok" if not c.get("unfixable") else "failed") == "ok"
                 rec = merged.get(key)
                 if rec is None:
-                    merged[key] = _CallRec(key[0], key[1], key[2], names, c.get("unfixable"), ok)
+                    merged[key] = _CallRec(key[0], key[1], key[2], names, c.get("unfixable"), ok,
+                                           [nodeid])
                 else:
+                    if nodeid not in rec.nodeids:
+                        rec.nodeids.append(nodeid)
                     rec.globals += [g for g in names if g not in rec.globals]
                     rec.unfixable = rec.unfixable or c.get("unfixable")
                     rec.ok = rec.ok and ok
@@ -232,8 +248,9 @@ def _indent_of(line: str) -> str:
 
 
 def _skip_to(text: str, i: int, target: str) -> int:
-    """Index of `target` at/after i, skipping whitespace, comments and backslash-newlines.
-    Between an argument and the call's ``,``/``)`` nothing else can appear."""
+    """Index of `target` at/after i, skipping only whitespace, comments and
+    backslash-newlines; anything else before `target` raises ValueError (the caller
+    then refuses the edit instead of writing into the wrong place)."""
     n = len(text)
     while i < n:
         ch = text[i]
@@ -243,8 +260,19 @@ def _skip_to(text: str, i: int, target: str) -> int:
             while i < n and text[i] not in "\r\n":
                 i += 1
             continue
-        i += 1
+        if ch in " \t\f\r\n" or (ch == "\\" and i + 1 < n and text[i + 1] in "\r\n"):
+            i += 1
+            continue
+        raise ValueError(f"{target!r} expected at offset {i}, found {ch!r}")
     raise ValueError(f"{target!r} not found")
+
+
+def _skip_rpar(text: str, i: int, node) -> int:
+    """Offset just after the closing parentheses of `node` (an expression whose
+    LibCST position excludes its own ``(``...``)``), starting at its end offset `i`."""
+    for _ in getattr(node, "rpar", ()) or ():
+        i = _skip_to(text, i, ")") + 1
+    return i
 
 
 def _string_interior_lines(text: str) -> set[int]:
@@ -294,6 +322,8 @@ class _Wrap:
     entries: list[str]          # expressions
     reason: str
     comment: Optional[str]
+    dotted: list[str] = field(default_factory=list)   # the dotted names of `entries`
+    stmt: Any = None            # the wrapped statement (libcst node)
 
 
 # --------------------------------------------------------------------------- the transform
@@ -329,7 +359,7 @@ class TorchLoad:
         or a string naming torch.load (mock.patch targets)."""
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module in ("torch", "torch.serialization"):
-                if any(a.name == "load" for a in node.names):
+                if any(a.name in ("load", "*") for a in node.names):
                     return True
             elif isinstance(node, ast.Attribute) and node.attr == "load":
                 return True
@@ -485,8 +515,10 @@ class _Runner:
         from libcst.metadata import (
             MetadataWrapper,
             ParentNodeProvider,
+            ExpressionContextProvider,
             PositionProvider,
             QualifiedNameProvider,
+            ScopeProvider,
         )
 
         try:
@@ -496,67 +528,113 @@ class _Runner:
             return TransformResult(self.text, self.findings, manual=1)
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.wrapper_meta = wrapper.resolve_many(
-            [PositionProvider, QualifiedNameProvider, ParentNodeProvider]
+            [PositionProvider, QualifiedNameProvider, ParentNodeProvider, ScopeProvider,
+             ExpressionContextProvider]
         )
         self.parents = self.wrapper_meta[ParentNodeProvider]
+        self.scopes = self.wrapper_meta[ScopeProvider]
         self.module = module
         self.T = _Text(self.text)
         self.indent_unit = module.default_indent
         self.newline = module.default_newline
 
         calls, refs = self._collect(module)
-        for node, why in refs:
-            line = self.pos(node).start.line
-            self.find(
-                "unresolved",
-                f"torch.load is referenced indirectly ({why}); the eventual call cannot be "
-                "resolved statically: make it explicit by hand",
-                line, WARNING,
-            )
+        for node, message in refs:
+            self.find("unresolved", message, self.pos(node).start.line, WARNING)
             self.manual += 1
 
         self.imports = _ImportMap(self, module)
         self.kw_edits: list[tuple[int, int, str]] = []
         self.wraps: list[_Wrap] = []
         self.comments: dict[int, str] = {}
+        # Every load call in the file with its span (for call-site matching).
+        self.all_spans = []
         for call in calls:
-            self._handle(call)
+            cp = self.pos(call)
+            self.all_spans.append((cp.start.line, {
+                self.T.line_body(n).strip() for n in range(cp.start.line, cp.end.line + 1)}))
+        # Outer statements first: a wrap planned for a compound statement (a load in
+        # its header) covers the loads in its body, which then add only what is missing.
+        order = sorted(range(len(calls)), key=lambda i: (self._depth(calls[i]), i))
+        for i in order:
+            self._handle(calls[i])
+        self.findings.sort(key=lambda f: f.line)  # calls were handled outer-first
         if not self.kw_edits and not self.wraps:
             return TransformResult(self.text, self.findings, manual=self.manual)
         return TransformResult(self._apply(), self.findings, manual=self.manual)
 
+    def _is_stmt(self, node) -> bool:
+        import libcst as cst
+
+        return (isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+                and isinstance(self.parents.get(node), (cst.IndentedBlock, cst.Module)))
+
+    def _depth(self, node) -> int:
+        """How many statements (of a block) enclose `node`."""
+        n = 0
+        while node is not None:
+            if self._is_stmt(node):
+                n += 1
+            node = self.parents.get(node)
+        return n
+
     # ------------------------------------------------------------------ collection
     def _collect(self, module):
         import libcst as cst
+        from libcst.metadata import ExpressionContext, ExpressionContextProvider
 
         runner = self
         calls: list = []
         refs: list = []
         func_nodes: set[int] = set()
+        ctx = self.wrapper_meta[ExpressionContextProvider]
+        star = []
+
+        def indirect(why):
+            return (f"torch.load is referenced indirectly ({why}); the eventual call cannot be "
+                    "resolved statically: make it explicit by hand")
 
         class V(cst.CSTVisitor):
             def visit_Import(self, node):
                 return False
 
             def visit_ImportFrom(self, node):
+                if isinstance(node.names, cst.ImportStar) and not node.relative and \
+                        _dotted(node.module or cst.Name("x")) in ("torch", "torch.serialization"):
+                    star.append(_dotted(node.module))
                 return False
 
             def visit_Call(self, node):
                 q = runner.qnames(node.func)
                 dotted = _dotted(node.func)
-                if q & LOAD_NAMES or (not q and dotted in LOAD_NAMES):
+                if (q and q <= LOAD_NAMES) or (not q and dotted in LOAD_NAMES):
                     calls.append(node)
                     func_nodes.add(id(node.func))
+                elif q & LOAD_NAMES:
+                    # `from torch import load` and also `def load(...)` / `load = ...`:
+                    # which one runs depends on control flow; never guess.
+                    func_nodes.add(id(node.func))
+                    others = ", ".join(sorted(q - LOAD_NAMES))
+                    refs.append((node, f"`{dotted or 'load'}` may be torch.load or another "
+                                       f"binding ({others}) here: not rewritten; make the call "
+                                       "explicit by hand"))
+                elif not q and star and isinstance(node.func, cst.Name) and node.func.value == "load":
+                    func_nodes.add(id(node.func))
+                    refs.append((node, f"`load` probably comes from `from {star[0]} import *`: "
+                                       "not rewritten; import torch.load explicitly or make the "
+                                       "call explicit by hand"))
 
             def visit_Attribute(self, node):
                 if id(node) not in func_nodes and runner.qnames(node) & LOAD_NAMES:
-                    refs.append((node, f"`{_dotted(node) or 'torch.load'}` used as a value"))
+                    refs.append((node, indirect(f"`{_dotted(node) or 'torch.load'}` used as a value")))
                     return False
                 return True
 
             def visit_Name(self, node):
+                if ctx.get(node) in (ExpressionContext.STORE, ExpressionContext.DEL):
+                    return  # `def load(...)`, `load = ...`: a binding, not a use
                 if id(node) not in func_nodes and runner.qnames(node) & LOAD_NAMES:
-                    refs.append((node, f"`{node.value}` used as a value"))
+                    refs.append((node, indirect(f"`{node.value}` used as a value")))
 
             def visit_SimpleString(self, node):
                 try:
@@ -564,7 +642,8 @@ class _Runner:
                 except Exception:
                     return
                 if isinstance(val, str) and val.strip() in LOAD_NAMES:
-                    refs.append((node, f"the string {node.value} (mock.patch or getattr target)"))
+                    refs.append((node, indirect(
+                        f"the string {node.value} (mock.patch or getattr target)")))
 
         module.visit(V())
         return calls, refs
@@ -617,6 +696,10 @@ class _Runner:
         if action == "covered":
             self.find("skip-covered", f"left alone: {reason}", line, **data)
             return
+        if action == "invalid":
+            self.find("invalid-global", f"not rewritten: {reason}", line, ERROR, **data)
+            self.manual += 1
+            return
         if action == "refuse":
             self.find("no-discovery", f"not rewritten: {reason}", line, ERROR, **data)
             self.manual += 1
@@ -625,27 +708,49 @@ class _Runner:
             exprs = [self.imports.expr_for(d) for d in entries_dotted]
             covered = self._covered(site, entries_dotted, exprs)
             missing = [(d, e) for d, e in zip(entries_dotted, exprs) if not covered(d, e)]
+            needs_true = self.o.torch_version is not None and tuple(self.o.torch_version) < (2, 6)
+            planned = self._planned_cover(site) if site.no_wrap is None else None
+            if missing and planned is not None:
+                # a wrap planned for an enclosing statement (a load in its header)
+                missing = [(d, e) for d, e in missing if d not in planned.dotted]
+                if not missing:
+                    msg = ("covered by the safe_globals block added around the enclosing "
+                           f"statement (line {planned.first})")
+                    if needs_true or wo_none:
+                        if not self._try_set_kw(call, "True", line, code):
+                            return
+                        self.find("safe-globals", msg + "; added weights_only=True", line,
+                                  fix="safe_globals", **data)
+                        return
+                    self.find("skip-covered", msg, line, **data)
+                    return
             if not missing:
                 self.find("skip-covered",
                           "already inside a safe_globals block that lists the needed globals",
                           line, **data)
                 return
+            shadowed = [] if site.no_wrap else self._shadowed(
+                site.stmt, [e.split(".")[0] for _, e in missing], self.imports.torch_name())
             if site.no_wrap:
                 action = "fallback"
                 reason = f"cannot wrap in a with block ({site.no_wrap}); {reason}"
+            elif shadowed:
+                action = "fallback"
+                reason = (f"{', '.join(f'`{n}`' for n in shadowed)} is rebound in the enclosing "
+                          f"function, so the with block cannot name the global; {reason}")
             else:
+                if (needs_true or wo_none) and not self._try_set_kw(call, "True", line, code):
+                    return
                 for d, _ in missing:
                     self.imports.need(d)
                 self.imports.need_torch()
-                needs_true = self.o.torch_version is not None and tuple(self.o.torch_version) < (2, 6)
-                if needs_true or wo_none:
-                    self._set_kw(call, "True")
                 exprs_missing = [e for _, e in missing]
                 comment = None
                 if self.o.explain:
                     comment = _explain_wrap([d for d, _ in missing])
-                self.wraps.append(_Wrap(id(site.block), site.index, site.stmt_lines[0],
-                                        site.stmt_lines[1], exprs_missing, reason, comment))
+                self._plan_wrap(_Wrap(id(site.block), site.index, site.stmt_lines[0],
+                                      site.stmt_lines[1], exprs_missing, reason, comment,
+                                      [d for d, _ in missing], site.stmt))
                 data["entries"] = exprs_missing
                 msg = f"wrapped in safe_globals([{', '.join(exprs_missing)}])"
                 if needs_true:
@@ -653,7 +758,8 @@ class _Runner:
                 self.find("safe-globals", msg, line, fix="safe_globals", **data)
                 return
         # weights_only=False: plain, or as a fallback
-        self._set_kw(call, "False")
+        if not self._try_set_kw(call, "False", line, code):
+            return
         if self.o.explain:
             self.comments.setdefault(site.comment_line, _explain_false(reason, evidence))
         if action == "fallback":
@@ -663,6 +769,84 @@ class _Runner:
         else:
             self.find("weights-only-false", f"added weights_only=False: {reason}", line,
                       fix="weights_only=False", **data)
+
+    def _try_set_kw(self, call, value: str, line: int, code: str) -> bool:
+        try:
+            self._set_kw(call, value)
+            return True
+        except ValueError as exc:
+            self.find("unresolved", f"cannot place weights_only={value} in this call's text "
+                      f"({exc}): not rewritten, make it explicit by hand", line, WARNING, call=code)
+            self.manual += 1
+            return False
+
+    def _plan_wrap(self, w: _Wrap):
+        """Record a wrap; a second load in the same statement extends the same block."""
+        for old in self.wraps:
+            if old.block_id == w.block_id and old.index == w.index:
+                for e, d in zip(w.entries, w.dotted):
+                    if e not in old.entries:
+                        old.entries.append(e)
+                        old.dotted.append(d)
+                old.last = max(old.last, w.last)
+                return
+        self.wraps.append(w)
+
+    def _planned_cover(self, site: _Site) -> Optional[_Wrap]:
+        """A planned wrap around a statement strictly enclosing `site`'s statement (their
+        entries merged), or None.  Loads of the same statement share its wrap instead.
+        Like an existing block, it counts as covering a def nested in it too: a second
+        block with the same entry inside it would remove the entry from it on exit."""
+        ancestors = set()
+        node = self.parents.get(site.stmt) if site.stmt is not None else None
+        while node is not None:
+            if self._is_stmt(node):
+                ancestors.add(id(node))
+            node = self.parents.get(node)
+        found = [w for w in self.wraps if w.stmt is not None and id(w.stmt) in ancestors]
+        if not found:
+            return None
+        merged = _Wrap(0, 0, min(w.first for w in found), 0, [], "", None, [], None)
+        for w in found:
+            merged.dotted += [d for d in w.dotted if d not in merged.dotted]
+        return merged
+
+    def _shadowed(self, stmt, names: Sequence[str], torch_name: str) -> list[str]:
+        """Names among `names` + [torch_name] that a function (or class body) around
+        `stmt` rebinds, so the module-level binding the with block relies on is not the
+        one seen there.  A local `import torch` still binds torch: not shadowing."""
+        import libcst as cst
+        from libcst.metadata import ClassScope, GlobalScope
+
+        def binds_torch(a) -> bool:
+            node = getattr(a, "node", None)
+            if not isinstance(node, cst.Import):
+                return False
+            for al in node.names:
+                path = _dotted(al.name) or ""
+                if al.asname is not None:
+                    if path == "torch" and getattr(al.asname.name, "value", None) == torch_name:
+                        return True
+                elif path.split(".")[0] == "torch" and torch_name == "torch":
+                    return True
+            return False
+
+        out: list[str] = []
+        scope = self.scopes.get(stmt)
+        first = True
+        while scope is not None and not isinstance(scope, GlobalScope):
+            if first or not isinstance(scope, ClassScope):
+                for n in list(names) + [torch_name]:
+                    if not n or n in out:
+                        continue
+                    assigned = scope.assignments[n]
+                    if n == torch_name and assigned and all(binds_torch(a) for a in assigned):
+                        continue
+                    if assigned:
+                        out.append(n)
+            first = False
+            scope = getattr(scope, "parent", None)
+        return out
 
     # ------------------------------------------------------------------ decision
     def _decide(self, site: _Site, ev: Optional[Evidence]):
@@ -683,6 +867,15 @@ class _Runner:
         if ev.unfixable:
             return ("fallback" if mode == "safe-globals" else "false",
                     f"no allowlist can fix it: {ev.unfixable}", [])
+        local = [g for g in ev.globals if ".<locals>." in g]
+        if local:
+            return ("fallback" if mode == "safe-globals" else "false",
+                    f"{', '.join(local)} is defined inside a function and cannot be imported "
+                    "for a safe_globals list", [])
+        bad = [g for g in ev.globals if not _DOTTED_RE.fullmatch(g)]
+        if bad:
+            return ("invalid", "the discovery data names globals that are not dotted Python "
+                    f"names ({', '.join(repr(b) for b in bad[:3])}): check the --globals file", [])
         if not ev.globals:
             if ev.ok:
                 return "leave", "discovery saw it load with weights_only=True (no globals needed)", []
@@ -711,16 +904,7 @@ class _Runner:
         d = self.o.discovery
         if d is None:
             return None
-        span = range(site.line, site.end_line + 1)
-        span_codes = {self.T.line_body(n).strip() for n in span}
-        recs = d.calls_for(self.path)
-        exact = [r for r in recs if r.line in span and (not r.code or r.code in span_codes)]
-        chosen = exact
-        if not chosen:
-            by_code = [r for r in recs if r.code and r.code in span_codes]
-            if by_code:
-                best = min(abs(r.line - site.line) for r in by_code)
-                chosen = [r for r in by_code if abs(r.line - site.line) == best]
+        chosen = self._match_records(site, d.calls_for(self.path))
         if chosen:
             ev = Evidence(source="call", ok=all(r.ok for r in chosen))
             for r in chosen:
@@ -739,6 +923,40 @@ class _Runner:
             ev.where = ", ".join(n for n, _ in tests)
             return ev
         return None
+
+    def _match_records(self, site: _Site, recs: list[_CallRec]) -> list[_CallRec]:
+        """The discovery records of this call site.  Recorded lines refer to the file as
+        discovery ran it and move when anything is inserted above (a second run over
+        the rewritten file, another transform), so: the source text first, then the
+        enclosing test function/class, then the position among the calls with the same
+        text, and the line only as the last tie-breaker."""
+        span = range(site.line, site.end_line + 1)
+        span_codes = {self.T.line_body(n).strip() for n in span}
+        cands = [r for r in recs if (r.code in span_codes) if r.code] + \
+            [r for r in recs if not r.code and r.line in span]
+        if not cands:
+            return []
+        by_func = [r for r in cands
+                   if any(_test_matches(n, site.func, site.cls) for n in r.nodeids)]
+        if by_func:
+            cands = by_func
+        lines = sorted({r.line for r in cands})
+        if len(lines) == 1:
+            return cands
+        # Same text at several recorded lines: pair the k-th such call in this file
+        # with the k-th recorded line (stable when lines shift).
+        codes = {r.code for r in cands if r.code}
+        mine = sorted(ln for ln, codes_ in self.all_spans if codes & codes_)
+        all_lines = sorted({r.line for r in recs if r.code in codes})
+        if len(mine) == len(all_lines) and site.line in mine:
+            want = all_lines[mine.index(site.line)]
+            if want in lines:
+                return [r for r in cands if r.line == want]
+        exact = [r for r in cands if r.line in span]
+        if exact:
+            return exact
+        best = min(abs(r.line - site.line) for r in cands)
+        return [r for r in cands if abs(r.line - site.line) == best]
 
     def _covered(self, site: _Site, dotted: list[str], exprs: list[str]):
         codes = {c for c, _ in site.enclosing_entries}
@@ -809,6 +1027,9 @@ class _Runner:
         return site
 
     def _contains_yield(self, stmt, call) -> bool:
+        """Does the statement to wrap suspend (``yield``/``yield from``) anywhere in it,
+        including the bodies of a compound statement?  Nested functions, lambdas and
+        classes are their own frames and do not count."""
         import libcst as cst
 
         found = []
@@ -817,14 +1038,16 @@ class _Runner:
             def visit_FunctionDef(self, node):
                 return False
 
+            def visit_ClassDef(self, node):
+                return False
+
             def visit_Lambda(self, node):
                 return False
 
             def visit_Yield(self, node):
                 found.append(node)
 
-        if isinstance(stmt, cst.SimpleStatementLine):
-            stmt.visit(Y())
+        stmt.visit(Y())
         return bool(found)
 
     def _record_enclosing(self, with_node, site: _Site):
@@ -843,11 +1066,24 @@ class _Runner:
                     continue
                 for el in elts:
                     v = el.value
+                    extra: set[str] = set()
+                    if isinstance(v, cst.Tuple) and v.elements:
+                        # (obj, "dotted.name") entries (torch >= 2.6) cover obj
+                        if len(v.elements) > 1 and isinstance(v.elements[1].value, cst.SimpleString):
+                            try:
+                                name = ast.literal_eval(v.elements[1].value.value)
+                                if isinstance(name, str):
+                                    extra.add(normalise(name))
+                            except Exception:
+                                pass
+                        v = v.elements[0].value
                     code = self.module.code_for_node(v).strip()
-                    site.enclosing_entries.append((code, self.qnames(v)))
+                    site.enclosing_entries.append((code, self.qnames(v) | extra))
 
     # ------------------------------------------------------------------ keyword edits
     def _set_kw(self, call, value: str):
+        """Plan the text edit that sets ``weights_only=value`` on `call`.  Raises
+        ValueError when the call's text is not laid out as expected."""
         import libcst as cst
 
         T = self.T
@@ -859,25 +1095,26 @@ class _Runner:
                 return
         kw = f"weights_only={value}"
         text = self.text
+        fp = self.pos(call.func)
+        # the call's own "(": after the callee and the callee's closing parens
+        lpar = _skip_to(text, _skip_rpar(text, T.off(fp.end.line, fp.end.column), call.func), "(")
         if not call.args:
-            fp = self.pos(call.func)
-            i = _skip_to(text, T.off(fp.end.line, fp.end.column), "(")
-            self.kw_edits.append((i + 1, i + 1, kw))
+            self.kw_edits.append((lpar + 1, lpar + 1, kw))
             return
         last = call.args[-1]
-        vp = self.pos(last.value)
-        vend = T.off(vp.end.line, vp.end.column)
+        # the whole last argument, with the parentheses around its value
+        # (pos(last.value) stops inside them: `map_location=(lambda s, l: s)`)
+        lp = self.pos(last)
+        vend = T.off(lp.end.line, lp.end.column)
         trailing = isinstance(last.comma, cst.Comma)
         after = vend
         if trailing:
             after = _skip_to(text, vend, ",") + 1
         paren = _skip_to(text, after, ")")
-        lp = self.pos(last)
         if len(call.args) >= 2:
             prev_line = self.pos(call.args[-2]).start.line
         else:
-            fp = self.pos(call.func)
-            prev_line = T.line_of(_skip_to(text, T.off(fp.end.line, fp.end.column), "("))
+            prev_line = T.line_of(lpar)
         one_per_line = lp.start.line != prev_line and T.line_of(paren) != T.line_of(vend)
         if not one_per_line:
             if trailing:
@@ -892,8 +1129,17 @@ class _Runner:
             comma_line = T.line_of(after - 1)
             ins = T.starts[comma_line] if comma_line < len(T.starts) else len(text)
             self.kw_edits.append((ins, ins, f"{indent}{kw},{self.newline}"))
-        else:
+            return
+        # The comma goes right after the argument; the new keyword on its own line
+        # after any comment that belongs to the argument (`x  # why` keeps its comment).
+        line_no = T.line_of(vend)
+        eol = T.off(line_no, len(T.line_body(line_no)))
+        rest = text[vend:eol]
+        if not rest.lstrip(" \t").startswith("#"):
             self.kw_edits.append((vend, vend, f",{self.newline}{indent}{kw}"))
+            return
+        self.kw_edits.append((vend, vend, ","))
+        self.kw_edits.append((eol, eol, f"{self.newline}{indent}{kw}"))
 
     # ------------------------------------------------------------------ applying
     def _apply(self) -> str:
@@ -942,11 +1188,19 @@ class _Runner:
             merged.append(_Wrap(w.block_id, w.index, w.first, w.last, list(w.entries), w.reason, w.comment))
 
         torch_name = self.imports.torch_name()
+        spans = []
         for w in merged:
             a, b = new_line(w.first), new_last(w.last)
-            first_text = L[a - 1][0]
-            ind = _indent_of(first_text)
-            unit = self._unit(ind)
+            spans.append((w, a, b, self._unit(_indent_of(L[a - 1][0]))))
+        indent_ranges = [(a, b, unit) for _, a, b, unit in spans]
+
+        def outer(a: int) -> str:
+            """Indentation the wraps around line `a` add (their lines are re-indented
+            below, lines inserted here are not): nested wraps need it on their head."""
+            return "".join(u for s, e, u in reversed(indent_ranges) if s < a <= e)
+
+        for w, a, b, unit in spans:
+            ind = outer(a) + _indent_of(L[a - 1][0])
             head = f"{ind}with {torch_name}.serialization.safe_globals([{', '.join(w.entries)}]):"
             block = []
             if w.comment:
@@ -958,12 +1212,10 @@ class _Runner:
             else:
                 block.append(head)
             inserts.setdefault(a, []).extend(block)
-            indent_ranges.append((a, b, unit))
         comment_at = []
         for old, comment in self.comments.items():
             a = new_line(old)
-            inner = next((u for s, e, u in indent_ranges if s < a <= e), "")
-            comment_at.append((a, inner + _indent_of(L[a - 1][0]) + "# " + comment))
+            comment_at.append((a, outer(a) + _indent_of(L[a - 1][0]) + "# " + comment))
         for a, c in sorted(comment_at, reverse=True):
             inserts.setdefault(a, []).insert(0, c)
 
@@ -1068,7 +1320,8 @@ class _ImportMap:
         self._dotted_expr: dict[str, str] = {}
         self.reserved: dict[str, tuple[str, str]] = {}  # new-import name -> (module, name)
 
-        for n in ast.walk(ast.parse(runner.text)):
+        tree = ast.parse(runner.text)
+        for n in ast.walk(tree):
             if isinstance(n, ast.Name):
                 self.taken.add(n.id)
                 if not isinstance(n.ctx, ast.Load):
@@ -1105,8 +1358,29 @@ class _ImportMap:
                         self._learn(small, sp.start.line, end, stmt)
                         if isinstance(small, cst.ImportFrom) and _dotted(small.module or cst.Name("x")) == "__future__":
                             self.future_end = end
+        if self.torch_alias is None:
+            self._learn_guarded_torch(tree.body)
 
     # -- learning existing imports
+    def _learn_guarded_torch(self, body, guarded: bool = False):
+        """`import torch` inside a module-level try/if/with (an optional dependency:
+        `try: import torch / except ImportError: torch = None`) binds torch too; adding an
+        unconditional `import torch` would defeat the guard."""
+        for stmt in body:
+            if isinstance(stmt, ast.Import) and guarded:
+                for a in stmt.names:
+                    if a.name == "torch" or a.name.startswith("torch."):
+                        bound = a.asname if a.asname and a.name == "torch" else (
+                            None if a.asname else "torch")
+                        if bound and self.torch_alias is None:
+                            self.torch_alias = bound
+            elif isinstance(stmt, (ast.If, ast.With, ast.Try, getattr(ast, "TryStar", ast.Try))):
+                self._learn_guarded_torch(stmt.body, True)
+                self._learn_guarded_torch(getattr(stmt, "orelse", []), True)
+                self._learn_guarded_torch(getattr(stmt, "finalbody", []), True)
+                for h in getattr(stmt, "handlers", []):
+                    self._learn_guarded_torch(h.body, True)
+
     def _learn(self, small, start: int, end: int, stmt):
         import libcst as cst
 

@@ -12,12 +12,12 @@ import tempfile
 from typing import Iterable, Optional, Sequence
 
 from codemod.ab.model import (
-    CATEGORIES, EXIT_CODES, REGRESSING, ABResult, ArmResult, DiagnosticSummary,
+    CATEGORIES, EXIT_CODES, INCONCLUSIVE_CATEGORY, REGRESSING, ABResult, ArmResult, DiagnosticSummary,
     Outcome, TestComparison,
 )
 
 # Bump whenever the normalisation below changes what compares equal.
-NORMALISER_VERSION = "ab-sig-1"
+NORMALISER_VERSION = "ab-sig-2"   # 2: per-arm TMPDIR paths masked as <tmp>
 
 SIGNATURE_CAP = 1024
 _MESSAGE_LINES = 3
@@ -29,6 +29,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _REPRO = re.compile(r"To execute this test, run the following from the base repo dir:.*", re.S)
 _REPRO_SUPPRESS = re.compile(r"This message can be suppressed by setting PYTORCH_PRINT_REPRO_ON_FAILURE=0\.?")
 _SITE = re.compile(r"""(?:/[^\s'"():,\[\]<>]*)?/(?:site|dist)-packages/""")
+# the per-arm TMPDIR (<work>/arms/<arm>/tmp): masked whole, before the roots
+_ARM_TMP = re.compile(r"""(?:/[^\s'"():,\[\]<>]*)?/decouple-ab-[^/\s'"]*/arms/[^/\s'"]+/tmp(?:/[^\s'"():,\[\]<>]*)?""")
 _TMP_GENERIC = re.compile(r"""(?:/private)?(?:/tmp|/var/tmp|/var/folders)/[^\s'"():,\[\]<>]*""")
 _LINE_WORD = re.compile(r"\bline \d+")
 _PY_LINE = re.compile(r"(\.py[cw]?)(?::\d+)+")
@@ -75,6 +77,7 @@ def normalise_text(text: str, roots: Sequence[str] = ()) -> str:
     text = _ANSI.sub("", text or "")
     text = _REPRO.sub("", text)
     text = _REPRO_SUPPRESS.sub("", text)
+    text = _ARM_TMP.sub("<tmp>", text)
     for root in _root_variants(roots):
         text = text.replace(root, "<root>")
     text = _SITE.sub("<site>/", text)
@@ -202,6 +205,14 @@ def _failure_match(a: Outcome, b: Outcome) -> str:
 
 def categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
     """Category of one test and an optional note."""
+    cat, note = _categorize(a, b)
+    for side, o in (("A", a), ("B", b)):
+        if o is not None and o.phase == "collect" and o.outcome == "skipped" and not note:
+            note = f"module skipped in {side}: {o.message}" if o.message else f"module skipped in {side}"
+    return cat, note
+
+
+def _categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
     ka, kb = kind(a), kind(b)
     if a is None and b is None:
         return "same-skip", "absent from both arms"
@@ -236,8 +247,10 @@ def categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
             return "fixed", "passes in B (marked xfail)"
         return "no-longer-run", ""
     if ka == SKIP:
-        if kb in (SKIP, NOTRUN):
-            return "same-skip", "" if kb == SKIP else "not run in B"
+        if kb == SKIP:
+            return "same-skip", ""
+        if kb == NOTRUN:
+            return INCONCLUSIVE_CATEGORY, "skipped in A, never run in B (the file was stopped before it)"
         if kb == FAIL:
             return "new-failure", "skipped in A"
         return "newly-run", ""
@@ -249,8 +262,9 @@ def categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
         if kb == PASS:
             return "fixed", "expected failure in A, passes in B"
         if kb == FAIL:
-            cat = _failure_match(a, b)
-            return ("pre-existing" if cat == "pre-existing" else "different-failure"), "expected failure in A, fails in B"
+            # the expected-failure marking is gone: the suite now fails
+            # (consistent with passed -> xfailed and xpassed -> failed)
+            return "new-failure", "expected failure in A (xfail), fails in B"
         return "no-longer-run", ""
     if ka == XPASS:
         if kb == XFAIL:
@@ -268,7 +282,7 @@ def categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
         return "no-longer-run", f"{a.outcome} in A"
     # ka == NOTRUN
     if kb == NOTRUN:
-        return "same-skip", "not run in either arm"
+        return INCONCLUSIVE_CATEGORY, "run in neither arm (the file was stopped before it)"
     if kb == FAIL:
         return "new-failure", "not run in A"
     if kb == SKIP:
@@ -341,7 +355,7 @@ def effective_outcomes(arm: ArmResult, other: ArmResult) -> dict[str, Outcome]:
     file-level entry (node id = the collector) is kept when no test of the
     other arm stands for it."""
     out = dict(arm.outcomes)
-    for key, err in arm.collection_errors.items():
+    for key, err in list(arm.collection_errors.items()) + list(getattr(arm, "collection_skips", {}).items()):
         f = _file_of(key)
         covered = False
         for nodeid in other.outcomes:
@@ -351,7 +365,7 @@ def effective_outcomes(arm: ArmResult, other: ArmResult) -> dict[str, Outcome]:
                 o.nodeid = nodeid
                 out[nodeid] = o
                 covered = True
-        if not covered or key in other.collection_errors:
+        if not covered or key in other.collection_errors or key in getattr(other, "collection_skips", {}):
             out.setdefault(key, err)
     return out
 
@@ -402,20 +416,88 @@ def count(rows: Iterable[TestComparison]) -> dict[str, int]:
 # flaky confirmation
 
 
+_NO_EVIDENCE = ("not-run",)
+
+
+def _kinds(seq: Iterable[str]) -> list[str]:
+    return [_KIND.get(x, x) for x in seq if x not in _NO_EVIDENCE]
+
+
+def rerun_state(row: TestComparison) -> str:
+    """What the alone reruns of a discordant row say:
+
+    ``none``          no reruns asked for
+    ``unconfirmed``   an arm has no usable rerun (every rerun was not run)
+    ``flaky``         the reruns of one arm disagree with each other, or each
+                      arm alone gives the other arm's in-file result (alternates)
+    ``confirmed``     each arm alone repeats its in-file result (or the arms
+                      still differ alone)
+    ``order-suspect`` alone the arms agree, in the file they differed: an
+                      order-dependent difference, or a flaky one (a rerun of
+                      the file tells them apart)
+    """
+    if row.a is None or row.b is None or (not row.a.reruns and not row.b.reruns):
+        return "none"
+    ra, rb = _kinds(row.a.reruns), _kinds(row.b.reruns)
+    if not ra or not rb:
+        return "unconfirmed"
+    if len(set(ra)) > 1 or len(set(rb)) > 1:
+        return "flaky"
+    ka0, kb0 = kind(row.a), kind(row.b)
+    xa, xb = ra[0], rb[0]
+    if xa == ka0 and xb == kb0:
+        return "confirmed"
+    if xa == xb:
+        return "order-suspect"
+    if (xa, xb) == (kb0, ka0):
+        return "flaky"
+    return "confirmed"
+
+
+def _add_note(row: TestComparison, text: str) -> None:
+    row.note = f"{row.note}; {text}" if row.note else text
+
+
 def settle_flaky(row: TestComparison) -> None:
-    """Turn a discordant row into `flaky` when its reruns disagree."""
+    """Settle a discordant row after its confirmation reruns.
+
+    Flaky = the reruns of the same arm disagree (or alternate with the
+    in-file results).  Reruns that did not run are no evidence: they are
+    ignored, and a row left without evidence keeps its category, noted as
+    unconfirmed.  When each arm is self-consistent alone but the in-file
+    results differ, the difference is order-dependent (it needs the rest of
+    the file) and keeps its category, unless a rerun of the file does not
+    reproduce it (then it is flaky).
+    """
     if row.a is None or row.b is None:
         return
+    dropped = sum(1 for x in row.a.reruns + row.b.reruns if x in _NO_EVIDENCE)
+    state = rerun_state(row)
     seq_a = [row.a.outcome] + list(row.a.reruns)
     seq_b = [row.b.outcome] + list(row.b.reruns)
-    if len(seq_a) == 1 and len(seq_b) == 1:
+    if dropped:
+        _add_note(row, f"{dropped} confirmation rerun(s) did not run (ignored)")
+    if state == "unconfirmed":
+        _add_note(row, "unconfirmed: the test could not be rerun alone")
         return
-    consistent_a = len({_KIND.get(x, x) for x in seq_a}) == 1
-    consistent_b = len({_KIND.get(x, x) for x in seq_b}) == 1
-    if consistent_a and consistent_b:
-        return
-    row.note = (f"was {row.category}; A: {', '.join(seq_a)}; B: {', '.join(seq_b)}")
-    row.category = "flaky"
+    if state == "order-suspect":
+        sa, sb = _kinds(row.a.suite_reruns), _kinds(row.b.suite_reruns)
+        if sa and sb and (set(sa) != {kind(row.a)} or set(sb) != {kind(row.b)}):
+            state = "flaky"
+            seq_a += [f"{x} (in file)" for x in row.a.suite_reruns]
+            seq_b += [f"{x} (in file)" for x in row.b.suite_reruns]
+        else:
+            alone = next(x for x in reversed(row.a.reruns) if x not in _NO_EVIDENCE)
+            failing_b = kind(row.b) in (FAIL, CRASH, TIMEOUT)
+            head = ("order-dependent: fails only when run with the rest of the file in B" if failing_b else
+                    f"order-dependent: {row.a.outcome} in A and {row.b.outcome} in B only when run with the rest of the file")
+            _add_note(row, f"{head} (alone: {alone} in both arms"
+                           + ("; reproduced by a rerun of the file)" if sa and sb else ")"))
+            return
+    if state == "flaky":
+        row.note = (f"was {row.category}; A: {', '.join(seq_a)}; B: {', '.join(seq_b)}"
+                    + (f"; {row.note}" if row.note else ""))
+        row.category = "flaky"
 
 
 # ---------------------------------------------------------------------------
@@ -433,15 +515,24 @@ def verdict(result: ABResult) -> tuple[str, str]:
     if not a.outcomes and not b.outcomes:
         return "INCONCLUSIVE", "no test was collected in either arm (collection errors only)"
     bad = {c: n for c, n in result.counts.items() if c in REGRESSING and n}
+    flaky = [t.nodeid for t in result.tests if t.category == "flaky"]
+    flaky_text = (f"; {len(flaky) or result.counts.get('flaky', 0)} flaky (inconsistent on reruns, not counted "
+                  f"as a regression): " + ", ".join(flaky[:3]) + (", ..." if len(flaky) > 3 else "")
+                  if (flaky or result.counts.get("flaky")) else "")
     if bad:
         parts = [f"{n} {c}" for c, n in sorted(bad.items(), key=lambda kv: CATEGORIES.index(kv[0]))]
         return "REGRESSION", ", ".join(parts)
+    unknown = [t.nodeid for t in result.tests if t.category == INCONCLUSIVE_CATEGORY]
+    if unknown or result.counts.get(INCONCLUSIVE_CATEGORY):
+        n = len(unknown) or result.counts.get(INCONCLUSIVE_CATEGORY, 0)
+        return "INCONCLUSIVE", (f"{n} test{'s' if n != 1 else ''} ran in neither arm (the file was stopped "
+                                f"before {'them' if n != 1 else 'it'}: -x/--maxfail, a crash or --file-timeout): "
+                                + ", ".join(unknown[:3]) + (", ..." if len(unknown) > 3 else "") + flaky_text)
     fails = sum(result.counts.get(c, 0) for c in ("pre-existing", "similar-failure", "different-failure"))
     reason = "no test regressed"
     if fails:
         reason += f" ({fails} failing in both arms)"
-    if result.counts.get("flaky"):
-        reason += f"; {result.counts['flaky']} flaky"
+    reason += flaky_text
     return "SAFE", reason
 
 
@@ -500,6 +591,7 @@ def diagnose(name: str, based_on: str, variables: dict[str, str],
 def _merge_arm(into: ArmResult, other: ArmResult) -> None:
     into.outcomes.update(other.outcomes)
     into.collection_errors.update(other.collection_errors)
+    into.collection_skips.update(other.collection_skips)
     into.crashes.extend(c for c in other.crashes if c not in into.crashes)
     into.ran = into.ran and other.ran
     if other.error:

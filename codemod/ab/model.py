@@ -29,6 +29,7 @@ CATEGORIES = (
     "different-failure",  # fails in both, signatures differ
     "similar-failure",    # fails in both, only the loose signatures match
     "flaky",              # discordant, inconsistent on alternating reruns
+    "inconclusive",       # ran in neither arm (its file was stopped before it): no evidence
     "pre-existing",       # fails in both with identical signature
     "fixed",              # fails in A, passes in B
     "newly-run",          # skipped in A, runs in B
@@ -36,6 +37,9 @@ CATEGORIES = (
     "same-skip",
     "same-pass",
 )
+
+# A test that ran in neither arm makes the verdict INCONCLUSIVE.
+INCONCLUSIVE_CATEGORY = "inconclusive"
 
 # Categories that make the verdict REGRESSION.
 REGRESSING = frozenset({"new-failure", "crash", "timeout", "missing-in-b", "xpass-to-xfail"})
@@ -60,7 +64,10 @@ class Outcome:
     duration: float = 0.0
     subtests: list["Outcome"] = field(default_factory=list)
     signal: Optional[str] = None      # "SIGSEGV" when crashed
-    reruns: list[str] = field(default_factory=list)  # outcomes of confirmation reruns
+    reruns: list[str] = field(default_factory=list)  # outcomes of confirmation reruns (alone)
+    # outcomes of reruns of the file up to this test (only when the arms agree
+    # alone but differed in the file: order dependence vs flakiness)
+    suite_reruns: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -74,6 +81,8 @@ class ArmResult:
     command: str = ""                  # reproduction command (shell-quoted)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     collection_errors: dict[str, Outcome] = field(default_factory=dict)  # by file
+    # module-level pytest.skip(allow_module_level=True), by file (outcome "skipped", phase "collect")
+    collection_skips: dict[str, Outcome] = field(default_factory=dict)
     crashes: list[str] = field(default_factory=list)   # nodeids attributed a crash
     ran: bool = True                    # False: the arm could not run at all
     error: str = ""                     # why it could not run

@@ -23,14 +23,22 @@ Environment variables read by the plugin:
                           call on an ordinary disk.
 
 Events (key ``ev``): ``session`` (first line), ``collected`` (node ids after
-deselection), ``collecterror``, ``start``, ``report`` (one per phase and per
-subtest), ``finish``, ``end`` (sentinel, with the exit status).
+deselection), ``collecterror``, ``collectskip`` (a module-level
+``pytest.skip(allow_module_level=True)``, with the reason), ``start``,
+``report`` (one per phase and per subtest), ``finish``, ``end`` (sentinel,
+with the exit status).
+
+Node ids are rewritten relative to the invocation directory (the arm root):
+pytest makes them relative to its rootdir, which is a subdirectory when a
+pytest.ini lives below the root, and such ids are not valid arguments from
+the arm root.  The ONLY / DESELECT lists use the rewritten form too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import sys
 import time
 
@@ -105,11 +113,30 @@ def _read_ids(path: str | None):
         return None
 
 
+def _prefix(config) -> str:
+    """The rootdir relative to the invocation directory ("" when equal)."""
+    try:
+        rel = os.path.relpath(str(config.rootpath), str(config.invocation_params.dir))
+    except (ValueError, AttributeError):
+        return ""
+    rel = rel.replace(os.sep, "/")
+    return "" if rel == "." else rel
+
+
 class _Recorder:
-    def __init__(self, path: str, fsync_mode: str):
+    def __init__(self, path: str, fsync_mode: str, prefix: str = ""):
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.fsync_mode = fsync_mode
+        self.prefix = prefix
         self.last_exc = None  # (nodeid, when, info) from the latest makereport
+
+    def nid(self, nodeid: str) -> str:
+        """pytest's rootdir-relative node id -> invocation-dir-relative."""
+        if not self.prefix or not nodeid:
+            return nodeid
+        path, sep, rest = nodeid.partition("::")
+        path = posixpath.normpath(f"{self.prefix}/{path}") if path not in ("", ".") else self.prefix
+        return path + sep + rest
 
     def emit(self, record: dict, sync: bool = False) -> None:
         record.setdefault("t", time.time())
@@ -138,7 +165,8 @@ class _Recorder:
             return
         keep, gone = [], []
         for item in items:
-            if item.nodeid in drop or (only is not None and item.nodeid not in only):
+            nid = self.nid(item.nodeid)
+            if nid in drop or (only is not None and nid not in only):
                 gone.append(item)
             else:
                 keep.append(item)
@@ -147,7 +175,7 @@ class _Recorder:
             items[:] = keep
 
     def pytest_collection_finish(self, session):
-        self.emit({"ev": "collected", "nodeids": [it.nodeid for it in session.items]}, sync=True)
+        self.emit({"ev": "collected", "nodeids": [self.nid(it.nodeid) for it in session.items]}, sync=True)
 
     def pytest_exception_interact(self, node, call, report):
         # Called for collection failures (and test failures) with the real
@@ -163,19 +191,30 @@ class _Recorder:
             self.last_exc = (report.nodeid, "collect", info)
 
     def pytest_collectreport(self, report):
+        if report.skipped:
+            # module-level pytest.skip(allow_module_level=True): the module's
+            # tests are never collected; record why
+            reason = ""
+            if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+                reason = str(report.longrepr[2])
+            nodeid = self.nid(report.nodeid)
+            self.emit({"ev": "collectskip", "nodeid": nodeid, "file": nodeid.split("::", 1)[0],
+                       "reason": reason}, sync=True)
+            return
         if not report.failed:
             return
         info = None
         if self.last_exc and self.last_exc[0] == report.nodeid and self.last_exc[1] == "collect":
             info = self.last_exc[2]
-        path = report.nodeid.split("::", 1)[0]
+        nodeid = self.nid(report.nodeid)
+        path = nodeid.split("::", 1)[0]
         self.emit({
-            "ev": "collecterror", "nodeid": report.nodeid, "file": path,
+            "ev": "collecterror", "nodeid": nodeid, "file": path,
             "exc": info, "longrepr": _longrepr(report),
         }, sync=True)
 
     def pytest_runtest_logstart(self, nodeid, location):
-        self.emit({"ev": "start", "nodeid": nodeid}, sync=True)
+        self.emit({"ev": "start", "nodeid": self.nid(nodeid)}, sync=True)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -202,7 +241,7 @@ class _Recorder:
             subtest = {"msg": getattr(context, "msg", None),
                        "kwargs": {str(k): str(v) for k, v in dict(kwargs).items()}}
         record = {
-            "ev": "report", "nodeid": report.nodeid, "when": report.when,
+            "ev": "report", "nodeid": self.nid(report.nodeid), "when": report.when,
             "outcome": report.outcome, "duration": getattr(report, "duration", 0.0),
             "wasxfail": getattr(report, "wasxfail", None) if hasattr(report, "wasxfail") else None,
             "xfail": hasattr(report, "wasxfail"),
@@ -215,7 +254,7 @@ class _Recorder:
         self.emit(record)
 
     def pytest_runtest_logfinish(self, nodeid, location):
-        self.emit({"ev": "finish", "nodeid": nodeid})
+        self.emit({"ev": "finish", "nodeid": self.nid(nodeid)})
 
     def pytest_sessionfinish(self, session, exitstatus):
         self.emit({"ev": "end", "exitstatus": int(exitstatus)}, sync=True)
@@ -225,9 +264,10 @@ def pytest_configure(config):
     path = os.environ.get("DECOUPLE_AB_EVENTS")
     if not path:
         return
-    rec = _Recorder(path, os.environ.get("DECOUPLE_AB_FSYNC", "none"))
+    rec = _Recorder(path, os.environ.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
     rec.emit({
         "ev": "session", "pid": os.getpid(), "python": sys.version.split()[0],
         "pytest": getattr(pytest, "__version__", "?"), "cwd": os.getcwd(),
+        "rootdir": str(getattr(config, "rootpath", "")), "nodeid_prefix": rec.prefix,
     }, sync=True)
     config.pluginmanager.register(rec, "decouple_ab_recorder")

@@ -282,6 +282,7 @@ class FileRun:
     file: str
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     collection_errors: dict[str, Outcome] = field(default_factory=dict)
+    collection_skips: dict[str, Outcome] = field(default_factory=dict)   # module-level pytest.skip
     crashes: list[str] = field(default_factory=list)
     processes: int = 0
     duration: float = 0.0
@@ -429,6 +430,11 @@ class ArmRunner:
                             exc_chain=list(exc.get("chain") or []),
                             message=(emsg or next((ln for ln in (ev.get("longrepr") or "").splitlines() if ln.strip()), ""))[:4000],
                             traceback=ev.get("longrepr") or "")
+                    elif kind == "collectskip":
+                        key = ev.get("nodeid") or file
+                        res.collection_skips[key] = Outcome(
+                            nodeid=key, outcome="skipped", phase="collect",
+                            message=(ev.get("reason") or "skipped at module level")[:4000])
                     elif kind == "start":
                         nid = ev["nodeid"]
                         acc = accs.get(nid)
@@ -571,6 +577,21 @@ def _next_phase(acc: _TestAcc) -> str:
 
 # ---------------------------------------------------------------------------
 # interpreter
+
+
+def resolve_python(python: str, cwd: Path) -> str:
+    """An absolute path for --python: every process runs with cwd = an arm
+    root, so a relative path must be made absolute first.  abspath, not
+    resolve(): a venv's bin/python is a symlink to the base interpreter and
+    only the link makes it the venv.  A bare name is looked up on PATH."""
+    if not python:
+        raise UsageError("--python: empty interpreter path")
+    if os.sep in python or (os.altsep and os.altsep in python):
+        return os.path.abspath(os.path.join(str(cwd), os.path.expanduser(python)))
+    found = shutil.which(python)
+    if found is None:
+        raise UsageError(f"--python {python}: no such interpreter (not found on PATH)")
+    return os.path.abspath(found)
 
 
 def check_python(python: str) -> dict:
@@ -743,6 +764,8 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     if len(set(names)) != len(names):
         raise UsageError("--diag names must be unique")
 
+    opts.python = resolve_python(opts.python, cwd)
+    result.python = opts.python
     info = check_python(opts.python)
     say(f"interpreter {opts.python}: python {info.get('python')}, pytest {info.get('pytest')}")
 
@@ -787,7 +810,8 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
 
     base_env = dict(os.environ)
     result.env_unset = list(_arms.UNSET_VARS)
-    result.env_set = {**_arms.FIXED_VARS, "PYTHONPYCACHEPREFIX": "<per-arm temp dir>", **opts.env}
+    result.env_set = {**_arms.FIXED_VARS, "PYTHONPYCACHEPREFIX": "<per-arm temp dir>",
+                      "TMPDIR": "<per-arm temp dir>", **opts.env}
     result.warnings.extend(_arms.pythonpath_warnings(base_env, user_roots))
 
     # arm specs
@@ -798,9 +822,10 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         (wd / "events").mkdir(parents=True)
         (wd / "logs").mkdir()
         (wd / "pycache").mkdir()
+        (wd / "tmp").mkdir()
         spec = _arms.ArmSpec(name=name, label=label, source=source, root=wd / "root", workdir=wd,
                              env_added=dict(added), based_on=based_on)
-        spec.env = _arms.sanitised_env(base_env, added, wd / "pycache", support)
+        spec.env = _arms.sanitised_env(base_env, added, wd / "pycache", support, wd / "tmp")
         spec.env["DECOUPLE_AB_FSYNC"] = opts.fsync
         return spec
 
@@ -813,10 +838,16 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         try:
             if kind == "git":
                 used = _arms.materialise_git(src, commit, sel, spec.root)
+                # the resolved SHA (a branch may move), a fresh directory; the
+                # whole commit when the import root is the top
+                paths = "" if "" in used else " --" + "".join(f" {shlex.quote(p)}" for p in used)
                 spec.materialise_note = (
-                    f"mkdir -p /tmp/decouple-{name} && git -C {shlex.quote(str(src))} archive {shlex.quote(opts.base)}"
-                    + "".join(f" {shlex.quote(p)}" for p in used if p)
-                    + f" | tar -x -C /tmp/decouple-{name}")
+                    f"D=$(mktemp -d) && git -C {shlex.quote(str(src))} archive {commit}{paths}"
+                    f' | tar -x -C "$D"')
+                if _has_export_attributes(spec.root):
+                    result.warnings.append(
+                        f"arm {name}: .gitattributes uses export-ignore/export-subst; the reproduction command's "
+                        "git archive applies them (the run itself read the git objects unaltered)")
             else:
                 _arms.materialise_dir(src, sel, spec.root)
         except (_arms.ArmError, OSError) as err:
@@ -832,8 +863,14 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
             spec.root.mkdir(parents=True, exist_ok=True)
         else:
             _arms.clone_root(base.root, spec.root)
-        spec.materialise_note = base.materialise_note.replace(f"decouple-{d.based_on}", f"decouple-{d.name}")
+        spec.materialise_note = base.materialise_note
         specs[d.name] = spec
+
+    # a selected path must exist in at least one arm (a path deleted in B or
+    # new in B gives missing-in-b / added-in-b rows)
+    for p in sel.plain_paths:
+        if p and not any((specs[n].root / p).exists() for n in ("A", "B") if n not in arm_errors):
+            raise UsageError(f"{p} exists in neither arm")
 
     # environment probe, concurrently with everything else
     # (no pycache prefix for the probe: it imports only installed code, and a
@@ -895,6 +932,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         ar = arm_results[name]
         ar.outcomes.update(fr.outcomes)
         ar.collection_errors.update(fr.collection_errors)
+        ar.collection_skips.update(fr.collection_skips)
         ar.crashes.extend(fr.crashes)
         ar.duration += fr.duration
         result.warnings.extend(f"arm {name}: {n}" for n in fr.notes)
@@ -905,8 +943,9 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         run_files = [x for f in all_files for x in files_by_arm[name].get(f, [])]
         ar.command = _arms.repro_command(
             spec, opts.python, run_files, prefix=spec.materialise_note,
-            cd=(f"/tmp/decouple-{_safe_name(name)}" if spec.materialise_note else
-                str(sources["A" if name == "A" or spec.based_on == "A" else "B"][1])))
+            cd=('"$D"' if spec.materialise_note else
+                str(sources["A" if name == "A" or spec.based_on == "A" else "B"][1])),
+            cd_raw=bool(spec.materialise_note))
 
     roots = [str(s.root) for s in specs.values()] + [str(r) for r in user_roots] + [str(work)]
     for ar in arm_results.values():
@@ -926,6 +965,18 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
             say(f"confirming {len(todo)} discordant test(s), {opts.confirm} alternating rerun(s) each")
             futs = [pool.submit(_confirm, runners["A"], runners["B"], r, opts.confirm) for r in todo]
             _wait_all(futs, stop)
+            # alone, both arms agree although they differed in the file: rerun
+            # the file (up to the test) once per arm to tell an order-dependent
+            # difference (reproduces) from a flaky test (does not)
+            suspects = [r for r in todo if _cmp.rerun_state(r) == "order-suspect"]
+            if suspects:
+                say(f"rerunning the file around {len(suspects)} test(s) that differ only in the file")
+                by_file: dict[tuple[str, str], list[TestComparison]] = {}
+                for r in suspects:
+                    by_file.setdefault((_cmp._file_of(r.a.nodeid), _cmp._file_of(r.b.nodeid)), []).append(r)
+                futs = [pool.submit(_confirm_in_file, runners["A"], runners["B"], a, b, fa, fb, rs)
+                        for (fa, fb), rs in by_file.items()]
+                _wait_all(futs, stop)
             for r in todo:
                 _cmp.settle_flaky(r)
             order = {c: i for i, c in enumerate(_cmp.CATEGORIES)}
@@ -965,14 +1016,49 @@ def _progress_wrap(runner: ArmRunner, f: str, args: list[str], say) -> FileRun:
 
 
 def _rerun_one(runner: ArmRunner, nodeid: str) -> str:
+    # node ids are relative to the arm root (the plugin rewrites pytest's
+    # rootdir-relative ids), i.e. valid arguments from the cwd of run_file
     f = nodeid.split("::", 1)[0]
     fr = runner.run_file(f, [nodeid], only={nodeid})
     o = fr.outcomes.get(nodeid)
     if o is None:
         if fr.collection_errors:
             return "error"
+        if fr.collection_skips:
+            return "skipped"
         return "not-run"
     return o.outcome
+
+
+def _file_prefix(arm: ArmResult, file: str, upto: set[str]) -> set[str]:
+    """Node ids of `file` in collection order, up to the last of `upto`."""
+    ids = [n for n in arm.outcomes if _cmp._file_of(n) == file]
+    last = max((i for i, n in enumerate(ids) if n in upto), default=-1)
+    return set(ids[: last + 1])
+
+
+def _confirm_in_file(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, fa: str, fb: str,
+                     rows: list[TestComparison]) -> None:
+    for runner, arm, f, side in ((ra, a, fa, "a"), (rb, b, fb, "b")):
+        targets = {getattr(r, side).nodeid for r in rows}
+        only = _file_prefix(arm, f, targets)
+        fr = runner.run_file(f, [f], only=only)
+        for r in rows:
+            o = getattr(r, side)
+            got = fr.outcomes.get(o.nodeid)
+            o.suite_reruns.append(got.outcome if got is not None else "not-run")
+
+
+def _has_export_attributes(root: Path) -> bool:
+    for dirpath, dirnames, filenames in os.walk(root):
+        if ".gitattributes" in filenames:
+            try:
+                text = Path(dirpath, ".gitattributes").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "export-ignore" in text or "export-subst" in text:
+                return True
+    return False
 
 
 def _confirm(ra: ArmRunner, rb: ArmRunner, row: TestComparison, k: int) -> None:
@@ -994,11 +1080,11 @@ def run_single_file(root: str, file: str, python: Optional[str] = None, env: Opt
         support = work / "support"
         support.mkdir()
         shutil.copy2(_HERE / "plugin.py", support / f"{PLUGIN_MODULE}.py")
-        for sub in ("events", "logs", "pycache"):
+        for sub in ("events", "logs", "pycache", "tmp"):
             (work / sub).mkdir()
         spec = _arms.ArmSpec(name="X", label="single", source=f"dir:{root}", root=Path(root), workdir=work,
                              env_added=dict(env or {}))
-        spec.env = _arms.sanitised_env(dict(os.environ), dict(env or {}), work / "pycache", support)
+        spec.env = _arms.sanitised_env(dict(os.environ), dict(env or {}), work / "pycache", support, work / "tmp")
         runner = ArmRunner(spec, python or sys.executable, timeout, file_timeout, threading.Event())
         return runner.run_file(file, list(args or [file]), only=only)
     finally:

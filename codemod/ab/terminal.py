@@ -93,7 +93,8 @@ def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int
     if result.shard:
         meta.append(f"shard {result.shard}")
     out.append("  ".join(meta))
-    counts = ", ".join(f"{c} {result.counts[c]}" for c in CATEGORIES if result.counts.get(c))
+    order = list(CATEGORIES) + sorted(c for c in result.counts if c not in CATEGORIES)
+    counts = ", ".join(f"{c} {result.counts[c]}" for c in order if result.counts.get(c))
     out.append("Counts: " + (counts or "no tests"))
     rows = [t for t in result.tests if t.category not in QUIET_CATEGORIES]
     if rows:

@@ -310,6 +310,7 @@ STRINGS: dict[str, dict[str, _Entry]] = {
     "cat.different-failure": {"en": "different failure", "zh": "失败原因不同"},
     "cat.similar-failure": {"en": "similar failure", "zh": "失败原因相似"},
     "cat.flaky": {"en": "flaky", "zh": "结果不稳定"},
+    "cat.inconclusive": {"en": "inconclusive (ran in neither arm)", "zh": "无法判定（两组均未运行）"},
     "cat.pre-existing": {"en": "pre-existing", "zh": "既有失败"},
     "cat.fixed": {"en": "fixed", "zh": "已修复"},
     "cat.newly-run": {"en": "newly run", "zh": "新增运行"},
