@@ -11,6 +11,19 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "browser: needs headless chromium + chromedriver")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def decouple_cache(tmp_path_factory):
+    """The A/B arms' bytecode cache lives here, not in the user's ~/.cache."""
+    path = tmp_path_factory.mktemp("decouple-cache")
+    old = os.environ.get("DECOUPLE_CACHE_DIR")
+    os.environ["DECOUPLE_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("DECOUPLE_CACHE_DIR", None)
+    else:
+        os.environ["DECOUPLE_CACHE_DIR"] = old
+
+
 @pytest.fixture
 def regen() -> bool:
     """DECOUPLE_REGEN_FIXTURES=1 rewrites expected outputs instead of comparing."""

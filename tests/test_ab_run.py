@@ -159,11 +159,18 @@ def test_unittest_subtest_failure(mixed):
     assert "2 not less than 2" in t.b.signature
 
 
-def test_work_tree_untouched_and_temp_roots_removed(mixed):
+def test_work_tree_untouched_and_temp_roots_removed(mixed, decouple_cache):
     assert mixed["before"] == mixed["after"]
     for arm in mixed["result"].arms:
         assert not Path(arm.root).exists()
     assert "decouple_ab" not in " ".join(os.listdir(mixed["repo"]))
+    # Each arm keeps its own bytecode prefix across runs, for installed code only:
+    # nothing compiled from the run's temporary roots is left behind.
+    prefixes = sorted(p.name for p in (decouple_cache / "pycache").iterdir())
+    assert {"A", "B"} <= set(prefixes)
+    left = [p for p in (decouple_cache / "pycache").rglob("*.pyc") if "decouple-ab-" in str(p)]
+    assert left == []
+    assert any((decouple_cache / "pycache" / "A").rglob("*.pyc"))  # pytest itself, compiled once
 
 
 def test_environment_and_reproduction_recorded(mixed):

@@ -75,14 +75,38 @@ UNSET_VARS = (
     "DISABLED_TESTS_FILE",
     "SLOW_TESTS_FILE",
     "PYTEST_ADDOPTS",          # may carry -x, --lf, --reruns, -p randomly ...
-    # Bytecode goes to the per-arm PYTHONPYCACHEPREFIX (inside the temp dir,
-    # never the user's tree).  With PYTHONDONTWRITEBYTECODE=1 on top, every
+    # Bytecode goes to the per-arm PYTHONPYCACHEPREFIX (in the decouple cache,
+    # see pycache_root; never the user's tree).  With PYTHONDONTWRITEBYTECODE=1 on top, every
     # process would recompile everything it imports (import torch: 3.4 s ->
     # 7.7 s measured), because a prefix hides the __pycache__ directories.
     "PYTHONDONTWRITEBYTECODE",
 )
+def pycache_root() -> Optional[Path]:
+    """Where the arms keep bytecode across runs, one prefix per arm name.
+
+    A PYTHONPYCACHEPREFIX hides the __pycache__ folders of site-packages, so a fresh
+    prefix per run recompiles pytest and torch in every arm (seconds each). Keeping
+    one prefix per arm name (A, B, each diagnostic) in the user's cache keeps the arms
+    apart while installed code compiles once; the entries for a run's temporary roots
+    are deleted when the run ends (`forget_run_pycache`). None when no writable cache.
+    """
+    base = os.environ.get("DECOUPLE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "decouple")
+    root = Path(base) / "pycache"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return root if os.access(root, os.W_OK) else None
+
+
+def forget_run_pycache(prefix: Path, work: Path) -> None:
+    """Delete the bytecode a run left under `prefix` for files below its temp dir `work`."""
+    shutil.rmtree(prefix / str(work.resolve()).lstrip(os.sep), ignore_errors=True)
+
+
 # Variables set in every arm (recorded in ABResult.env_set; PYTHONPYCACHEPREFIX
-# is per arm and recorded as "<per-arm temp dir>").
+# is per arm, see pycache_root).
 FIXED_VARS = {
     "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
     "PYTHONHASHSEED": "0",

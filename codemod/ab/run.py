@@ -729,6 +729,9 @@ def run_ab(opts: RunOptions) -> ABResult:
             kill_all_children()
             if work is not None and not opts.keep_temp:
                 shutil.rmtree(work, ignore_errors=True)
+                cache = _arms.pycache_root()
+                for prefix in cache.iterdir() if cache is not None else ():
+                    _arms.forget_run_pycache(prefix, work)
         finally:
             if prev is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, prev)
@@ -810,22 +813,25 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
 
     base_env = dict(os.environ)
     result.env_unset = list(_arms.UNSET_VARS)
-    result.env_set = {**_arms.FIXED_VARS, "PYTHONPYCACHEPREFIX": "<per-arm temp dir>",
+    result.env_set = {**_arms.FIXED_VARS, "PYTHONPYCACHEPREFIX": "<per-arm prefix in the decouple cache>",
                       "TMPDIR": "<per-arm temp dir>", **opts.env}
     result.warnings.extend(_arms.pythonpath_warnings(base_env, user_roots))
 
     # arm specs
     specs: dict[str, _arms.ArmSpec] = {}
 
+    cache = _arms.pycache_root()
+
     def make_spec(name: str, label: str, source: str, added: dict[str, str], based_on=None) -> _arms.ArmSpec:
         wd = work / "arms" / _safe_name(name)
         (wd / "events").mkdir(parents=True)
         (wd / "logs").mkdir()
-        (wd / "pycache").mkdir()
         (wd / "tmp").mkdir()
+        pycache = cache / _safe_name(name) if cache is not None else wd / "pycache"
+        pycache.mkdir(parents=True, exist_ok=True)
         spec = _arms.ArmSpec(name=name, label=label, source=source, root=wd / "root", workdir=wd,
                              env_added=dict(added), based_on=based_on)
-        spec.env = _arms.sanitised_env(base_env, added, wd / "pycache", support, wd / "tmp")
+        spec.env = _arms.sanitised_env(base_env, added, pycache, support, wd / "tmp")
         spec.env["DECOUPLE_AB_FSYNC"] = opts.fsync
         return spec
 
