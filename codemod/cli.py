@@ -20,6 +20,7 @@ import click
 from codemod import engine
 from codemod.config import Config, ConfigError, load_config
 from codemod.discovery import DEFAULT_EXCLUDES, DiscoveryError, discover, graduate, read_allowlist
+from codemod.report import lintrunner
 from codemod.report import text as text_report
 from codemod.result import RunResult
 from codemod import target
@@ -185,6 +186,24 @@ def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classifi
     run = _run("classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
     _emit(run, fmt, table=True)
     sys.exit(run.exit_code())
+
+
+@main.command()
+@selection_options
+@click.option("--paths-file", type=click.File(encoding="utf-8"),
+              help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).")
+def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
+         paths_file):
+    """lintrunner adapter: print LintMessage JSON lines (the label edits as an autofix
+    `replacement`, manual work and errors as messages). Writes nothing; exits 0 unless the
+    invocation itself is wrong, as lintrunner expects."""
+    if fmt != "text":
+        raise click.UsageError("lint always prints lintrunner JSON lines; --format does not apply")
+    if paths_file is not None:
+        paths = list(paths) + [line.strip() for line in paths_file if line.strip()]
+    transform = _label_transform(classification, per_class, force)
+    run = _run("lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
+    click.echo(lintrunner.render(run), nl=False)
 
 
 @main.command()

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 import libcst
 
@@ -125,7 +126,7 @@ def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, s
 
 
 def process_file(path: str, transforms: Sequence[Transform], mode: str) -> FileResult:
-    """mode: classify (look only) | check | diff | write."""
+    """mode: classify (look only) | check | diff | lint (check, keeping both texts) | write."""
     try:
         src: Source = read_source(path)
     except SourceError as e:
@@ -148,6 +149,8 @@ def process_file(path: str, transforms: Sequence[Transform], mode: str) -> FileR
         result.findings += [_with_path(f, path) for f in verify(src.text, tree, new_text, new_tree, transforms, path)]
         if mode == "diff":
             result.diff = unified_diff(path, src.text, new_text)
+        if mode == "lint":
+            result.original, result.replacement = src.text, new_text
         if mode == "write":
             write_atomic(path, new_text.encode(src.encoding), expect=src)
             result.written = True
@@ -157,8 +160,6 @@ def process_file(path: str, transforms: Sequence[Transform], mode: str) -> FileR
 
 
 def _with_path(f: Finding, path: str) -> Finding:
-    from dataclasses import replace
-
     return replace(f, path=path)
 
 

@@ -33,16 +33,20 @@ class FileResult:
     diff: str = ""                         # unified diff when changed
     written: bool = False
     fully_classified: bool = False         # the linter will accept the file afterwards (graduation)
+    # Whole texts, kept only in lint mode (lintrunner's original/replacement); not in the JSON.
+    original: str | None = None
+    replacement: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["original"], data["replacement"]
         data["findings"] = [f.to_json() for f in self.findings]
         return data
 
 
 @dataclass
 class RunResult:
-    mode: str                               # classify | check | diff | write
+    mode: str                               # classify | check | diff | lint | write
     files: list[FileResult] = field(default_factory=list)
     graduated: list[str] = field(default_factory=list)   # allowlist entries removed
     warnings: list[str] = field(default_factory=list)
@@ -63,7 +67,7 @@ class RunResult:
         counts = self.count()
         if counts[FAILED]:
             return 2
-        if self.manual or (self.mode in ("check", "diff") and counts[CHANGED]):
+        if self.manual or (self.mode in ("check", "diff", "lint") and counts[CHANGED]):
             return 1
         return 0
 

@@ -228,3 +228,22 @@ def test_broken_target_interpreter_is_an_error(tmp_path):
     code, out, err = cli("apply", "--python", str(fake), str(f))
     assert code == 2 and "is not a working Python interpreter" in err and "Traceback" not in err
     assert f.read_text() == GENERIC_SRC
+
+
+def test_lint_prints_lintrunner_messages_with_the_autofix(tmp_path):
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    m = write(tmp_path / "test_m.py", MIXED_SRC)
+    bad = write(tmp_path / "test_bad.py", "def test_x(:\n")
+    listing = write(tmp_path / "paths.txt", f"{m}\n{bad}\n")
+    code, out, err = cli("lint", str(f), "--paths-file", str(listing))
+    assert code == 0  # findings are lintrunner's business, not a failed run
+    msgs = [json.loads(line) for line in out.splitlines()]
+    by = {(os.path.basename(x["path"]), x["name"]): x for x in msgs}
+    fix = by[("test_a.py", "autofix")]
+    assert fix["code"] == "DECOUPLE" and fix["original"] == GENERIC_SRC
+    # the replacement is exactly what `apply` writes
+    assert cli("apply", str(f))[0] == 0 and fix["replacement"] == f.read_text()
+    assert by[("test_m.py", "hw/needs-manual")]["severity"] == "warning"
+    assert "split" in by[("test_m.py", "hw/needs-manual")]["description"]
+    assert by[("test_bad.py", "input-error")]["severity"] == "error"
+    assert m.read_text() == MIXED_SRC
