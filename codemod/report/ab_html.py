@@ -33,6 +33,7 @@ from .ab_markdown import (
     ordered_tests,
     outcome_of,
     prepack_rows,
+    reproduction_parts,
     runner_env_items,
     runner_warnings,
     shown_signature,
@@ -383,20 +384,11 @@ def _section_environment(result: ABResult, f: HtmlFmt) -> list[str]:
 
 def _section_reproduction(result: ABResult, f: HtmlFmt) -> list[str]:
     out = [f'<section id="ab-reproduction"><h2>{f.say("h.reproduction")}</h2>']
-    diag_base = {d.name: d.based_on for d in result.diagnostics}
-    for arm in result.arms:
-        label = f.text(arm.label)
-        if arm.name in diag_base:
-            label = f.say("paren", a=label, b=f.say("repro.diag", base=f.code(diag_base[arm.name])))
-        out.append(f'<div class="ab-arm" data-arm="{_e(arm.name)}">'
-                   f'<h3>{f.say("repro.arm", arm=f.text(arm.name), label=label)}</h3>')
-        out.append(f'<p>{f.say("repro.source", source=f.code(arm.source), root=f.code(arm.root or "?"))}</p>')
-        if arm.env_added:
-            out.append(f'<p>{f.say("repro.env", pairs=f.pairs(arm.env_added))}</p>')
-        if arm.extra_args:
-            out.append(f'<p>{f.say("repro.args", args=f.code(" ".join(arm.extra_args)))}</p>')
-        if not arm.ran:
-            out.append(f'<p class="warn">{f.say("repro.not_run", error=f.code(arm.error or "?"))}</p>')
+    for arm, heading, notes, warning in reproduction_parts(result, f):
+        out.append(f'<div class="ab-arm" data-arm="{_e(arm.name)}"><h3>{heading}</h3>')
+        out.extend(f"<p>{note}</p>" for note in notes)
+        if warning:
+            out.append(f'<p class="warn">{warning}</p>')
         if arm.command:
             out.append(f'<pre class="ab-command"><code>{_e(arm.command)}</code></pre>')
         else:

@@ -603,21 +603,31 @@ def _section_environment(result: ABResult, f: Fmt) -> list[str]:
     return lines
 
 
-def _section_reproduction(result: ABResult, f: Fmt) -> list[str]:
-    lines = [f"### {f.say('h.reproduction')}"]
+def reproduction_parts(result: ABResult, f: Fmt):
+    """Per arm: the arm, its heading, the sentences that describe it and a warning when it
+    did not run, in `f`'s markup. Shared by the Markdown and HTML views."""
     diag_base = {d.name: d.based_on for d in result.diagnostics}
     for arm in result.arms:
         label = f.text(arm.label)
         if arm.name in diag_base:
             label = f.say("paren", a=label, b=f.say("repro.diag", base=f.code(diag_base[arm.name])))
-        lines += ["", f"#### {f.say('repro.arm', arm=f.text(arm.name), label=label)}", ""]
-        lines.append(f.say("repro.source", source=f.code(arm.source), root=f.code(arm.root or "?")))
+        notes = [f.say("repro.source", source=f.code(arm.source), root=f.code(arm.root or "?"))]
         if arm.env_added:
-            lines += ["", f.say("repro.env", pairs=f.pairs(arm.env_added))]
+            notes.append(f.say("repro.env", pairs=f.pairs(arm.env_added)))
         if arm.extra_args:
-            lines += ["", f.say("repro.args", args=f.code(" ".join(arm.extra_args)))]
-        if not arm.ran:
-            lines += ["", f"**{f.say('repro.not_run', error=f.code(arm.error or '?'))}**"]
+            notes.append(f.say("repro.args", args=f.code(" ".join(arm.extra_args))))
+        warning = None if arm.ran else f.say("repro.not_run", error=f.code(arm.error or "?"))
+        yield arm, f.say("repro.arm", arm=f.text(arm.name), label=label), notes, warning
+
+
+def _section_reproduction(result: ABResult, f: Fmt) -> list[str]:
+    lines = [f"### {f.say('h.reproduction')}"]
+    for arm, heading, notes, warning in reproduction_parts(result, f):
+        lines += ["", f"#### {heading}", "", notes[0]]
+        for note in notes[1:]:
+            lines += ["", note]
+        if warning:
+            lines += ["", f"**{warning}**"]
         lines.append("")
         lines.append(md_fence(arm.command, "sh") if arm.command else f.say("repro.no_command"))
     return lines
