@@ -1026,3 +1026,9 @@ def test_exploded_import_keeps_noqa_on_the_first_line():
     assert label(src, {"A": "GENERIC"}).startswith(
         f"{CU} (  # noqa: F401\n    HardwareClassification,\n    run_tests,\n    TestCase,\n)\n"
     )
+
+
+def test_form_feed_before_first_method_is_not_copied():
+    src = f"{CU} TestCase\n\n\nclass A(TestCase):\n\x0c    def test_a(self):\n        pass\n"
+    out = label(src, {"A": "GENERIC"})
+    assert "\n    hw_classification = HardwareClassification.GENERIC\n\n\x0c    def test_a" in out

@@ -108,7 +108,8 @@ def _is_comment(line: str) -> bool:
 
 def _indent_of(line: str) -> str:
     text = line.lstrip(BOM)
-    return text[: len(text) - len(text.lstrip(_WS))]
+    # A form feed resets the tokenizer's column count: it is no part of the indentation.
+    return text[: len(text) - len(text.lstrip(_WS))].replace("\x0c", "")
 
 
 def _width(line: str) -> int:
