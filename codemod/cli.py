@@ -256,8 +256,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
                 f"torch {info.torch_version_str} in {info.executable or python} has no HardwareClassification "
                 "(first released in 2.14): the labelled files will fail to import there")
         elif not no_label and info.torch_version is None:
-            hint = "" if explicit_python else " (name the target with --python)"
-            warnings.append(f"could not check the target for HardwareClassification{hint}: {info.reason}")
+            warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
     run = _run(mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
     run.warnings += warnings
     if mode == "diff" and fmt == "text":
