@@ -119,11 +119,18 @@ def _select(cfg: Config, paths, allowlist_path, exclude, no_default_excludes):
     return discover(paths, excludes), allowlist, stale
 
 
-def _run(mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False):
+def _config() -> Config:
+    """[tool.decouple] of the nearest pyproject.toml, read once per command."""
     try:
-        cfg = load_config()
+        return load_config()
+    except ConfigError as e:
+        fail(str(e))
+
+
+def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False):
+    try:
         found, allowlist, stale = _select(cfg, paths, allowlist_path, exclude, no_default_excludes)
-    except (ConfigError, DiscoveryError) as e:
+    except DiscoveryError as e:
         fail(str(e))
     show_progress = sys.stderr.isatty() and len(found.files) > 50
     results = engine.run_files(found.files, transforms, mode, jobs or cfg.jobs, _progress(show_progress))
@@ -183,7 +190,7 @@ def main() -> None:
 def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force):
     """Show the classification of every test class, with its evidence. Writes nothing."""
     transform = _label_transform(classification, per_class, force)
-    run = _run("classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
+    run = _run(_config(), "classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
     _emit(run, fmt, table=True)
     sys.exit(run.exit_code())
 
@@ -202,7 +209,7 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
     if paths_file is not None:
         paths = list(paths) + [line.strip() for line in paths_file if line.strip()]
     transform = _label_transform(classification, per_class, force)
-    run = _run("lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
+    run = _run(_config(), "lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
     click.echo(lintrunner.render(run), nl=False)
 
 
@@ -231,7 +238,8 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
     mode = "diff" if show_diff else "check" if check else "write"
     if graduate_flag and mode != "write":
         raise click.UsageError("--graduate only makes sense when writing (drop --diff/--check)")
-    if graduate_flag and not (allowlist or (not paths and load_config().allowlist)):
+    cfg = _config()
+    if graduate_flag and not (allowlist or (not paths and cfg.allowlist)):
         raise click.UsageError("--graduate needs --from-allowlist (or [tool.decouple] allowlist)")
     if no_label and not torch_load:
         raise click.UsageError("--no-label leaves nothing to do without --torch-load")
@@ -239,7 +247,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
         raise click.UsageError("--globals and --explain go with --torch-load")
     transforms = [] if no_label else [_label_transform(classification, per_class, force)]
     warnings = []
-    explicit_python = python or load_config().python
+    explicit_python = python or cfg.python
     if torch_load or not no_label:
         # torch-load needs the real version (import); the label check only reads files.
         info = target.probe(explicit_python, import_torch=bool(torch_load))
@@ -257,7 +265,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
                 "(first released in 2.14): the labelled files will fail to import there")
         elif not no_label and info.torch_version is None:
             warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
-    run = _run(mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
+    run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
     run.warnings += warnings
     if mode == "diff" and fmt == "text":
         for f in run.files:

@@ -247,3 +247,12 @@ def test_lint_prints_lintrunner_messages_with_the_autofix(tmp_path):
     assert "split" in by[("test_m.py", "hw/needs-manual")]["description"]
     assert by[("test_bad.py", "input-error")]["severity"] == "error"
     assert m.read_text() == MIXED_SRC
+
+
+def test_bad_config_is_a_clear_error(tmp_path):
+    write(tmp_path / "pyproject.toml", "[tool.decouple]\njobs = 0\n")
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    for command in ("apply", "classify", "lint"):
+        code, out, err = cli(command, str(f), cwd=tmp_path)
+        assert code == 2 and "jobs must be a positive integer" in err and "Traceback" not in err
+    assert f.read_text() == GENERIC_SRC
