@@ -26,7 +26,8 @@ Diagnostic arms (--diag, repeatable):
   e.g. --diag weights:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
 \b
 Verdict and exit code: SAFE 0, REGRESSION 1, INCONCLUSIVE 3; 2 = usage or
-internal error; 130/143 = interrupted (temp roots removed).
+internal error, or a report that could not be written (the verdict is still
+printed); 130/143 = interrupted (temp roots removed).
 \b
 Merge shard results:  decouple ab merge RESULT.json... [--json/--markdown/--html/--junit PATH]
 """
@@ -46,9 +47,20 @@ class DefaultRunGroup(click.Group):
         formatter.write_usage(ctx.command_path, "[run] PATHS... (--base REF | --a-root DIR --b-root DIR) [OPTIONS] | merge RESULT.json...")
 
 
-def _write_reports(result: ABResult, json_path, markdown, html, junit, lang) -> None:
+# Exit code when the verdict was reached but a report file could not be written:
+# never 1 (REGRESSION) or 3 (INCONCLUSIVE), so a script cannot mistake it for a verdict.
+REPORT_WRITE_ERROR = 2
+
+
+class _ReportError(click.ClickException):
+    exit_code = REPORT_WRITE_ERROR
+
+
+def _render_reports(result: ABResult, json_path, markdown, html, junit, lang) -> list[tuple[str, str]]:
+    """(path, text) for every report asked for."""
+    out = []
     if json_path:
-        _write(json_path, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        out.append((json_path, result_json(result)))
     for path, module, with_lang in ((markdown, "codemod.report.ab_markdown", True),
                                     (html, "codemod.report.ab_html", True),
                                     (junit, "codemod.report.ab_junit", False)):
@@ -58,19 +70,57 @@ def _write_reports(result: ABResult, json_path, markdown, html, junit, lang) -> 
             mod = importlib.import_module(module)
         except ImportError as err:
             raise _ReportError(f"cannot write {path}: report module {module} is not available ({err})")
-        text = mod.render(result, lang) if with_lang else mod.render(result)
-        _write(path, text)
+        out.append((path, mod.render(result, lang) if with_lang else mod.render(result)))
+    return out
 
 
-class _ReportError(click.ClickException):
-    exit_code = 2
+def result_json(result: ABResult) -> str:
+    """The result as JSON text that always encodes: a lone surrogate (an undecodable
+    file name in a test message) is written as its JSON escape and reads back the same."""
+    return json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def check_report_paths(*paths: Optional[str]) -> None:
+    """Refuse, before any work, a report path whose folder does not exist (no folder is created)."""
+    for path in paths:
+        if not path:
+            continue
+        parent = Path(path).parent
+        if not parent.is_dir():
+            raise _ReportError(f"cannot write {path}: folder {parent} does not exist")
 
 
 def _write(path: str, text: str) -> None:
+    """Write `text` as UTF-8 (surrogates as backslash escapes). A regular file is replaced
+    atomically (never half-written); a device or pipe (e.g. /dev/stdout) is written directly."""
+    data = text.encode("utf-8", "backslashreplace")
     p = Path(path)
-    if p.parent and not p.parent.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text, encoding="utf-8")
+    if not p.parent.is_dir():
+        raise OSError(f"folder {p.parent} does not exist")
+    if p.exists() and not p.is_file():
+        with open(p, "wb") as f:
+            f.write(data)
+        return
+    target = p.resolve() if p.is_symlink() else p
+    tmp = target.with_name(f".{target.name}.decouple-tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _write_reports(result: ABResult, json_path, markdown, html, junit, lang) -> list[str]:
+    """Write every report; return one error message per report that could not be written."""
+    errors = []
+    for path, text in _render_reports(result, json_path, markdown, html, junit, lang):
+        try:
+            _write(path, text)
+        except OSError as err:
+            errors.append(f"cannot write {path}: {err.strerror or err}")
+    return errors
 
 
 def _report_options(f):
@@ -95,8 +145,10 @@ def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, qui
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     click.echo(terminal.render(result, color=color), nl=False)
-    _write_reports(result, json_path, markdown, html, junit, lang)
-    sys.exit(exit_code(result.verdict))
+    errors = _write_reports(result, json_path, markdown, html, junit, lang)
+    for err in errors:
+        click.echo(f"decouple ab: error: {err} (verdict {result.verdict} above; exit {REPORT_WRITE_ERROR})", err=True)
+    sys.exit(REPORT_WRITE_ERROR if errors else exit_code(result.verdict))
 
 
 @click.group(cls=DefaultRunGroup, name="ab", epilog=_EPILOG,
@@ -151,6 +203,7 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
 
     if not base and not (a_root and b_root):
         raise click.UsageError("give --base REF, or both --a-root DIR and --b-root DIR")
+    check_report_paths(json_path, markdown, html, junit)
     if base and (a_root or b_root):
         raise click.UsageError("--base and --a-root/--b-root exclude each other")
     try:
@@ -189,13 +242,17 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
 def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
     from codemod.ab import compare
+    check_report_paths(json_path, markdown, html, junit)
     loaded = []
     for path in results:
         try:
             loaded.append(ABResult.from_json(json.loads(Path(path).read_text(encoding="utf-8"))))
-        except (ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})")
-    merged = compare.merge(loaded)
+    try:
+        merged = compare.merge(loaded)
+    except (ValueError, TypeError, AttributeError, KeyError) as err:
+        raise click.UsageError(f"cannot merge these results: {err}")
     _finish(merged, json_path, markdown, html, junit, lang, color, quiet)
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, Optional, get_args, get_origin, get_type_hints
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Older results still read (2 added fields only; their defaults fill the gaps).
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 # Outcomes of one test in one arm (worst phase wins: error > failed > ...).
 OUTCOMES = (
@@ -162,15 +164,23 @@ class ABResult:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ABResult":
+    def from_json(cls, data: Any) -> "ABResult":
+        """Rebuild a result; ValueError for anything that is not one (wrong shape included)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_SCHEMA_VERSIONS:
             raise ValueError(f"unsupported A/B result schema version {version!r} (expected {SCHEMA_VERSION})")
-        return _build(cls, data)
+        try:
+            result = _build(cls, data)
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:
+            raise ValueError(f"wrong shape: {type(err).__name__}: {err}") from None
+        result.schema_version = SCHEMA_VERSION
+        return result
 
 
 def _build(tp: Any, value: Any) -> Any:
-    """Rebuild nested dataclasses from their asdict() form."""
+    """Rebuild nested dataclasses from their asdict() form, checking the shape."""
     if value is None:
         return None
     origin = get_origin(tp)
@@ -178,12 +188,20 @@ def _build(tp: Any, value: Any) -> Any:
         inner = [a for a in get_args(tp) if a is not type(None)][0]
         return _build(inner, value)
     if is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise TypeError(f"{tp.__name__}: expected an object, got {type(value).__name__}")
         hints = get_type_hints(tp)
         return tp(**{f.name: _build(hints[f.name], value[f.name]) for f in fields(tp) if f.name in value})
     if origin is list:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
         (item,) = get_args(tp)
         return [_build(item, v) for v in value]
     if origin is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
         _, item = get_args(tp)
         return {k: _build(item, v) for k, v in value.items()}
+    if tp in (str, int, float, bool) and not isinstance(value, (str, int, float, bool)):
+        raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
     return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome
@@ -137,4 +138,12 @@ def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int
         for a in cmds:
             where = f" ({a.source})" if a.source else ""
             out.append(f"  {a.name}{where}: {a.command}")
-    return "\n".join(out) + "\n"
+    return printable("\n".join(out) + "\n")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """Lone surrogates (undecodable file names in messages) as `\\udcXX`: any stdout can encode it."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -1,0 +1,81 @@
+"""`decouple ab` report writing: bad report paths, unwritable reports, undecodable text, bad merge input."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from codemod.ab.cli import REPORT_WRITE_ERROR, ab
+from codemod.ab.model import ABResult
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "ab_results")
+
+
+def invoke(args):
+    return CliRunner().invoke(ab, args, catch_exceptions=False)
+
+
+@pytest.mark.parametrize("content", ["[]", '{"schema_version": 1, "arms": 5}', '{"schema_version": 1, "tests": [3]}',
+                                     '{"schema_version": 1, "environment": "x86"}', "not json", '"text"'])
+def test_merge_of_wrong_shape_is_a_clean_usage_error(tmp_path, content):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    res = invoke(["merge", str(bad)])
+    assert res.exit_code == 2, res.output
+    assert "not an A/B result" in res.output and "Traceback" not in res.output
+
+
+def test_merge_of_non_utf8_file_is_a_clean_usage_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"schema_version": 1, "x": "\xff"}')
+    res = invoke(["merge", str(bad)])
+    assert res.exit_code == 2 and "not an A/B result" in res.output
+
+
+def test_unwritable_report_is_exit_2_with_the_verdict_printed(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    md = tmp_path / "ok.md"
+    res = invoke(["merge", os.path.join(RESULTS, "regression.json"), "--json", "/dev/full", "--markdown", str(md)])
+    assert res.exit_code == REPORT_WRITE_ERROR == 2, res.output
+    assert "decouple ab: REGRESSION" in res.output                 # the verdict is still printed
+    assert "cannot write /dev/full" in res.output and "Traceback" not in res.output
+    assert md.read_text(encoding="utf-8").startswith("## A/B verification")   # the other reports are written
+
+
+def test_report_in_a_missing_folder_is_refused_before_any_work(tmp_path):
+    target = tmp_path / "nonexistent" / "dir" / "x.md"
+    res = invoke(["merge", os.path.join(RESULTS, "regression.json"), "--markdown", str(target)])
+    assert res.exit_code == 2 and "does not exist" in res.output
+    assert not (tmp_path / "nonexistent").exists()                 # no folder silently created
+    res = invoke(["x.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path), "--markdown", str(target)])
+    assert res.exit_code == 2 and "does not exist" in res.output and "decouple ab:" not in res.output.split("Error")[0]
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_lone_surrogate_in_a_test_message_gives_a_valid_json_report(tmp_path):
+    name = os.fsdecode(b"caf\xe9.txt")
+    assert "\udce9" in name
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "test_s.py").write_text(
+            "import os\n"
+            "def test_name():\n"
+            "    raise FileNotFoundError(os.fsdecode(b'caf\\xe9.txt'))\n"
+            "def test_ok():\n"
+            "    pass\n")
+    out = tmp_path / "r.json"
+    md, html, xml = tmp_path / "r.md", tmp_path / "r.html", tmp_path / "r.xml"
+    res = invoke(["test_s.py", "--a-root", str(tmp_path / "a"), "--b-root", str(tmp_path / "b"), "-q", "-j", "2",
+                  "--json", str(out), "--markdown", str(md), "--html", str(html), "--junit", str(xml)])
+    assert res.exit_code == 0, res.output                         # SAFE: the failure is pre-existing
+    assert "SAFE" in res.output
+    data = json.loads(out.read_bytes().decode("utf-8"))           # strict UTF-8, valid JSON
+    result = ABResult.from_json(data)
+    row = next(t for t in result.tests if t.nodeid.endswith("test_name"))
+    assert row.category == "pre-existing" and name in row.b.message    # the surrogate reads back unchanged
+    for path in (md, html, xml):
+        assert "caf\\udce9.txt" in path.read_bytes().decode("utf-8")
