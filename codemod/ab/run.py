@@ -1,4 +1,7 @@
-"""The A/B engine: materialise arms, run files in parallel, capture, confirm.
+"""The A/B orchestration: materialise arms, run files in parallel, compare, confirm.
+
+Process control lives in ``procs``, the per-file run (events, crash resume)
+in ``filerun``.
 
 Entry point: ``run_ab(RunOptions) -> ABResult``.  Raises ``UsageError`` for
 bad input (exit 2) and ``Interrupted`` after SIGINT/SIGTERM (temp roots and
@@ -25,26 +28,16 @@ from typing import Callable, Optional
 
 from codemod.ab import arms as _arms
 from codemod.ab import compare as _cmp
-from codemod.ab.model import ABResult, ArmResult, Environment, Outcome, TestComparison
+from codemod.ab import procs
+from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
+from codemod.ab.model import ABResult, ArmResult, Environment, TestComparison
+from codemod.ab.procs import Interrupted, kill_all_children  # noqa: F401 (Interrupted is part of the API)
 
-PLUGIN_MODULE = "decouple_ab_plugin"
 _HERE = Path(__file__).resolve().parent
-_OUTPUT_TAIL = 4000
-# Collection (interpreter start, imports) is bounded by max(--timeout, this):
-# importing torch alone can take several seconds on a loaded machine.
-COLLECT_TIMEOUT_MIN = 120.0
 
 
 class UsageError(Exception):
     """Bad input: exit code 2."""
-
-
-class Interrupted(Exception):
-    """SIGINT / SIGTERM arrived; everything has been cleaned up."""
-
-    def __init__(self, signame: str):
-        super().__init__(signame)
-        self.signame = signame
 
 
 @dataclass
@@ -119,463 +112,6 @@ class RunOptions:
 
 
 # ---------------------------------------------------------------------------
-# child process registry (so a signal handler can kill every group)
-
-_LIVE: dict[int, subprocess.Popen] = {}
-_LIVE_LOCK = threading.Lock()
-
-
-def _register(proc: subprocess.Popen) -> None:
-    with _LIVE_LOCK:
-        _LIVE[proc.pid] = proc
-
-
-def _unregister(proc: subprocess.Popen) -> None:
-    with _LIVE_LOCK:
-        _LIVE.pop(proc.pid, None)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        try:
-            proc.kill()
-        except OSError:
-            pass
-
-
-def kill_all_children() -> None:
-    with _LIVE_LOCK:
-        procs = list(_LIVE.values())
-    for proc in procs:
-        _kill_group(proc)
-    for proc in procs:
-        try:
-            proc.wait(timeout=5)
-        except Exception:
-            pass
-
-
-def _exited(proc: subprocess.Popen, timeout: float) -> bool:
-    """Wait up to `timeout` for `proc` to exit WITHOUT reaping it."""
-    if not hasattr(os, "waitid"):  # pragma: no cover - not Linux/macOS
-        try:
-            proc.wait(timeout=timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-    end = time.monotonic() + timeout
-    delay = 0.005
-    while True:
-        try:
-            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return True
-        if info is not None and info.si_pid:
-            return True
-        now = time.monotonic()
-        if now >= end:
-            return False
-        time.sleep(min(delay, end - now))
-        delay = min(delay * 2, 0.05)
-
-
-def _signame(rc: int) -> str:
-    if rc < 0:
-        try:
-            return signal.Signals(-rc).name
-        except ValueError:
-            return f"signal {-rc}"
-    return f"exit code {rc}"
-
-
-# ---------------------------------------------------------------------------
-# one file in one arm
-
-
-class _TestAcc:
-    __slots__ = ("nodeid", "reports", "subtests", "started", "finished", "t_start")
-
-    def __init__(self, nodeid: str):
-        self.nodeid = nodeid
-        self.reports: dict[str, dict] = {}
-        self.subtests: list[dict] = []
-        self.started = False
-        self.finished = False
-        self.t_start = 0.0
-
-
-def _phase_result(rec: dict) -> str:
-    out, when, xf = rec.get("outcome"), rec.get("when"), rec.get("xfail")
-    if out == "failed":
-        return "failed" if when == "call" else "error"
-    if out == "skipped":
-        return "xfailed" if xf else "skipped"
-    return "xpassed" if (xf and when == "call") else "passed"
-
-
-def _subtest_desc(sub: dict) -> str:
-    parts = []
-    if sub.get("msg") is not None:
-        parts.append(f"[{sub['msg']}]")
-    if sub.get("kwargs"):
-        parts.append("(" + ", ".join(f"{k}={v}" for k, v in sub["kwargs"].items()) + ")")
-    return " ".join(parts) or "(<subtest>)"
-
-
-def _rec_outcome(nodeid: str, rec: dict, result: str, phase: str) -> Outcome:
-    exc = rec.get("exc") or {}
-    msg = exc.get("message") or rec.get("skip_reason") or ""
-    if not msg and result not in ("passed",):
-        msg = next((ln for ln in (rec.get("longrepr") or "").splitlines() if ln.strip()), "")
-    return Outcome(
-        nodeid=nodeid, outcome=result, phase=phase, exc_type=exc.get("type"),
-        exc_chain=list(exc.get("chain") or []), message=msg[:4000],
-        traceback=rec.get("longrepr") or "", duration=float(rec.get("duration") or 0.0),
-    )
-
-
-def build_outcome(acc: _TestAcc) -> Outcome:
-    """Fold the phase reports (and subtests) of one test into one Outcome."""
-    setup, call, teardown = (acc.reports.get(w) for w in ("setup", "call", "teardown"))
-    duration = sum(float(r.get("duration") or 0.0) for r in acc.reports.values())
-    out: Optional[Outcome] = None
-    if setup is not None and _phase_result(setup) != "passed":
-        out = _rec_outcome(acc.nodeid, setup, _phase_result(setup), "setup")
-    elif call is not None:
-        out = _rec_outcome(acc.nodeid, call, _phase_result(call), "call")
-        if out.outcome == "passed":
-            out.message, out.traceback, out.exc_type, out.exc_chain = "", "", None, []
-    else:
-        out = Outcome(nodeid=acc.nodeid, outcome="passed", phase="call")
-    subs = []
-    for sub in acc.subtests:
-        res = _phase_result(sub)
-        if res == "passed":
-            continue
-        subs.append(_rec_outcome(f"{acc.nodeid} {_subtest_desc(sub.get('subtest') or {})}", sub, res, "call"))
-    out.subtests = subs
-    failing_subs = [s for s in subs if s.outcome in ("failed", "error")]
-    if failing_subs:
-        if out.outcome in ("passed", "xpassed", "skipped") or (out.outcome == "failed" and not out.exc_type):
-            n = len(failing_subs)
-            out.outcome, out.phase, out.exc_type, out.exc_chain = "failed", "call", None, []
-            out.message = f"{n} failed subtest{'s' if n != 1 else ''}: " + "; ".join(
-                f"{s.nodeid.split(' ', 1)[1] if ' ' in s.nodeid else ''} {s.exc_type or ''}".strip() for s in failing_subs[:5])
-            out.traceback = "\n\n".join(s.traceback for s in failing_subs)[:30000]
-    if teardown is not None and teardown.get("outcome") == "failed":
-        td = _rec_outcome(acc.nodeid, teardown, "error", "teardown")
-        if out.outcome in ("failed", "error"):
-            out.message = (out.message + "\n[teardown] " + (td.exc_type or "") + ": " + td.message)[:4000]
-            out.traceback = (out.traceback + "\n\n[teardown]\n" + td.traceback)[:40000]
-        else:
-            td.subtests = out.subtests
-            out = td
-    out.duration = duration
-    return out
-
-
-@dataclass
-class FileRun:
-    arm: str
-    file: str
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
-    collection_errors: dict[str, Outcome] = field(default_factory=dict)
-    collection_skips: dict[str, Outcome] = field(default_factory=dict)   # module-level pytest.skip
-    crashes: list[str] = field(default_factory=list)
-    processes: int = 0
-    duration: float = 0.0
-    notes: list[str] = field(default_factory=list)
-
-
-class _EventReader:
-    def __init__(self, path: Path):
-        self.path = path
-        self.pos = 0
-        self.buf = b""
-
-    def read(self) -> list[dict]:
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.pos)
-                data = fh.read()
-        except FileNotFoundError:
-            return []
-        self.pos += len(data)
-        self.buf += data
-        *lines, self.buf = self.buf.split(b"\n")
-        out = []
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-        return out
-
-
-def _tail(path: Path, n: int = _OUTPUT_TAIL) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - n))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _parse_error_line(text: str) -> tuple[Optional[str], str]:
-    """Exception type and message from the last `E   Type: msg` line, if any."""
-    import re
-    found = None
-    for line in text.splitlines():
-        m = re.match(r"^E\s+([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning))(?::\s*(.*))?$", line)
-        if m:
-            found = (m.group(1), m.group(2) or "")
-    if found:
-        return found
-    for line in reversed(text.splitlines()):
-        m = re.match(r"^([A-Za-z_][\w.]*(?:Error|Exception)):\s*(.*)$", line.strip())
-        if m:
-            return m.group(1), m.group(2)
-    return None, ""
-
-
-class ArmRunner:
-    """Runs files of one arm; thread-safe (one call per worker thread)."""
-
-    def __init__(self, spec: _arms.ArmSpec, python: str, timeout: float, file_timeout: float,
-                 stop: threading.Event):
-        self.spec = spec
-        self.python = python
-        self.timeout = timeout
-        self.file_timeout = file_timeout
-        self.stop = stop
-        self._seq = 0
-        self._lock = threading.Lock()
-
-    def _next(self) -> int:
-        with self._lock:
-            self._seq += 1
-            return self._seq
-
-    def run_file(self, file: str, args: list[str], only: Optional[set[str]] = None) -> FileRun:
-        res = FileRun(arm=self.spec.name, file=file)
-        accs: dict[str, _TestAcc] = {}
-        collected: list[str] = []
-        excluded: set[str] = set()
-        t_file = time.monotonic()
-        attempts = 0
-        ever_collected = False
-        while True:
-            attempts += 1
-            if attempts > 2 + len(collected) + 1:
-                res.notes.append(f"{file}: gave up resuming after {attempts - 1} processes")
-                break
-            seq = self._next()
-            events = self.spec.workdir / "events" / f"{seq:05d}.jsonl"
-            log = self.spec.workdir / "logs" / f"{seq:05d}.log"
-            env = dict(self.spec.env)
-            env["DECOUPLE_AB_EVENTS"] = str(events)
-            if excluded:
-                desel = self.spec.workdir / "events" / f"{seq:05d}.deselect"
-                desel.write_text("".join(x + "\n" for x in sorted(excluded)), encoding="utf-8")
-                env["DECOUPLE_AB_DESELECT"] = str(desel)
-            if only is not None:
-                onlyf = self.spec.workdir / "events" / f"{seq:05d}.only"
-                onlyf.write_text("".join(x + "\n" for x in sorted(only)), encoding="utf-8")
-                env["DECOUPLE_AB_ONLY"] = str(onlyf)
-            cmd = [self.python, "-m", "pytest", "-p", PLUGIN_MODULE, *_arms.PYTEST_ARGS,
-                   "-q", "-rN", *args, *self.spec.extra_args]
-            if self.stop.is_set():
-                raise Interrupted("stopped")
-            with open(log, "wb") as logfh:
-                proc = subprocess.Popen(cmd, cwd=str(self.spec.root), env=env, stdout=logfh,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
-            _register(proc)
-            res.processes += 1
-            reader = _EventReader(events)
-            current: Optional[_TestAcc] = None
-            saw_session = saw_end = False
-            collected_now = False
-            killed: Optional[str] = None   # "test-timeout" | "file-timeout" | "collect-timeout"
-            t_proc = time.time()
-            progress = False
-            rc = None
-
-            def consume(evs: list[dict]) -> None:
-                nonlocal current, saw_session, saw_end, collected_now, progress, ever_collected
-                for ev in evs:
-                    kind = ev.get("ev")
-                    if kind == "session":
-                        saw_session = True
-                    elif kind == "collected":
-                        collected_now = ever_collected = True
-                        for nid in ev.get("nodeids", []):
-                            if nid not in accs:
-                                accs[nid] = _TestAcc(nid)
-                                collected.append(nid)
-                    elif kind == "collecterror":
-                        key = ev.get("nodeid") or file
-                        exc = ev.get("exc") or {}
-                        etype, emsg = exc.get("type"), exc.get("message") or ""
-                        if not etype:
-                            etype, emsg = _parse_error_line(ev.get("longrepr") or "")
-                        res.collection_errors[key] = Outcome(
-                            nodeid=key, outcome="error", phase="collect", exc_type=etype,
-                            exc_chain=list(exc.get("chain") or []),
-                            message=(emsg or next((ln for ln in (ev.get("longrepr") or "").splitlines() if ln.strip()), ""))[:4000],
-                            traceback=ev.get("longrepr") or "")
-                    elif kind == "collectskip":
-                        key = ev.get("nodeid") or file
-                        res.collection_skips[key] = Outcome(
-                            nodeid=key, outcome="skipped", phase="collect",
-                            message=(ev.get("reason") or "skipped at module level")[:4000])
-                    elif kind == "start":
-                        nid = ev["nodeid"]
-                        acc = accs.get(nid)
-                        if acc is None:
-                            acc = accs[nid] = _TestAcc(nid)
-                            collected.append(nid)
-                        acc.started = True
-                        acc.t_start = float(ev.get("t") or time.time())
-                        current = acc
-                        progress = True
-                    elif kind == "report":
-                        nid = ev["nodeid"]
-                        acc = accs.get(nid) or accs.setdefault(nid, _TestAcc(nid))
-                        if ev.get("subtest") is not None:
-                            acc.subtests.append(ev)
-                        else:
-                            acc.reports[ev.get("when") or "call"] = ev
-                    elif kind == "finish":
-                        acc = accs.get(ev["nodeid"])
-                        if acc is not None:
-                            acc.finished = True
-                            excluded.add(acc.nodeid)
-                        if current is not None and current.nodeid == ev["nodeid"]:
-                            current = None
-                    elif kind == "end":
-                        saw_end = True
-
-            try:
-                while True:
-                    if _exited(proc, 0.1):
-                        break
-                    consume(reader.read())
-                    if self.stop.is_set():
-                        _kill_group(proc)
-                        proc.wait()
-                        raise Interrupted("stopped")
-                    now = time.time()
-                    if self.file_timeout and time.monotonic() - t_file > self.file_timeout:
-                        killed = "file-timeout"
-                    elif self.timeout and current is not None and now - current.t_start > self.timeout:
-                        killed = "test-timeout"
-                    elif self.timeout and not collected_now and now - t_proc > max(self.timeout, COLLECT_TIMEOUT_MIN):
-                        killed = "collect-timeout"
-                    if killed:
-                        break
-            finally:
-                # The leader has exited but is not reaped yet (_exited uses
-                # WNOWAIT), so its group id cannot have been reused: kill the
-                # whole group (grandchildren a test left behind included),
-                # then reap.
-                _kill_group(proc)
-                rc = proc.wait()
-                _unregister(proc)
-            consume(reader.read())
-            if saw_end:
-                break
-            tail = _tail(log)
-            if killed == "collect-timeout" or (killed == "file-timeout" and not collected_now):
-                res.collection_errors[file] = Outcome(
-                    nodeid=file, outcome="timeout", phase="collect",
-                    message=f"collection exceeded the {'file ' if killed == 'file-timeout' else ''}time limit",
-                    traceback=tail)
-                break
-            if killed in ("test-timeout", "file-timeout"):
-                acc = current
-                if acc is not None:
-                    limit = self.timeout if killed == "test-timeout" else self.file_timeout
-                    o = build_outcome(acc)
-                    o.outcome = "timeout"
-                    o.phase = _next_phase(acc)
-                    o.message = f"killed after exceeding --{'timeout' if killed == 'test-timeout' else 'file-timeout'} {limit:g}s"
-                    o.traceback = tail
-                    o.exc_type, o.exc_chain = None, []
-                    accs[acc.nodeid].finished = True
-                    res.outcomes[acc.nodeid] = o
-                    excluded.add(acc.nodeid)
-                if killed == "file-timeout":
-                    res.notes.append(f"{file}: --file-timeout {self.file_timeout:g}s exceeded")
-                    break
-            elif not saw_session:
-                etype, emsg = _parse_error_line(tail)
-                res.collection_errors[file] = Outcome(
-                    nodeid=file, outcome="error" if rc is not None and rc >= 0 else "crashed",
-                    phase="collect", exc_type=etype,
-                    message=emsg or f"pytest did not start ({_signame(rc if rc is not None else -9)})",
-                    traceback=tail, signal=_signame(rc) if rc is not None and rc < 0 else None)
-                break
-            else:
-                acc = current
-                sig = _signame(rc if rc is not None else -9)
-                if acc is not None and not acc.finished:
-                    o = build_outcome(acc)
-                    o.outcome, o.phase, o.signal = "crashed", _next_phase(acc), sig
-                    o.exc_type, o.exc_chain = None, []
-                    o.message = f"the test process died ({sig}) while this test was running"
-                    o.traceback = tail
-                    acc.finished = True
-                    res.outcomes[acc.nodeid] = o
-                    res.crashes.append(acc.nodeid)
-                    excluded.add(acc.nodeid)
-                elif not ever_collected:
-                    res.collection_errors[file] = Outcome(
-                        nodeid=file, outcome="crashed", phase="collect", signal=sig,
-                        message=f"the test process died ({sig}) during collection", traceback=tail)
-                    break
-                elif not progress:
-                    res.notes.append(f"{file}: process died ({sig}) between tests without progress")
-                    break
-                else:
-                    res.notes.append(f"{file}: process died ({sig}) outside a test")
-            remaining = [n for n in collected if n not in excluded]
-            if not remaining:
-                break
-        # fold, in collection order
-        special = res.outcomes
-        res.outcomes = {}
-        for nid in collected:
-            if nid in special:
-                res.outcomes[nid] = special[nid]
-                continue
-            acc = accs[nid]
-            if acc.finished or acc.reports:
-                res.outcomes[nid] = build_outcome(acc)
-            else:
-                res.outcomes[nid] = Outcome(nodeid=nid, outcome="not-run", phase="setup",
-                                            message="not run (the file was stopped before it)")
-        res.duration = time.monotonic() - t_file
-        return res
-
-
-def _next_phase(acc: _TestAcc) -> str:
-    if "teardown" in acc.reports:
-        return "teardown"
-    if "call" in acc.reports:
-        return "teardown"
-    if "setup" in acc.reports:
-        return "call"
-    return "setup"
-
-
-# ---------------------------------------------------------------------------
 # interpreter
 
 
@@ -620,12 +156,6 @@ def check_python(python: str) -> dict:
         raise UsageError(f"--python {python}: unexpected answer {proc.stdout!r}") from None
 
 
-def _lower_priority() -> None:  # pragma: no cover - runs in the child
-    try:
-        os.nice(19)
-    except OSError:
-        pass
-
 
 def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: bool = True) -> Environment:
     """Run probe.py under `python`; with `nice`, at the lowest CPU priority so
@@ -634,17 +164,17 @@ def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: b
     try:
         proc = subprocess.Popen([python, str(script)], cwd=str(cwd), env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=_lower_priority if nice else None)
-        _register(proc)
+                                preexec_fn=procs.lower_priority if nice else None)
+        procs.register(proc)
         try:
             out, err = proc.communicate(timeout=300)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            procs.kill_group(proc)
             proc.communicate()
             envr.probe_error = "probe timed out after 300 s"
             return envr
         finally:
-            _unregister(proc)
+            procs.unregister(proc)
         data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
     except Exception as exc:  # recorded, never fatal
         envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
@@ -667,47 +197,13 @@ def _tool_version() -> str:
         return ""
 
 
-def _install_signal_handlers():
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum, _frame):
-        raise Interrupted(signal.Signals(signum).name)
-
-    old = {}
-    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is None:
-            continue
-        try:
-            old[sig] = signal.signal(sig, handler)
-        except (ValueError, OSError):
-            pass
-    return old
-
-
-def _restore_signal_handlers(old) -> None:
-    if not old:
-        return
-    for sig, h in old.items():
-        try:
-            signal.signal(sig, h)
-        except (ValueError, OSError):
-            pass
-
-
-def _block_signals():
-    """Defer SIGINT/SIGTERM while cleaning up (re-delivered afterwards)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-
 
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
 
 def run_ab(opts: RunOptions) -> ABResult:
-    old = _install_signal_handlers()
+    old = procs.install_signal_handlers()
     stop = threading.Event()
     work: Optional[Path] = None
     pool: Optional[ThreadPoolExecutor] = None
@@ -720,7 +216,7 @@ def run_ab(opts: RunOptions) -> ABResult:
         stop.set()
         raise
     finally:
-        prev = _block_signals()
+        prev = procs.block_signals()
         try:
             stop.set()
             kill_all_children()
@@ -735,7 +231,7 @@ def run_ab(opts: RunOptions) -> ABResult:
         finally:
             if prev is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, prev)
-            _restore_signal_handlers(old)
+            procs.restore_signal_handlers(old)
 
 
 def _wait_all(futures: list[Future], stop: threading.Event) -> None:
