@@ -279,3 +279,8 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
 
 main.add_command(ab)
 main.add_command(discover_globals)
+
+from codemod.refactor.cli import pr_body, refactor  # noqa: E402  (they reuse this module's helpers)
+
+main.add_command(refactor)
+main.add_command(pr_body)

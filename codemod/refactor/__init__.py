@@ -1,0 +1,1 @@
+"""`decouple refactor` / `decouple pr-body`: from allowlisted files to reviewable PR branches."""

@@ -1,0 +1,159 @@
+"""The git side of `decouple refactor`, through GitPython.
+
+Everything that writes happens in a temporary linked work tree (`git worktree add`): the
+user's work tree, index and checked-out branch are never touched, so "return to the
+user's branch and restore their uncommitted changes" holds by construction. Branches are
+only ever created (never moved, reset or deleted) and nothing is pushed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import git
+
+
+class GitError(Exception):
+    """Not a repository, an unknown ref, a refused branch name, a failed git command."""
+
+
+@dataclass
+class Repo:
+    repo: git.Repo
+
+    @property
+    def root(self) -> str:
+        return os.path.realpath(self.repo.working_tree_dir)
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def resolve(self, ref: str) -> str:
+        try:
+            return self.repo.commit(ref).hexsha
+        except (git.BadName, ValueError, git.GitCommandError) as e:
+            raise GitError(f"unknown git ref {ref!r}: {e}") from None
+
+    def blob(self, commit: str, path: str) -> bytes | None:
+        """The bytes of `path` (repo-relative, POSIX) at `commit`; None when absent or not a file."""
+        try:
+            obj = self.repo.commit(commit).tree / path
+        except KeyError:
+            return None
+        if obj.type != "blob" or obj.mode == 0o120000:  # symlinks are not source files
+            return None
+        return obj.data_stream.read()
+
+    def dirty_paths(self) -> list[str]:
+        """Tracked files with staged or unstaged changes (untracked files do not count:
+        nothing here ever adds them)."""
+        if not self.repo.is_dirty(untracked_files=False):
+            return []
+        changed = {d.a_path for d in self.repo.index.diff(None)}
+        if self.repo.head.is_valid():
+            changed |= {d.a_path for d in self.repo.index.diff("HEAD")}
+        return sorted(changed)
+
+    def branch_head(self, name: str) -> str | None:
+        head = next((h for h in self.repo.heads if h.name == name), None)
+        return head.commit.hexsha if head is not None else None
+
+    def commit_info(self, ref: str) -> tuple[str, str, list[str]]:
+        """(sha, full message, parent shas) of `ref`."""
+        c = self.repo.commit(self.resolve(ref))
+        return c.hexsha, c.message, [p.hexsha for p in c.parents]
+
+    def list_at(self, commit: str, rel: str) -> list[str] | None:
+        """Files at `commit` under `rel` (a file or a folder); None when `rel` is not there."""
+        try:
+            obj = self.repo.commit(commit).tree / rel if rel not in ("", ".") else self.repo.commit(commit).tree
+        except KeyError:
+            return None
+        if obj.type == "blob":
+            return [rel]
+        return sorted(b.path for b in obj.traverse() if b.type == "blob")
+
+    def check_branch_name(self, name: str) -> None:
+        try:
+            self.repo.git.check_ref_format("--branch", name)
+        except git.GitCommandError:
+            raise GitError(f"{name!r} is not a valid branch name") from None
+
+    def refs_snapshot(self) -> dict[str, str]:
+        """Every ref and what it points to (to prove a dry run changed nothing)."""
+        return {r.path: r.object.hexsha for r in self.repo.refs}
+
+    # --- writing, in a temporary linked work tree ---------------------------------------------
+
+    @contextmanager
+    def scratch_worktree(self, commit: str) -> Iterator["Worktree"]:
+        """A detached linked work tree at `commit`, removed (and pruned) afterwards."""
+        parent = tempfile.mkdtemp(prefix="decouple-refactor-")
+        path = os.path.join(parent, "tree")
+        try:
+            try:
+                self.repo.git.worktree("add", "--detach", "--quiet", path, commit)
+            except git.GitCommandError as e:
+                raise GitError(f"cannot create a temporary work tree: {_stderr(e)}") from None
+            yield Worktree(git.Repo(path), os.path.realpath(path))
+        finally:
+            try:
+                self.repo.git.worktree("remove", "--force", path)
+            except git.GitCommandError:
+                pass
+            shutil.rmtree(parent, ignore_errors=True)
+            try:
+                self.repo.git.worktree("prune")
+            except git.GitCommandError:
+                pass
+
+
+@dataclass
+class Worktree:
+    repo: git.Repo
+    root: str
+
+    def start_branch(self, name: str) -> None:
+        """Create branch `name` at the current commit and check it out, keeping the edits
+        made so far (refuses an existing name)."""
+        try:
+            self.repo.git.checkout("--quiet", "-b", name)
+        except git.GitCommandError as e:
+            raise GitError(f"cannot create branch {name}: {_stderr(e)}") from None
+
+    def switch(self, ref: str) -> None:
+        try:
+            self.repo.git.checkout("--quiet", ref)
+        except git.GitCommandError as e:
+            raise GitError(f"cannot check out {ref}: {_stderr(e)}") from None
+
+    def commit(self, paths: list[str], message: str) -> str:
+        """Stage exactly `paths` and commit them (hooks are not run: the edit is verified by the
+        tool and a hook that rewrites files would make the A/B prove something else)."""
+        with tempfile.NamedTemporaryFile("wb", prefix="decouple-msg-", delete=False) as f:
+            f.write(message.encode("utf-8"))
+        try:
+            self.repo.git.add("--", *paths)
+            self.repo.git.commit("--quiet", "--no-verify", "--cleanup=verbatim", "-F", f.name)
+        except git.GitCommandError as e:
+            raise GitError(f"git commit failed: {_stderr(e)}") from None
+        finally:
+            os.unlink(f.name)
+        return self.repo.head.commit.hexsha
+
+
+def _stderr(e: git.GitCommandError) -> str:
+    text = (e.stderr or "").strip()
+    text = text.removeprefix("stderr:").strip().strip("'").strip()
+    return text or str(e)
+
+
+def open_repo(folder: str) -> Repo:
+    try:
+        return Repo(git.Repo(folder, search_parent_directories=True))
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise GitError(f"{os.path.abspath(folder)} is not inside a git work tree") from None

@@ -1,0 +1,375 @@
+"""`decouple refactor`: plan at the base, one branch + commit per group, A/B, reports, PR body.
+
+Orchestration only: the edits are the engine's (`engine.run_files`), graduation is
+`discovery.graduate`, the verification is the A/B runner's `run_ab` and the reports are the
+report modules'. Everything that writes git objects happens in a temporary linked work tree
+(`gitrepo.Repo.scratch_worktree`), so the user's checkout is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from codemod import engine
+from codemod.discovery import graduate, is_test_file, read_allowlist
+from codemod.refactor import plan as _plan
+from codemod.refactor import prbody
+from codemod.refactor.gitrepo import GitError, Repo, Worktree
+from codemod.result import FAILED
+
+DEFAULT_ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
+STATE_VERSION = 1
+
+
+class RefactorError(Exception):
+    """Bad input or a refused operation (exit 2)."""
+
+
+@dataclass
+class Options:
+    paths: list[str]
+    transforms: list
+    base: str = "HEAD"
+    allowlist: Optional[str] = None        # --from-allowlist (a path in the user's tree)
+    branch: Optional[str] = None
+    allow_dirty: bool = False
+    dry_run: bool = False
+    no_ab: bool = False
+    out: Optional[str] = None
+    lang: str = "en"
+    limit: Optional[int] = None
+    group_size: Optional[int] = None
+    jobs: Optional[int] = None
+    ab: dict = field(default_factory=dict)  # RunOptions fields: python, env, diags, timeout, confirm, jobs
+    say: Callable[[str], None] = lambda _m: None
+
+
+@dataclass
+class BranchRecord:
+    branch: str
+    files: list[str]
+    base: str
+    status: str                  # created | verified-before | ab-rerun | base-moved | conflict | would-create
+    head: str = ""
+    verdict: Optional[str] = None
+    note: str = ""
+    pr_body: str = ""
+    reports: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    base: str
+    branches: list[BranchRecord] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    manual_left: int = 0
+    out_dir: str = ""
+    plans: dict = field(default_factory=dict, repr=False)   # by path (printed by a dry run)
+
+    def exit_code(self) -> int:
+        statuses = {b.status for b in self.branches}
+        verdicts = {b.verdict for b in self.branches}
+        if "conflict" in statuses:
+            return 2
+        if "REGRESSION" in verdicts or "base-moved" in statuses or self.manual_left:
+            return 1
+        return 3 if "INCONCLUSIVE" in verdicts else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema_version": STATE_VERSION, "base": self.base,
+                "branches": [asdict(b) for b in self.branches], "skipped": self.skipped}
+
+
+# --- selection ------------------------------------------------------------------------------
+
+
+def _rel(repo: Repo, path: str) -> str:
+    full = os.path.realpath(os.path.abspath(path))
+    rel = os.path.relpath(full, repo.root)
+    if rel == ".." or rel.startswith(".." + os.sep):
+        raise RefactorError(f"{path} is outside the repository {repo.root}")
+    return "" if rel == "." else rel.replace(os.sep, "/")
+
+
+def _allowlist_rel(repo: Repo, opts: Options, base: str) -> Optional[str]:
+    if opts.allowlist:
+        return _rel(repo, opts.allowlist)
+    return DEFAULT_ALLOWLIST if repo.blob(base, DEFAULT_ALLOWLIST) is not None else None
+
+
+def _allowlist_entries(repo: Repo, base: str, rel: str) -> list[str]:
+    data = repo.blob(base, rel)
+    if data is None:
+        raise RefactorError(f"the allowlist {rel} is not a file at {base[:12]}")
+    try:
+        entries = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RefactorError(f"the allowlist {rel} is not valid JSON: {e}") from None
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        raise RefactorError(f"the allowlist {rel} must be a JSON list of paths")
+    return entries
+
+
+def _explicit_files(repo: Repo, base: str, paths: list[str]) -> list[str]:
+    files: list[str] = []
+    for p in paths:
+        rel = _rel(repo, p)
+        found = repo.list_at(base, rel)
+        if found is None:
+            raise RefactorError(f"{p} does not exist at {base[:12]}")
+        if found != [rel]:
+            found = [f for f in found if is_test_file(f)]
+        files += [f for f in found if f not in files]
+    if not files:
+        raise RefactorError("no test files in " + ", ".join(paths))
+    return files
+
+
+def _groups(items: list[str], size: int) -> list[list[str]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+# --- state (what was verified: resuming a batch) -----------------------------------------------
+
+
+def _state_path(out: str) -> str:
+    return os.path.join(out, "state.json")
+
+
+def _load_state(out: str) -> dict[str, dict]:
+    try:
+        with open(_state_path(out), encoding="utf-8") as f:
+            data = json.load(f)
+        return {b["branch"]: b for b in data.get("branches", [])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _save_state(out: str, state: dict[str, dict]) -> None:
+    _write(_state_path(out), json.dumps({"schema_version": STATE_VERSION,
+                                        "branches": [state[k] for k in sorted(state)]}, indent=2) + "\n")
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# --- one group ---------------------------------------------------------------------------------
+
+
+def _edit_group(wt: Worktree, files: list[str], allowlist_rel: Optional[str], opts: Options):
+    """Write the edits and graduate the allowlist in the scratch tree: (plans, changed paths)."""
+    full = {os.path.join(wt.root, *f.split("/")): f for f in files}
+    results = engine.run_files(list(full), opts.transforms, "write", opts.jobs)
+    plans = {full[r.path]: _plan._from_result(full[r.path], r) for r in results}
+    failed = [f"{full[r.path]}: {r.reason}" for r in results if r.status == FAILED]
+    if failed:
+        raise RefactorError("cannot edit " + "; ".join(failed))
+    changed = [full[r.path] for r in results if r.written]
+    if allowlist_rel and os.path.isfile(os.path.join(wt.root, allowlist_rel)):
+        allowlist = read_allowlist(os.path.join(wt.root, allowlist_rel))
+        done = {r.path for r in results if r.fully_classified and r.status != FAILED}
+        removed = graduate(allowlist, done)
+        for entry in removed:
+            if entry in plans:
+                plans[entry].graduated_from = allowlist_rel
+        if removed:
+            changed.append(allowlist_rel)
+    return [plans[f] for f in files], changed
+
+
+def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options):
+    from codemod.ab import run as _run
+
+    ab = dict(opts.ab)
+    ab.setdefault("jobs", opts.jobs or os.cpu_count() or 1)
+    ropts = _run.RunOptions(paths=list(files), base=base, cwd=wt.root, progress=opts.say, **ab)
+    try:
+        return _run.run_ab(ropts)
+    except _run.UsageError as e:
+        raise RefactorError(f"A/B run: {e}") from None
+
+
+def write_outputs(out_dir: str, result, facts: _plan.CommitFacts, lang: str) -> tuple[str, dict[str, str]]:
+    """ab.json / ab.md / ab.html (when there is a result) and PR_BODY.md."""
+    reports: dict[str, str] = {}
+    if result is not None:
+        from codemod.report import ab_html, ab_markdown
+        for name, text in (("ab.json", json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"),
+                           ("ab.md", ab_markdown.render(result, lang)),
+                           ("ab.html", ab_html.render(result, lang))):
+            path = os.path.join(out_dir, name)
+            _write(path, text)
+            reports[name.split(".")[1]] = path
+    body = os.path.join(out_dir, "PR_BODY.md")
+    _write(body, prbody.compose(facts, result, lang))
+    return body, reports
+
+
+def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str) -> None:
+    _, message, _ = repo.commit_info(rec.head)
+    facts = _plan.parse_commit_message(message)
+    result = None
+    if not opts.no_ab:
+        opts.say(f"A/B: {rec.branch} against {rec.base[:12]}")
+        result = _run_ab(wt, rec.files, rec.base, opts)
+        rec.verdict = result.verdict
+    rec.pr_body, rec.reports = write_outputs(os.path.join(out, _plan.branch_slug(rec.branch)), result, facts,
+                                             opts.lang)
+
+
+def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) -> bool:
+    """Classify an existing branch; True when it still needs an A/B run."""
+    rec.head = head
+    sha, message, parents = repo.commit_info(head)
+    facts = _plan.parse_commit_message(message)
+    if facts is None:
+        rec.status, rec.note = "conflict", "the branch exists and was not made by decouple refactor: pick --branch"
+        return False
+    if not parents or parents[0] != rec.base:
+        rec.status = "base-moved"
+        rec.note = (f"built on {facts.base[:12]}, the base is now {rec.base[:12]}: not rebuilt "
+                    f"(delete it with `git branch -D {rec.branch}` to rebuild)")
+        return False
+    if [p.path for p in facts.files] != rec.files:
+        rec.status = "conflict"
+        rec.note = "the branch exists with other files: " + ", ".join(p.path for p in facts.files)
+        return False
+    saved = state.get(rec.branch, {})
+    if saved.get("head") == sha and saved.get("verdict"):
+        rec.status, rec.verdict = "verified-before", saved["verdict"]
+        rec.pr_body, rec.reports = saved.get("pr_body", ""), saved.get("reports", {})
+        return False
+    rec.status = "ab-rerun"
+    return True
+
+
+# --- the whole run -------------------------------------------------------------------------------
+
+
+def plan_groups(repo: Repo, opts: Options, base: str):
+    """(groups of repo-relative files, plans by path, skipped [{path, reason}], allowlist_rel)."""
+    allowlist_rel = _allowlist_rel(repo, opts, base)
+    batch = not opts.paths or opts.limit is not None or opts.group_size is not None
+    size = opts.group_size or (1 if batch else 10**9)
+    if opts.paths:
+        candidates = _explicit_files(repo, base, opts.paths)
+    elif allowlist_rel:
+        candidates = _allowlist_entries(repo, base, allowlist_rel)
+    else:
+        raise RefactorError("name at least one file or folder, or --from-allowlist PATH")
+    limit = opts.limit if opts.limit is not None else len(candidates)
+    plans: dict[str, _plan.FilePlan] = {}
+    picked: list[str] = []
+    skipped: list[dict[str, str]] = []
+    chunk = max(16, 2 * limit)
+    for i in range(0, len(candidates), chunk):
+        if len(picked) >= limit:
+            break
+        plans.update(_plan.plan_at(repo, base, candidates[i:i + chunk], opts.transforms, opts.jobs))
+        for rel in candidates[i:i + chunk]:
+            p = plans[rel]
+            if len(picked) >= limit:
+                break
+            # Explicit files with some labels to add go in even with manual work left (the PR says so).
+            if p.doable or (not batch and p.status == "changed"):
+                picked.append(rel)
+            else:
+                skipped.append({"path": rel, "reason": p.skip_reason})
+    listed = set(_allowlist_entries(repo, base, allowlist_rel)) if allowlist_rel else set()
+    for rel in picked:  # what the commit will record (the dry run prints it)
+        if rel in listed and plans[rel].fully_classified:
+            plans[rel].graduated_from = allowlist_rel
+    return _groups(picked, size), plans, skipped, allowlist_rel
+
+
+def _branch_name(opts: Options, group: list[str], index: int, count: int) -> str:
+    if opts.branch:
+        return opts.branch if count == 1 else f"{opts.branch}-{index + 1}"
+    return _plan.default_branch(group)
+
+
+def run(repo: Repo, opts: Options) -> Outcome:
+    base = repo.resolve(opts.base)
+    if not opts.allow_dirty:
+        dirty = repo.dirty_paths()
+        if dirty:
+            raise RefactorError(
+                "the work tree has uncommitted changes (" + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+                + "): commit or stash them, or pass --allow-dirty (they are never committed)")
+    groups, plans, skipped, allowlist_rel = plan_groups(repo, opts, base)
+    out = os.path.abspath(opts.out or os.path.join(repo.root, ".decouple-out"))
+    outcome = Outcome(base, skipped=skipped, out_dir=out, plans=plans)
+    records = []
+    for i, group in enumerate(groups):
+        name = _branch_name(opts, group, i, len(groups))
+        repo.check_branch_name(name)
+        records.append(BranchRecord(name, group, base, "would-create"))
+    if len({r.branch for r in records}) != len(records):
+        raise RefactorError("two groups would get the same branch name: pass distinct --branch names")
+    outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g)
+    if opts.dry_run:
+        for rec in records:
+            head = repo.branch_head(rec.branch)
+            if head is not None:
+                _existing(repo, rec, head, _load_state(out))
+        outcome.branches = records
+        return outcome
+
+    state = _load_state(out)
+    with repo.scratch_worktree(base) as wt:
+        for rec in records:
+            head = repo.branch_head(rec.branch)
+            if head is not None:
+                if not _existing(repo, rec, head, state):
+                    outcome.branches.append(rec)
+                    continue
+                wt.switch(rec.branch)
+            else:
+                file_plans, changed = _edit_group(wt, rec.files, allowlist_rel, opts)
+                if not changed:
+                    skipped += [{"path": f, "reason": "nothing to change"} for f in rec.files]
+                    continue
+                wt.start_branch(rec.branch)
+                rec.head = wt.commit(changed, _plan.commit_message(file_plans, base))
+                rec.status = "created"
+                opts.say(f"branch {rec.branch}: {rec.head[:12]} on {base[:12]}")
+            _verify(repo, wt, rec, opts, out)
+            state[rec.branch] = asdict(rec)
+            _save_state(out, state)
+            outcome.branches.append(rec)
+            wt.switch(base)
+    write_summary(out, outcome)
+    return outcome
+
+
+# --- the batch summary ---------------------------------------------------------------------------
+
+
+def summary_markdown(outcome: Outcome) -> str:
+    lines = ["# decouple refactor: batch summary", "", f"Base: `{outcome.base}`", "",
+             "| Branch | Files | Status | Verdict | PR body |", "|---|---|---|---|---|"]
+    for b in outcome.branches:
+        files = "<br>".join(f"`{f}`" for f in b.files)
+        status = b.status + (f": {b.note}" if b.note else "")
+        body = os.path.relpath(b.pr_body, outcome.out_dir) if b.pr_body else ""
+        lines.append(f"| `{b.branch}` | {files} | {status} | {b.verdict or 'not run'} | {body} |")
+    lines += ["", f"## Skipped files ({len(outcome.skipped)})", ""]
+    lines += [f"- `{s['path']}`: {s['reason']}" for s in outcome.skipped] or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(out: str, outcome: Outcome) -> None:
+    _write(os.path.join(out, "batch.json"), json.dumps(outcome.to_json(), indent=2) + "\n")
+    _write(os.path.join(out, "batch.md"), summary_markdown(outcome))
+
+
+__all__ = ["Options", "Outcome", "RefactorError", "GitError", "run", "plan_groups", "write_outputs"]

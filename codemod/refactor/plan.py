@@ -1,0 +1,219 @@
+"""What `decouple refactor` will do to each file, worked out on the base commit's blobs.
+
+The files are read from git objects (never the work tree) into a scratch folder and run
+through the ordinary engine in diff mode, so the plan is exactly what `decouple apply`
+would write at the base. The plan is also what the commit message records, in a plain
+format that `parse_commit_message` reads back (`decouple pr-body` composes the PR body
+from the commit, on whichever machine holds the branch).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+from codemod import engine
+from codemod.discovery import DEFAULT_EXCLUDES, excluded_by
+from codemod.refactor.gitrepo import Repo
+from codemod.result import ALREADY, CHANGED, FAILED, SKIPPED
+
+TRACKING_ISSUE = "pytorch/pytorch#185590"
+TITLE_PREFIX = "[Testcase Refactoring] Add hw_classification in "
+MAX_TITLE = 100
+# torch.load findings that are edits (the rest say why a call was left alone).
+LOAD_EDITS = ("torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
+LABEL_RULES = ("hw/label", "hw/forced")
+
+
+@dataclass
+class ClassLabel:
+    cls: str
+    value: str
+    line: int
+    evidence: str
+
+
+@dataclass
+class LoadEdit:
+    line: int
+    message: str
+
+
+@dataclass
+class ManualClass:
+    cls: str
+    line: int
+    reason: str
+    fits: str = ""
+
+
+@dataclass
+class FilePlan:
+    path: str                                  # repo-relative, POSIX
+    status: str = ""                           # the engine's bucket, or "missing"
+    reason: str = ""
+    labels: list[ClassLabel] = field(default_factory=list)
+    loads: list[LoadEdit] = field(default_factory=list)
+    manual: list[ManualClass] = field(default_factory=list)
+    fully_classified: bool = False
+    graduated_from: str = ""                   # the allowlist the entry was removed from
+    diff: str = ""
+
+    @property
+    def doable(self) -> bool:
+        """Fully labelled afterwards without a human (what a batch picks)."""
+        return self.status in (CHANGED, ALREADY) and self.fully_classified and not self.manual
+
+    @property
+    def skip_reason(self) -> str:
+        if self.doable:
+            return ""
+        if self.status in (FAILED, SKIPPED, "missing", "excluded"):
+            return self.reason or self.status
+        if self.manual:
+            return "needs manual work: " + "; ".join(f"{m.cls} ({m.reason})" for m in self.manual)
+        return "the linter would still reject it"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _from_result(path: str, fr) -> FilePlan:
+    plan = FilePlan(path, fr.status, fr.reason, fully_classified=fr.fully_classified)
+    for x in fr.findings:
+        if x.rule in LABEL_RULES and x.data.get("value"):
+            evidence = "; ".join(_one_line(e["text"]) for e in x.data.get("evidence", []) if e.get("text"))
+            plan.labels.append(ClassLabel(x.cls or "?", x.data["value"], x.line, evidence or _one_line(x.message)))
+        elif x.rule == "hw/needs-manual" or x.rule == "hw/refused":
+            reason = _one_line(x.message).removeprefix(f"{x.cls}: ")
+            plan.manual.append(ManualClass(x.cls or "?", x.line, reason, _one_line(x.fix or "")))
+        elif x.rule in LOAD_EDITS:
+            plan.loads.append(LoadEdit(x.line, _one_line(x.message)))
+    if fr.manual and not plan.manual:  # e.g. a torch.load call left for a human
+        plan.manual.append(ManualClass("torch.load", 0, f"{fr.manual} call(s) left for manual work"))
+    return plan
+
+
+def plan_at(repo: Repo, commit: str, paths: list[str], transforms, jobs: int | None) -> dict[str, FilePlan]:
+    """Run the engine (diff mode) over `paths` as they are at `commit`."""
+    plans: dict[str, FilePlan] = {}
+    stage = tempfile.mkdtemp(prefix="decouple-plan-")
+    try:
+        staged: dict[str, str] = {}
+        for rel in paths:
+            if excluded_by(rel, DEFAULT_EXCLUDES):
+                plans[rel] = FilePlan(rel, "excluded", "vendored code, excluded from the refactor")
+                continue
+            data = repo.blob(commit, rel)
+            if data is None:
+                plans[rel] = FilePlan(rel, "missing", f"not a file at {commit[:12]}")
+                continue
+            full = os.path.join(stage, *rel.split("/"))
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as f:
+                f.write(data)
+            staged[full] = rel
+        for fr in engine.run_files(list(staged), transforms, "diff", jobs):
+            rel = staged[fr.path]
+            plan = _from_result(rel, fr)
+            plan.diff = fr.diff.replace(f"a/{fr.path}", f"a/{rel}").replace(f"b/{fr.path}", f"b/{rel}")
+            plans[rel] = plan
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return plans
+
+
+# --- names --------------------------------------------------------------------------------
+
+
+def path_slug(rel: str) -> str:
+    stem = rel[:-3] if rel.endswith(".py") else rel
+    if stem.startswith("test/"):
+        stem = stem[len("test/"):]
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-.")
+    return re.sub(r"\.{2,}", ".", slug) or "file"
+
+
+def default_branch(files: list[str]) -> str:
+    slug = path_slug(files[0])
+    if len(files) > 1:
+        slug += f"-and-{len(files) - 1}-more"
+    return f"hw-classification/{slug}"
+
+
+def branch_slug(branch: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", branch).strip("-.") or "branch"
+
+
+def commit_title(files: list[str]) -> str:
+    if len(files) == 1:
+        return TITLE_PREFIX + files[0]
+    listed = TITLE_PREFIX + ", ".join(files)
+    if len(listed) <= MAX_TITLE:
+        return listed
+    common = os.path.commonpath(files) if files else ""
+    where = f" under {common}/" if common and common not in files else ""
+    return f"{TITLE_PREFIX}{len(files)} files{where}"
+
+
+# --- the commit message, written and read back ---------------------------------------------
+
+_INTRO = "Label the test classes with hw_classification (tracking issue: {issue})."
+_LABEL = re.compile(r"^- (?P<cls>\S+) = (?P<value>[A-Z]+) \(line (?P<line>\d+)\): (?P<evidence>.*)$")
+_LOAD = re.compile(r"^- torch\.load at line (?P<line>\d+): (?P<message>.*)$")
+_MANUAL = re.compile(r"^- needs manual work: (?P<cls>\S+) \(line (?P<line>\d+)\): (?P<reason>.*?)"
+                     r"(?: \| fits: (?P<fits>.*))?$")
+_GRADUATED = re.compile(r"^- graduated from (?P<allowlist>.+)$")
+_BASE = re.compile(r"^Decouple-Base: (?P<sha>[0-9a-f]{40})$")
+
+
+def commit_message(files: list[FilePlan], base: str) -> str:
+    lines = [commit_title([p.path for p in files]), "", _INTRO.format(issue=TRACKING_ISSUE)]
+    for p in files:
+        lines += ["", p.path]
+        lines += [f"- {c.cls} = {c.value} (line {c.line}): {c.evidence}" for c in p.labels]
+        lines += [f"- torch.load at line {e.line}: {e.message}" for e in p.loads]
+        lines += [f"- needs manual work: {m.cls} (line {m.line}): {m.reason}" + (f" | fits: {m.fits}" if m.fits else "")
+                  for m in p.manual]
+        if p.graduated_from:
+            lines.append(f"- graduated from {p.graduated_from}")
+    lines += ["", f"Decouple-Base: {base}", ""]
+    return "\n".join(lines)
+
+
+@dataclass
+class CommitFacts:
+    title: str
+    base: str
+    files: list[FilePlan]
+
+
+def parse_commit_message(message: str) -> CommitFacts | None:
+    """The facts `commit_message` wrote; None for a commit `decouple refactor` did not make."""
+    lines = message.splitlines()
+    base = next((m["sha"] for m in map(_BASE.match, lines) if m), None)
+    if not lines or not lines[0].startswith(TITLE_PREFIX) or base is None:
+        return None
+    files: list[FilePlan] = []
+    for line in lines[1:]:
+        if not line.strip() or line.startswith("Decouple-") or line == _INTRO.format(issue=TRACKING_ISSUE):
+            continue
+        if not line.startswith("- "):
+            files.append(FilePlan(line))
+            continue
+        if not files:
+            return None
+        p = files[-1]
+        if m := _LABEL.match(line):
+            p.labels.append(ClassLabel(m["cls"], m["value"], int(m["line"]), m["evidence"]))
+        elif m := _LOAD.match(line):
+            p.loads.append(LoadEdit(int(m["line"]), m["message"]))
+        elif m := _MANUAL.match(line):
+            p.manual.append(ManualClass(m["cls"], int(m["line"]), m["reason"], m["fits"] or ""))
+        elif m := _GRADUATED.match(line):
+            p.graduated_from = m["allowlist"]
+    return CommitFacts(lines[0], base, files)

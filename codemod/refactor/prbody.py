@@ -1,0 +1,184 @@
+"""PR_BODY.md: the pull-request description of one refactor branch.
+
+Composed from two inputs only: the facts recorded in the branch's commit (`plan.CommitFacts`)
+and the A/B result (`ABResult`, possibly loaded from a saved ab.json). The one-command path
+(`decouple refactor`) and the split-machine path (`decouple pr-body --ab ab.json`) call the
+same function with the same inputs, so their bodies are identical. The A/B part is built
+from the report module's public sentence functions (verdict line, analysis, environment
+facts): one wording for the reports and the PR.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Optional
+
+from codemod.ab.model import ABResult
+from codemod.refactor.plan import TRACKING_ISSUE, CommitFacts
+from codemod.report import ab_markdown as md
+
+# The tests table of the PR is compact: the full list lives in the attached report.
+MAX_ROWS = 20
+
+_S = {
+    "en": {
+        "summary": "Summary",
+        "summary.text": "Adds `hw_classification` to {n} test class(es) in {files} file(s) of the test-decoupling "
+                        "refactor{loads}{grad}.",
+        "summary.loads": ", makes {n} `torch.load` call(s) explicit",
+        "summary.grad": " and removes {n} file(s) from the test linter allowlist",
+        "changes": "Changes",
+        "col.class": "Class", "col.value": "Value", "col.evidence": "Evidence",
+        "loads": "`torch.load` calls (torch >= 2.6 loads with `weights_only=True` and refuses whole modules):",
+        "load.line": "line {line}: {message}",
+        "graduated": "Removed from {allowlist}: the linter now checks this file.",
+        "no.labels": "No class needed a label (already labelled).",
+        "manual": "Still needs manual work",
+        "manual.none": "None: every test class in these files carries a label the linter accepts.",
+        "manual.item": "{where} (line {line}): {reason}",
+        "manual.fits": "fitting restructuring: {fits}",
+        "plan": "Test Plan",
+        "plan.text": "Each file under the label filter, then the A/B comparison of the original and the modified "
+                     "files (same interpreter, per-test outcomes compared):",
+        "ab": "A/B verification",
+        "ab.pending": "Not run yet: run the `decouple ab` command above on the machine that matters, then "
+                      "`decouple pr-body --ab ab.json` writes the verdict here.",
+        "ab.more": "… and {n} more in the attached report.",
+        "ab.none": "No test differs between the arms, and none fails in both.",
+        "analysis": "Cause analysis",
+        "environment": "Environment",
+        "tracking": "Part of the test-decoupling effort tracked in {issue}.",
+    },
+    "zh": {
+        "summary": "概要",
+        "summary.text": "为测试解耦重构在 {files} 个文件中的 {n} 个测试类添加 `hw_classification`{loads}{grad}。",
+        "summary.loads": "，将 {n} 处 `torch.load` 调用改为显式",
+        "summary.grad": "，并将 {n} 个文件移出测试 linter 白名单",
+        "changes": "改动",
+        "col.class": "测试类", "col.value": "取值", "col.evidence": "依据",
+        "loads": "`torch.load` 调用（torch >= 2.6 默认 `weights_only=True`，拒绝加载完整模块）：",
+        "load.line": "第 {line} 行：{message}",
+        "graduated": "已从 {allowlist} 中移除：linter 现在检查此文件。",
+        "no.labels": "没有需要添加标签的类（已有标签）。",
+        "manual": "仍需人工处理",
+        "manual.none": "无：这些文件中的每个测试类都带有 linter 接受的标签。",
+        "manual.item": "{where}（第 {line} 行）：{reason}",
+        "manual.fits": "适用的重构方式：{fits}",
+        "plan": "测试计划",
+        "plan.text": "按标签过滤运行每个文件，然后用同一解释器对比原始文件与修改后文件（逐个测试比较结果）：",
+        "ab": "A/B 验证",
+        "ab.pending": "尚未运行：请在目标机器上运行上面的 `decouple ab` 命令，然后用 "
+                      "`decouple pr-body --ab ab.json` 把结论写入此处。",
+        "ab.more": "…… 另有 {n} 项见附带的报告。",
+        "ab.none": "两组之间没有差异的测试，也没有两组都失败的测试。",
+        "analysis": "原因分析",
+        "environment": "环境信息",
+        "tracking": "属于测试解耦工作的一部分，跟踪 issue：{issue}。",
+    },
+}
+
+
+def ab_command(facts: CommitFacts, result: Optional[ABResult], files: list[str]) -> str:
+    """The `decouple ab` invocation that verifies this branch (checked out) against its base."""
+    args = ["decouple", "ab", *files, "--base", facts.base[:12]]
+    if result is not None and result.python:
+        args += ["--python", result.python]
+    a = result.arm("A") if result is not None else None
+    for k, v in sorted((a.env_added if a else {}).items()):
+        args += ["--env", f"{k}={v}"]
+    for d in (result.diagnostics if result is not None else []):
+        name = d.name if d.based_on == "A" else f"{d.name}@{d.based_on}"
+        args += ["--diag", f"{name}:" + ",".join(f"{k}={v}" for k, v in d.variables.items())]
+    args += ["--markdown", "ab.md", "--html", "ab.html", "--json", "ab.json"]
+    return " ".join(shlex.quote(x) for x in args)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(md.md_cell(c) for c in row) + " |" for row in rows]
+
+
+def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
+    lines = [f"## {s['ab']}", "", md.verdict_line(result, f), ""]
+    counts = md.category_counts(result)
+    lines += _table([f.say("col.category"), f.say("col.count")],
+                    [[f.category(c), str(n)] for c, n in counts.items()])
+    tests = md.interesting_tests(result)
+    lines.append("")
+    if tests:
+        lines += _table([f.say("col.test"), f.say("col.a"), f.say("col.b"), f.say("col.category"),
+                         f.say("col.signature")],
+                        [[f.code(c.nodeid), f.outcome(md.outcome_of(c.a)), f.outcome(md.outcome_of(c.b)),
+                          f.category(c.category), md.signature_cell(c, f)] for c in tests[:MAX_ROWS]])
+        if len(tests) > MAX_ROWS:
+            lines += ["", s["ab.more"].format(n=len(tests) - MAX_ROWS)]
+    else:
+        lines.append(s["ab.none"])
+    lines += ["", f"### {s['analysis']}"]
+    for kind, content in md.analysis(result, f):
+        lines.append("")
+        if kind == "h":
+            lines.append(f"**{content}**")
+        elif kind == "p":
+            lines.append(content)  # type: ignore[arg-type]
+        else:
+            lines += [f"- {item}" for item in content]
+    lines += ["", f"## {s['environment']}", ""]
+    lines += ["- " + f.say("kv", k=f.strong(label), v=value)
+              for label, value in md.environment_facts(result.environment, f)]
+    return lines
+
+
+def compose(facts: CommitFacts, result: Optional[ABResult], lang: str = "en") -> str:
+    """The PR body in `lang` ("en" or "zh"). Without an A/B result the verification section
+    says how to produce one."""
+    s = _S[lang]
+    f = md.MarkdownFmt(lang)
+    labels = [(p, c) for p in facts.files for c in p.labels]
+    loads = sum(len(p.loads) for p in facts.files)
+    graduated = [p for p in facts.files if p.graduated_from]
+    files = [p.path for p in facts.files]
+
+    lines = [f"## {s['summary']}", ""]
+    lines.append(s["summary.text"].format(
+        n=len(labels), files=len(files),
+        loads=s["summary.loads"].format(n=loads) if loads else "",
+        grad=s["summary.grad"].format(n=len(graduated)) if graduated else ""))
+    lines += ["", s["tracking"].format(issue=TRACKING_ISSUE)]
+
+    lines += ["", f"## {s['changes']}"]
+    for p in facts.files:
+        lines += ["", f"### {f.code(p.path)}", ""]
+        if p.labels:
+            lines += _table([s["col.class"], s["col.value"], s["col.evidence"]],
+                            [[f"{f.code(c.cls)} (L{c.line})", f.code(c.value), f.text(c.evidence)] for c in p.labels])
+        else:
+            lines.append(s["no.labels"])
+        if p.loads:
+            lines += ["", s["loads"], ""]
+            lines += ["- " + s["load.line"].format(line=e.line, message=f.text(e.message)) for e in p.loads]
+        if p.graduated_from:
+            lines += ["", s["graduated"].format(allowlist=f.code(p.graduated_from))]
+
+    lines += ["", f"## {s['manual']}", ""]
+    manual = [(p, m) for p in facts.files for m in p.manual]
+    if not manual:
+        lines.append(s["manual.none"])
+    for p, m in manual:
+        item = s["manual.item"].format(where=f.code(f"{p.path}::{m.cls}"), line=m.line, reason=f.text(m.reason))
+        lines.append(f"- {item}")
+        if m.fits:
+            lines.append("  " + s["manual.fits"].format(fits=f.text(m.fits)))
+
+    lines += ["", f"## {s['plan']}", "", s["plan.text"], "", "```sh"]
+    for p in facts.files:
+        values = sorted({c.value for c in p.labels})
+        flag = f" --hw-classification {' '.join(values)}" if values else ""
+        lines.append(f"python {shlex.quote(p.path)}{flag} -v")
+    lines += [ab_command(facts, result, files), "```", ""]
+
+    if result is not None:
+        lines += _ab_section(result, f, s)
+    else:
+        lines += [f"## {s['ab']}", "", s["ab.pending"]]
+    return md.visible_controls("\n".join(lines)).rstrip() + "\n"

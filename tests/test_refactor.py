@@ -1,0 +1,357 @@
+"""`decouple refactor` / `decouple pr-body` on real git repositories in temporary folders.
+
+The A/B parts run a tiny suite against a stub `torch` package (put first on the arms'
+PYTHONPATH with --env) so that they take seconds; one torch-marked test runs the real thing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from codemod.cli import main
+
+ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
+
+GENERIC_FILE = '''\
+import unittest
+
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+
+class Test{name}(TestCase):
+    def test_one(self):
+        self.assertEqual(1 + 1, 2)
+
+    def test_two(self):
+        self.assertTrue(True)
+
+
+if __name__ == "__main__":
+    run_tests()
+'''
+
+# Its test looks at the class's own attributes: the label makes it fail (a real regression).
+INTROSPECTING_FILE = '''\
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+
+class TestIntrospect(TestCase):
+    def test_no_public_attributes(self):
+        public = [k for k in vars(type(self)) if not k.startswith(("_", "test"))]
+        self.assertEqual(public, [])
+'''
+
+MANUAL_FILE = '''\
+from torch.testing._internal.common_device_type import instantiate_device_type_tests
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+
+class TestMixed(TestCase):
+    def test_on_device(self, device):
+        pass
+
+    def test_no_device(self):
+        pass
+
+
+instantiate_device_type_tests(TestMixed, globals())
+'''
+
+STUB_COMMON_UTILS = '''\
+import enum
+import unittest
+
+TestCase = unittest.TestCase
+
+
+class HardwareClassification(enum.Enum):
+    GENERIC = "generic"
+    ACCELERATOR = "accelerator"
+    CPU = "cpu"
+    CUDA = "cuda"
+    MPS = "mps"
+    XPU = "xpu"
+
+
+def run_tests():
+    unittest.main()
+'''
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def write(root, rel, text):
+    path = os.path.join(root, *rel.split("/"))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
+@pytest.fixture
+def stub_torch(tmp_path):
+    root = tmp_path / "stub"
+    for rel in ("torch/__init__.py", "torch/testing/__init__.py", "torch/testing/_internal/__init__.py"):
+        write(str(root), rel, "")
+    write(str(root), "torch/testing/_internal/common_utils.py", STUB_COMMON_UTILS)
+    write(str(root), "torch/testing/_internal/common_device_type.py",
+          "def instantiate_device_type_tests(*a, **k):\n    pass\n")
+    return str(root)
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    root = tmp_path / "pytorch"
+    root.mkdir()
+    r = str(root)
+    git(r, "init", "-q", "-b", "main")
+    git(r, "config", "user.name", "Test")
+    git(r, "config", "user.email", "test@example.invalid")
+    git(r, "config", "commit.gpgsign", "false")
+    files = {
+        "test/test_alpha.py": GENERIC_FILE.format(name="Alpha"),
+        "test/test_beta.py": GENERIC_FILE.format(name="Beta"),
+        "test/sub/test_gamma.py": GENERIC_FILE.format(name="Gamma"),
+        "test/test_mixed.py": MANUAL_FILE,
+        "test/test_introspect.py": INTROSPECTING_FILE,
+        "README.md": "unrelated\n",
+    }
+    for rel, text in files.items():
+        write(r, rel, text)
+    entries = ["test/sub/test_gamma.py", "test/test_alpha.py", "test/test_beta.py", "test/test_introspect.py",
+               "test/test_mixed.py"]
+    write(r, ALLOWLIST, json.dumps(entries, indent=2) + "\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-qm", "base")
+    monkeypatch.chdir(r)
+    return r
+
+
+def decouple(*args):
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def snapshot(root):
+    """Everything the user could notice: refs, HEAD, status, every file's bytes."""
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, root)] = f.read()
+    return (git(root, "show-ref"), git(root, "symbolic-ref", "HEAD"), git(root, "status", "--porcelain"),
+            git(root, "worktree", "list", "--porcelain").count("worktree "), files)
+
+
+def blob(root, ref, rel) -> bytes:
+    return subprocess.run(["git", "show", f"{ref}:{rel}"], cwd=root, check=True, capture_output=True).stdout
+
+
+def test_branch_from_base_with_one_commit_title_body_and_graduation(repo):
+    base = git(repo, "rev-parse", "HEAD").strip()
+    write(repo, "README.md", "moved on\n")
+    git(repo, "commit", "-qam", "later work")
+    before = snapshot(repo)
+    code, out = decouple("refactor", "test/test_alpha.py", "--base", base, "--no-ab", "--out", "../out")
+    assert code == 0, out
+    branch = "hw-classification/test_alpha"
+    assert git(repo, "rev-parse", f"{branch}^").strip() == base
+    assert git(repo, "rev-list", "--count", f"{base}..{branch}").strip() == "1"
+    message = git(repo, "log", "-1", "--format=%B", branch)
+    assert message.splitlines()[0] == "[Testcase Refactoring] Add hw_classification in test/test_alpha.py"
+    assert "- TestAlpha = GENERIC (line 6): not instantiated anywhere" in message
+    assert f"- graduated from {ALLOWLIST}" in message
+    assert git(repo, "diff", "--name-only", f"{branch}^", branch).split() == ["test/test_alpha.py", ALLOWLIST]
+    # the allowlist keeps its exact bytes apart from the removed line
+    old = blob(repo, base, ALLOWLIST).decode()
+    assert blob(repo, branch, ALLOWLIST).decode() == old.replace('  "test/test_alpha.py",\n', "")
+    assert b"hw_classification = HardwareClassification.GENERIC" in blob(repo, branch, "test/test_alpha.py")
+    # the user's checkout, branch and files are exactly as they were; nothing else was made
+    after = snapshot(repo)
+    assert after[1:] == before[1:]
+    assert set(after[0].splitlines()) - set(before[0].splitlines()) == {
+        f"{git(repo, 'rev-parse', branch).strip()} refs/heads/{branch}"}
+    body = open(os.path.join(os.path.dirname(repo), "out", "hw-classification-test_alpha", "PR_BODY.md")).read()
+    assert "python test/test_alpha.py --hw-classification GENERIC -v" in body
+    assert "pytorch/pytorch#185590" in body
+
+
+def test_batch_one_commit_per_group_and_skipped_files(repo):
+    code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--limit", "3", "--group-size", "2",
+                         "--no-ab")
+    assert code == 0, out
+    # allowlist order; test_introspect is doable too but past the limit; test_mixed needs manual work
+    groups = {"hw-classification/sub-test_gamma-and-1-more": ["test/sub/test_gamma.py", "test/test_alpha.py"],
+              "hw-classification/test_beta": ["test/test_beta.py"]}
+    base = git(repo, "rev-parse", "main").strip()
+    for branch, files in groups.items():
+        assert git(repo, "rev-list", f"{base}..{branch}").count("\n") == 1
+        changed = git(repo, "diff", "--name-only", f"{branch}^", branch).split()
+        assert changed == sorted(files + [ALLOWLIST])
+        entries = json.loads(blob(repo, branch, ALLOWLIST))
+        assert [e for e in entries if e in files] == []
+    title = git(repo, "log", "-1", "--format=%s", "hw-classification/sub-test_gamma-and-1-more").strip()
+    assert title == ("[Testcase Refactoring] Add hw_classification in test/sub/test_gamma.py, "
+                     "test/test_alpha.py")
+    summary = json.load(open(".decouple-out/batch.json"))
+    assert [b["branch"] for b in summary["branches"]] == list(groups)
+    assert [b["files"] for b in summary["branches"]] == list(groups.values())
+    assert summary["skipped"] == []  # the limit was reached before test_mixed was looked at
+    code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--group-size", "5", "--no-ab",
+                         "--branch", "all")
+    summary = json.load(open(".decouple-out/batch.json"))
+    assert [s["path"] for s in summary["skipped"]] == ["test/test_mixed.py"]
+    assert "needs manual work: TestMixed" in summary["skipped"][0]["reason"]
+    assert "test/test_mixed.py" in open(".decouple-out/batch.md").read()
+
+
+def test_dirty_tree_is_refused_and_nothing_is_made(repo):
+    write(repo, "README.md", "edited\n")
+    before = snapshot(repo)
+    code, out = decouple("refactor", "test/test_alpha.py", "--no-ab")
+    assert code == 2
+    assert "uncommitted changes (README.md)" in out and "--allow-dirty" in out
+    assert snapshot(repo) == before
+
+
+def test_allow_dirty_keeps_unrelated_changes_out_and_in_place(repo):
+    write(repo, "README.md", "edited\n")
+    write(repo, "test/test_alpha.py", GENERIC_FILE.format(name="Alpha") + "# my local note\n")
+    write(repo, "test/test_beta.py", GENERIC_FILE.format(name="Beta") + "# staged\n")
+    git(repo, "add", "test/test_beta.py")
+    write(repo, "untracked.txt", "scratch\n")
+    before = snapshot(repo)
+    code, out = decouple("refactor", "test/test_alpha.py", "--no-ab", "--allow-dirty", "--out", "../out")
+    assert code == 0, out
+    branch = "hw-classification/test_alpha"
+    assert git(repo, "diff", "--name-only", f"{branch}^", branch).split() == ["test/test_alpha.py", ALLOWLIST]
+    assert b"my local note" not in blob(repo, branch, "test/test_alpha.py")
+    assert snapshot(repo)[1:] == before[1:]  # status (staged + unstaged + untracked) and bytes identical
+
+
+def test_dry_run_changes_nothing(repo):
+    before = snapshot(repo)
+    code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--group-size", "2", "--dry-run")
+    assert code == 0, out
+    assert "would create branch hw-classification/sub-test_gamma-and-1-more" in out
+    assert "+    hw_classification = HardwareClassification.GENERIC" in out
+    assert "skip test/test_mixed.py: needs manual work" in out
+    assert snapshot(repo) == before
+    assert not os.path.exists(".decouple-out")
+
+
+def test_manual_work_is_committed_partially_and_listed(repo):
+    write(repo, "test/test_both.py", GENERIC_FILE.format(name="Fine") + "\n\n" + MANUAL_FILE)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "both")
+    code, out = decouple("refactor", "test/test_both.py", "--no-ab")
+    assert code == 1, out  # manual work left
+    message = git(repo, "log", "-1", "--format=%B", "hw-classification/test_both")
+    assert "- TestFine = GENERIC" in message
+    assert "- needs manual work: TestMixed (line" in message and "| fits: split-class" in message
+    assert "graduated" not in message
+    body = open(".decouple-out/hw-classification-test_both/PR_BODY.md").read()
+    assert "`test/test_both.py::TestMixed`" in body and "fitting restructuring: split-class" in body
+
+
+def test_existing_foreign_branch_is_not_touched(repo):
+    git(repo, "branch", "hw-classification/test_alpha")
+    code, out = decouple("refactor", "test/test_alpha.py", "--no-ab")
+    assert code == 2
+    assert "was not made by decouple refactor" in out
+    assert git(repo, "rev-parse", "hw-classification/test_alpha") == git(repo, "rev-parse", "main")
+
+
+def _ab_args(stub_torch):
+    return ["--python", sys.executable, "--env", f"PYTHONPATH={stub_torch}", "-j", "2", "--confirm", "1"]
+
+
+def test_regression_exits_1_and_keeps_the_branch(repo, stub_torch):
+    code, out = decouple("refactor", "test/test_introspect.py", *_ab_args(stub_torch))
+    assert code == 1, out
+    branch = "hw-classification/test_introspect"
+    assert "REGRESSION: the branch is kept for inspection" in out
+    assert git(repo, "rev-parse", f"{branch}^") == git(repo, "rev-parse", "main")
+    folder = ".decouple-out/hw-classification-test_introspect"
+    result = json.load(open(f"{folder}/ab.json"))
+    assert result["verdict"] == "REGRESSION"
+    assert os.path.getsize(f"{folder}/ab.html") > 0 and "REGRESSION" in open(f"{folder}/ab.md").read()
+    assert "REGRESSION" in open(f"{folder}/PR_BODY.md").read()
+
+
+def test_safe_rerun_resumes_base_move_reported_and_pr_body_matches(repo, stub_torch):
+    args = ["refactor", "--from-allowlist", ALLOWLIST, "--limit", "2", "--group-size", "1", *_ab_args(stub_torch)]
+    code, out = decouple(*args)
+    assert code == 0, out
+    heads = {b: git(repo, "rev-parse", b) for b in ("hw-classification/sub-test_gamma",
+                                                   "hw-classification/test_alpha")}
+    first = json.load(open(".decouple-out/batch.json"))
+    assert [b["verdict"] for b in first["branches"]] == ["SAFE", "SAFE"]
+
+    # the split-machine path gives the same body from the saved result
+    folder = ".decouple-out/hw-classification-test_alpha"
+    code, body = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "hw-classification/test_alpha")
+    assert code == 0
+    assert body == open(f"{folder}/PR_BODY.md").read()
+    assert "SAFE" in body and "## Environment" in body and "decouple ab test/test_alpha.py --base" in body
+    code, zh = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "hw-classification/test_alpha",
+                        "--lang", "zh")
+    assert "## 测试计划" in zh and "python test/test_alpha.py --hw-classification GENERIC -v" in zh
+
+    # rerun: both branches are verified already, nothing is rebuilt or rerun
+    code, out = decouple(*args)
+    assert code == 0, out
+    second = json.load(open(".decouple-out/batch.json"))
+    assert [b["status"] for b in second["branches"]] == ["verified-before", "verified-before"]
+    assert {b: git(repo, "rev-parse", b) for b in heads} == heads
+    assert "A/B: " not in out
+
+    # the base moved: reported, not rebuilt
+    write(repo, "README.md", "moved on\n")
+    git(repo, "commit", "-qam", "later work")
+    code, out = decouple(*args)
+    assert code == 1
+    third = json.load(open(".decouple-out/batch.json"))
+    assert [b["status"] for b in third["branches"]] == ["base-moved", "base-moved"]
+    assert {b: git(repo, "rev-parse", b) for b in heads} == heads
+
+
+def test_no_ab_then_ab_then_pr_body(repo, stub_torch):
+    code, out = decouple("refactor", "test/test_beta.py", "--no-ab")
+    assert code == 0, out
+    body = open(".decouple-out/hw-classification-test_beta/PR_BODY.md").read()
+    assert "Not run yet" in body
+    git(repo, "checkout", "-q", "hw-classification/test_beta")
+    code, out = decouple("ab", "test/test_beta.py", "--base", "main", "--json", "../ab.json",
+                         *_ab_args(stub_torch))
+    assert code == 0, out
+    code, body = decouple("pr-body", "--ab", "../ab.json")
+    assert code == 0
+    assert "## A/B verification" in body and "Not run yet" not in body and "SAFE" in body
+
+
+def test_pr_body_refuses_a_foreign_commit(repo):
+    code, out = decouple("pr-body", "--branch", "main")
+    assert code == 2 and "not a commit made by `decouple refactor`" in out
+
+
+@pytest.mark.torch
+def test_real_torch_example_file_is_safe(repo):
+    python = os.environ.get("DECOUPLE_TORCH_PYTHON")
+    if not python:
+        pytest.skip("DECOUPLE_TORCH_PYTHON not set")
+    code, out = decouple("refactor", "test/test_alpha.py", "--python", python, "-j", "2", "--confirm", "1")
+    assert code == 0, out
+    result = json.load(open(".decouple-out/hw-classification-test_alpha/ab.json"))
+    assert result["verdict"] == "SAFE"
+    assert result["environment"]["has_hw_classification"] is True
