@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create (or reuse) the project's virtualenv and install the tool into it.
 #   scripts/bootstrap.sh          the tool only (libcst, click, gitpython): for the demo
+#   scripts/bootstrap.sh demo     plus what the demo's A/B run needs (torch 2.14.1, pytest, expecttest, numpy)
 #   scripts/bootstrap.sh test     plus the test extra (pytest, torch 2.14.1, expecttest, numpy),
 #                                 a second venv with torch 2.13.0 (the "target torch too old" path)
 #                                 and, as root, Debian's chromium + chromium-driver (HTML report test)
@@ -31,6 +32,10 @@ if [ "${1:-}" = "test" ]; then
       echo "bootstrap: chromium not installed and not root; the browser test will be skipped" >&2
     fi
   fi
+elif [ "${1:-}" = "demo" ]; then
+  "$VENV/bin/python" -c "import codemod" 2>/dev/null || quiet_pip "$VENV/bin/pip" install -q -e .
+  "$VENV/bin/python" -c "import torch, pytest, expecttest, numpy; assert torch.__version__.startswith('2.14.1')" \
+    2>/dev/null || quiet_pip "$VENV/bin/pip" install -q torch==2.14.1 expecttest numpy pytest
 else
   quiet_pip "$VENV/bin/pip" install -q -e .
 fi

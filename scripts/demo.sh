@@ -1,20 +1,42 @@
 #!/usr/bin/env bash
-# Set up (idempotent) and run the main job on the bundled example tree, in a scratch copy:
-# classify every test class, show the diff, write it, graduate the allowlist.
+# The README's first command: set up (idempotent), then run the whole pipeline on the bundled
+# example tree in a scratch git repository: classify, then `decouple refactor` from the allowlist
+# (label, make torch.load explicit, graduate, one branch per group of two files, A/B run of each
+# branch against the base, reports and PR bodies). Non-interactive (CI runs it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh || exit 2
-DECOUPLE="$PWD/${DECOUPLE_VENV:-.venv}/bin/decouple"
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-cp -r examples/pytorch_tree "$WORK/pytorch"
-cd "$WORK/pytorch"
-git init -q && git add -A && git -c user.name=demo -c user.email=demo@example.invalid commit -qm base
+scripts/bootstrap.sh demo || exit 2
+VENV="$PWD/${DECOUPLE_VENV:-.venv}"
+DECOUPLE="$VENV/bin/decouple"
+DEMO="${DECOUPLE_DEMO_DIR:-${TMPDIR:-/tmp}/decouple-demo}"
+rm -rf "$DEMO" && mkdir -p "$DEMO" || exit 2
+cp -r examples/pytorch_tree "$DEMO/pytorch"
+cd "$DEMO/pytorch" || exit 2
+git init -q -b main && git add -A \
+  && git -c user.name=demo -c user.email=demo@example.invalid commit -qm "the example tree" || exit 2
+git config user.name demo && git config user.email demo@example.invalid
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; echo "(exit $?)"; }
+start=$(date +%s)
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; rc=$?; echo "(exit $rc)"; return $rc; }
 step "$DECOUPLE" classify test
-step "$DECOUPLE" apply --diff test
-step "$DECOUPLE" apply --from-allowlist tools/linter/adapters/test_linter_allowlist.json --graduate
-step git diff --stat
-step cat tools/linter/adapters/test_linter_allowlist.json
-step "$DECOUPLE" apply --check test
+step "$DECOUPLE" refactor --from-allowlist tools/linter/adapters/test_linter_allowlist.json --group-size 2 \
+  --torch-load weights-only-false --explain --python "$VENV/bin/python" -j 2 --confirm 1
+status=$?
+step git log --oneline --graph --all
+OUT="$DEMO/pytorch/.decouple-out"
+printf '\n\033[1mWhere everything is\033[0m\n'
+echo "scratch repository: $DEMO/pytorch (branches: $(git branch --format='%(refname:short)' | grep -v '^main$' | tr '\n' ' '))"
+echo "batch summary:      $OUT/batch.md"
+for body in "$OUT"/*/PR_BODY.md; do
+  dir=$(dirname "$body")
+  echo "PR body:            $body"
+  echo "  A/B reports:      $dir/ab.html  $dir/ab.md  $dir/ab.json"
+done
+first=$(ls "$OUT"/*/PR_BODY.md 2>/dev/null | head -1)
+if [ -n "$first" ]; then
+  printf '\n\033[1m$ head -40 %s\033[0m\n' "$first"
+  head -40 "$first"
+fi
+echo
+echo "demo wall time after set-up: $(( $(date +%s) - start ))s (exit $status)"
+exit $status
