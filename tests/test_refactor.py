@@ -340,6 +340,18 @@ def test_no_ab_then_ab_then_pr_body(repo, stub_torch):
     assert "## A/B verification" in body and "Not run yet" not in body and "SAFE" in body
 
 
+def test_rerun_verifies_a_branch_made_with_no_ab_without_rebuilding_it(repo, stub_torch):
+    code, out = decouple("refactor", "test/test_beta.py", "--no-ab")
+    assert code == 0, out
+    head = git(repo, "rev-parse", "hw-classification/test_beta")
+    code, out = decouple("refactor", "test/test_beta.py", *_ab_args(stub_torch))
+    assert code == 0, out
+    record = json.load(open(".decouple-out/batch.json"))["branches"][0]
+    assert (record["status"], record["verdict"]) == ("ab-rerun", "SAFE")
+    assert git(repo, "rev-parse", "hw-classification/test_beta") == head
+    assert "Not run yet" not in open(".decouple-out/hw-classification-test_beta/PR_BODY.md").read()
+
+
 def test_pr_body_refuses_a_foreign_commit(repo):
     code, out = decouple("pr-body", "--branch", "main")
     assert code == 2 and "not a commit made by `decouple refactor`" in out

@@ -126,7 +126,8 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
     if jobs:
         ab["jobs"] = jobs
     transforms = _transforms(classification, per_class, force, torch_load, globals_file, explain, python, cfg)
-    opts = pipeline.Options(paths=list(paths), transforms=transforms, base=base, allowlist=allowlist,
+    opts = pipeline.Options(paths=list(paths), transforms=transforms, base=base,
+                            allowlist=allowlist or cfg.allowlist,
                             branch=branch, allow_dirty=allow_dirty, dry_run=dry_run, no_ab=no_ab, out=out,
                             lang=lang, limit=limit, group_size=group_size, jobs=jobs or cfg.jobs, ab=ab,
                             say=lambda m: click.echo(m, err=True))
@@ -136,6 +137,10 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
         outcome = pipeline.run(repo, opts)
     except (pipeline.RefactorError, GitError) as e:
         _fail(str(e))
+    except _run.Interrupted as e:
+        click.echo(f"decouple refactor: interrupted ({e.signame}); the temporary work tree was removed, "
+                   "branches already committed are kept", err=True)
+        sys.exit(143 if e.signame == "SIGTERM" else 130)
     if dry_run:
         _print_plan(outcome, outcome.plans)
         sys.exit(1 if outcome.manual_left else 0)
