@@ -264,6 +264,16 @@ def test_manual_work_is_committed_partially_and_listed(repo):
     assert "`test/test_both.py::TestMixed`" in body and "fitting restructuring: split-class" in body
 
 
+def test_unparsable_file_is_exit_2_and_makes_no_branch(repo):
+    write(repo, "test/test_broken.py", "class TestBroken:\n    def test_x(self)\n        pass\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "broken")
+    code, out = decouple("refactor", "test/test_broken.py", "--no-ab")
+    assert code == 2
+    assert "test/test_broken.py: syntax error" in out
+    assert "hw-classification/test_broken" not in git(repo, "branch")
+
+
 def test_existing_foreign_branch_is_not_touched(repo):
     git(repo, "branch", "hw-classification/test_alpha")
     code, out = decouple("refactor", "test/test_alpha.py", "--no-ab")

@@ -146,7 +146,7 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
         sys.exit(1 if outcome.manual_left else 0)
     if not outcome.branches:
         click.echo("nothing to refactor: " + "; ".join(f"{s['path']}: {s['reason']}" for s in outcome.skipped))
-        sys.exit(1 if outcome.skipped else 0)
+        sys.exit(outcome.exit_code() or (1 if outcome.skipped else 0))
     _report(outcome, current)
     sys.exit(outcome.exit_code())
 

@@ -73,8 +73,8 @@ class Outcome:
     def exit_code(self) -> int:
         statuses = {b.status for b in self.branches}
         verdicts = {b.verdict for b in self.branches}
-        if "conflict" in statuses:
-            return 2
+        if "conflict" in statuses or any(s.get("status") == FAILED for s in self.skipped):
+            return 2  # a branch in the way, or a file that cannot be read or parsed
         if "REGRESSION" in verdicts or "base-moved" in statuses or self.manual_left:
             return 1
         return 3 if "INCONCLUSIVE" in verdicts else 0
@@ -283,7 +283,7 @@ def plan_groups(repo: Repo, opts: Options, base: str):
             if p.doable or (not batch and p.status == "changed"):
                 picked.append(rel)
             else:
-                skipped.append({"path": rel, "reason": p.skip_reason})
+                skipped.append({"path": rel, "reason": p.skip_reason, "status": p.status})
     listed = set(_allowlist_entries(repo, base, allowlist_rel)) if allowlist_rel else set()
     for rel in picked:  # what the commit will record (the dry run prints it)
         if rel in listed and plans[rel].fully_classified:
@@ -336,7 +336,7 @@ def run(repo: Repo, opts: Options) -> Outcome:
             else:
                 file_plans, changed = _edit_group(wt, rec.files, allowlist_rel, opts)
                 if not changed:
-                    skipped += [{"path": f, "reason": "nothing to change"} for f in rec.files]
+                    skipped += [{"path": f, "reason": "nothing to change", "status": "unchanged"} for f in rec.files]
                     continue
                 wt.start_branch(rec.branch)
                 rec.head = wt.commit(changed, _plan.commit_message(file_plans, base))
