@@ -354,7 +354,8 @@ def test_rerun_verifies_a_branch_made_with_no_ab_without_rebuilding_it(repo, stu
     code, out = decouple("refactor", "test/test_beta.py", "--no-ab")
     assert code == 0, out
     head = git(repo, "rev-parse", "hw-classification/test_beta")
-    code, out = decouple("refactor", "test/test_beta.py", *_ab_args(stub_torch))
+    git(repo, "checkout", "-q", "hw-classification/test_beta")  # checked out here: verified all the same
+    code, out = decouple("refactor", "test/test_beta.py", "--base", "main", *_ab_args(stub_torch))
     assert code == 0, out
     record = json.load(open(".decouple-out/batch.json"))["branches"][0]
     assert (record["status"], record["verdict"]) == ("ab-rerun", "SAFE")

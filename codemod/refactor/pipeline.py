@@ -332,7 +332,7 @@ def run(repo: Repo, opts: Options) -> Outcome:
                 if not _existing(repo, rec, head, state):
                     outcome.branches.append(rec)
                     continue
-                wt.switch(rec.branch)
+                wt.switch(rec.head)  # detached: the branch may be checked out in your own tree
             else:
                 file_plans, changed = _edit_group(wt, rec.files, allowlist_rel, opts)
                 if not changed:
