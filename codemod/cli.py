@@ -29,6 +29,7 @@ from codemod.discover_globals import discover_globals
 from transforms.classify import VALUES
 from transforms.hw_label import HwLabel
 from transforms.torch_load import MODES, TorchLoad, check_mode_supported
+from transforms import restructure
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -140,7 +141,7 @@ def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, t
     if found.excluded:
         run.warnings.append(f"{len(found.excluded)} file(s) excluded by glob")
     seen = {x.cls for f in results for x in f.findings if x.cls}
-    for name, _ in getattr(transforms[0], "per_class", ()) if transforms else ():
+    for name, _ in next((t.per_class for t in transforms if hasattr(t, "per_class")), ()):
         if name not in seen:
             run.warnings.append(f"--set {name}=...: no test class of that name was found")
     if graduate_flag:
@@ -229,8 +230,14 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
               help="Target interpreter (default: [tool.decouple] python, else this one). It is probed "
                    "for its torch version (torch-load) and for HardwareClassification.")
 @click.option("--no-label", is_flag=True, help="Do not add hw_classification labels (torch.load edits only).")
+@click.option("--restructure", "restructure_names", metavar="auto|NAME[,NAME]", default=None,
+              help=f"Restructure classes no label fits, before labelling: auto, or any of "
+                   f"{', '.join(restructure.REGISTRY)} (opt-in; see README).")
+@click.option("--map-out", "map_out", type=click.Path(dir_okay=False), default=None,
+              help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).")
 def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-          show_diff, check, graduate_flag, stats, torch_load, globals_file, explain, python, no_label):
+          show_diff, check, graduate_flag, stats, torch_load, globals_file, explain, python, no_label,
+          restructure_names, map_out):
     """Insert hw_classification labels (and the import) where the rules allow it; with
     --torch-load, make torch.load calls explicit too."""
     if show_diff and check:
@@ -241,11 +248,19 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
     cfg = _config()
     if graduate_flag and not (allowlist or (not paths and cfg.allowlist)):
         raise click.UsageError("--graduate needs --from-allowlist (or [tool.decouple] allowlist)")
-    if no_label and not torch_load:
-        raise click.UsageError("--no-label leaves nothing to do without --torch-load")
+    if no_label and not torch_load and not restructure_names:
+        raise click.UsageError("--no-label leaves nothing to do without --torch-load or --restructure")
+    if map_out and not restructure_names:
+        raise click.UsageError("--map-out goes with --restructure")
+    try:
+        selected = restructure.parse_selection(restructure_names) if restructure_names else ()
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--restructure")
     if (globals_file or explain) and not torch_load:
         raise click.UsageError("--globals and --explain go with --torch-load")
     transforms = [] if no_label else [_label_transform(classification, per_class, force)]
+    if selected:
+        transforms.insert(0, restructure.Restructure(selected))  # labels go on the resulting classes
     warnings = []
     explicit_python = python or cfg.python
     if torch_load or not no_label:
@@ -267,6 +282,8 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
             warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
     run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
     run.warnings += warnings
+    if map_out:
+        _write_map(map_out, run)
     if mode == "diff" and fmt == "text":
         for f in run.files:
             if f.diff:
@@ -275,6 +292,17 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
     if stats and fmt == "text":
         click.echo(text_report.rule_statistics(run), nl=False, err=True)
     sys.exit(run.exit_code())
+
+
+def _write_map(path: str, run: RunResult) -> None:
+    moves = {f.path: restructure.moves_from_findings(f.findings) for f in run.files}
+    document = restructure.map_document({p: m for p, m in moves.items() if m})
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=2)
+            out.write("\n")
+    except OSError as e:
+        fail(f"cannot write --map-out {path}: {e.strerror or e}")
 
 
 main.add_command(ab)

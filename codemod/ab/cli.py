@@ -185,6 +185,9 @@ def ab() -> None:
 @click.option("--map", "mapping", multiple=True, metavar="OLD=NEW",
               help="Compare a moved/renamed test with its old self: node-id prefix "
                    "(test_x.py::TestOld=test_x.py::TestNew) or class/function name (TestOld=TestNew).")
+@click.option("--map-file", "map_file", type=click.Path(dir_okay=False), default=None,
+              help="Read more --map entries (re:REGEX=TEMPLATE too) from a test map, e.g. the JSON "
+                   "`decouple apply --restructure ... --map-out FILE` writes.")
 @click.option("--shard", metavar="I/N", help="Run only shard I of N (files by sorted path, round robin).")
 @click.option("--fsync", type=click.Choice(["none", "start", "all"]), default="none", show_default=True,
               help="fsync the capture file: never (each event is still one write(2), kept when a test "
@@ -192,7 +195,7 @@ def ab() -> None:
 @click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
 @_report_options
 def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_timeout, jobs, confirm,
-            mapping, shard, fsync, keep_temp, json_path, markdown, html, junit, lang, color, quiet) -> None:
+            mapping, map_file, shard, fsync, keep_temp, json_path, markdown, html, junit, lang, color, quiet) -> None:
     """Run PATHS in arm A and arm B and compare every test.
 
     PATHS are test files, directories or node ids (file.py::Class::test).
@@ -213,7 +216,8 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
             diags=[_run.parse_diag(d) for d in diag],
             hw_classification=[x for item in hw for x in item.replace(",", " ").split()],
             timeout=timeout, file_timeout=file_timeout, jobs=jobs or (os.cpu_count() or 1),
-            confirm=confirm, mapping=compare.parse_mapping(mapping), shard=shard,
+            confirm=confirm, mapping={**compare.parse_mapping(mapping),
+                                     **(compare.read_map_file(map_file) if map_file else {})}, shard=shard,
             progress=None if quiet else (lambda m: click.echo(m, err=True)), keep_temp=keep_temp,
             fsync=fsync,
         )

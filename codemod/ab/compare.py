@@ -316,9 +316,42 @@ def parse_mapping(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
+def read_map_file(path: str) -> dict[str, str]:
+    """The `map` entries of a test-map JSON (`decouple apply --restructure ... --map-out`)."""
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read --map-file {path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--map-file {path} is not JSON: {e}") from None
+    if not isinstance(data, dict) or data.get("schema_version") != 1 or not isinstance(data.get("map"), list):
+        raise ValueError(f"--map-file {path} is not a test map (schema_version 1 with a `map` list)")
+    out = {}
+    for entry in data["map"]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("old"), str) and isinstance(entry.get("new"), str)):
+            raise ValueError(f"--map-file {path}: every `map` entry needs string `old` and `new`")
+        if entry["old"].startswith("re:"):
+            try:
+                re.compile(entry["old"][3:])
+            except re.error as e:
+                raise ValueError(f"--map-file {path}: bad regex {entry['old']!r}: {e}") from None
+        out[entry["old"]] = entry["new"]
+    return out
+
+
 def map_nodeid(nodeid: str, mapping: dict[str, str]) -> Optional[str]:
-    """The B-side node id of an A-side node id under --map, or None."""
+    """The B-side node id of an A-side node id under --map, or None. An OLD of the form
+    `re:REGEX` must match the whole node id and NEW is its expansion template (generated
+    names such as TestFooCPU::test_x_float32_cpu); an empty expansion means "not generated
+    in B" (see compare_arms)."""
     for old, new in mapping.items():
+        if old.startswith("re:"):
+            match = re.fullmatch(old[3:], nodeid)
+            if match:
+                return match.expand(new)
+            continue
         if "::" in old or old.endswith(".py"):
             if nodeid == old:
                 return new
@@ -386,7 +419,12 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: Optional[dict[str, str]] =
     rows: list[TestComparison] = []
     seen_b = set()
     for nodeid in sorted(oa):
-        bid = pairs.get(nodeid, nodeid)
+        if pairs.get(nodeid) == "" and kind(oa[nodeid]) == SKIP:
+            # A restructuring map retired it: its guard skipped it in A, B no longer generates it.
+            rows.append(TestComparison(nodeid=nodeid, category="same-skip", a=oa[nodeid], b=None,
+                                       note="skipped in A; not generated in B (its class moved, see --map)"))
+            continue
+        bid = pairs.get(nodeid, nodeid) or nodeid
         bo = ob.get(bid)
         seen_b.add(bid)
         cat, note = categorize(oa[nodeid], bo)

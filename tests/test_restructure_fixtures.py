@@ -1,0 +1,79 @@
+"""Fixture pairs for the restructuring transforms, collected by globbing.
+
+tests/fixtures/restructure/<case>.in.py   the input
+tests/fixtures/restructure/<case>.out.py  the file after `decouple apply --restructure ...` (absent: unchanged)
+tests/fixtures/restructure/<case>.json    {"restructure": "auto" | "NAME[,NAME]",
+                                           "advice": {class: [transform, ...]}  (diagnosis of the input),
+                                           "status": "<bucket>",
+                                           "moves": [per test: transform, classes, device sets, node ids]}
+DECOUPLE_REGEN_FIXTURES=1 rewrites the .out.py files and the "moves" (read the diff before committing).
+"""
+
+import ast
+import glob
+import json
+import os
+import shutil
+
+import pytest
+
+from codemod.engine import process_file
+from transforms import diagnosis
+from transforms.hw_label import HwLabel
+from transforms.restructure import Restructure, moves_from_findings, parse_selection
+
+HERE = os.path.join(os.path.dirname(__file__), "fixtures", "restructure")
+CASES = sorted(os.path.basename(p)[: -len(".in.py")] for p in glob.glob(os.path.join(HERE, "*.in.py")))
+
+
+def _spec(case):
+    with open(os.path.join(HERE, case + ".json")) as f:
+        return json.load(f)
+
+
+def test_every_case_has_a_spec():
+    assert len(CASES) >= 10
+    for case in CASES:
+        assert os.path.exists(os.path.join(HERE, case + ".json")), case
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_diagnosis_advice(case):
+    text = open(os.path.join(HERE, case + ".in.py")).read()
+    found = {d.name: list(d.advice) for d in diagnosis.diagnose(ast.parse(text), text)}
+    assert found == _spec(case)["advice"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fixture(case, tmp_path, regen):
+    spec = _spec(case)
+    transforms = [Restructure(parse_selection(spec["restructure"])), HwLabel()]
+    src = os.path.join(HERE, case + ".in.py")
+    work = tmp_path / "test_case.py"
+    shutil.copyfile(src, work)
+    result = process_file(str(work), transforms, "write")
+    assert result.status != "failed", result.reason
+    got = work.read_bytes()
+    moves = [m.to_json("test_case.py") for m in moves_from_findings(result.findings)]
+    out = os.path.join(HERE, case + ".out.py")
+    original = open(src, "rb").read()
+    if regen:
+        if got != original:
+            open(out, "wb").write(got)
+        elif os.path.exists(out):
+            os.remove(out)
+        spec["moves"] = moves
+        with open(os.path.join(HERE, case + ".json"), "w") as f:
+            json.dump(spec, f, indent=2)
+            f.write("\n")
+    expected = open(out, "rb").read() if os.path.exists(out) else original
+    assert got == expected, f"{case}: output differs from {os.path.basename(out)}"
+    assert result.status == spec["status"], result
+    assert moves == spec["moves"]
+    for m in moves:  # never a silent drop: every device a test ran on is still there
+        assert set(m["after"]) >= set(m["before"]) or m["after"] == ["generic"], m
+    if got != original:
+        mtime = work.stat().st_mtime_ns
+        again = process_file(str(work), transforms, "write")
+        assert again.status != "changed" and not again.written
+        assert work.stat().st_mtime_ns == mtime

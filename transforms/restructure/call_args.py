@@ -1,0 +1,148 @@
+"""Transforms of the `instantiate_device_type_tests(...)` arguments: keyword-args,
+inline-only-for, drop-only-for.  Each edits only the call; the tests do not move, and
+the device sets before and after are reported per test."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from transforms import analysis, diagnosis
+from transforms.diagnosis import ClassDiagnosis
+from transforms.restructure import textedit
+from transforms.restructure.model import Move, Step
+
+
+def _calls(tree: ast.Module) -> Dict[str, ast.Call]:
+    """The last instantiate_device_type_tests call per class name (the one the linter checks)."""
+    out = {}
+    for stmt in analysis._module_level(tree.body):
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+            if analysis._call_kind(call)[0] == analysis.INSTANTIATE_DEVICE and call.args \
+                    and isinstance(call.args[0], ast.Name):
+                out[call.args[0].id] = call
+    return out
+
+
+def device_moves(name: str, before: ClassDiagnosis, after: ClassDiagnosis) -> List[Move]:
+    new = {t.name: t for t in after.tests}
+    return [
+        Move(name, t.name, before.name, after.name, before.instantiation is not None,
+             after.instantiation is not None, t.devices, new[t.name].devices)
+        for t in before.tests if t.name in new
+    ]
+
+
+def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step:
+    lines = textedit.Lines(text)
+    calls = _calls(tree)
+    edits: List[textedit.Edit] = []
+    touched = []
+    for diag in diags:
+        call = calls.get(diag.name)
+        if call is None or name not in diag.advice:
+            continue
+        found = edit_one(diag, call, lines, tree)
+        if found:
+            edits += found
+            touched.append(diag)
+    if not edits:
+        return Step(text)
+    new_text = textedit.apply(text, edits)
+    after = {d.name: d for d in diagnosis.diagnose(ast.parse(new_text), new_text)}
+    moves = [m for d in touched for m in device_moves(name, d, after[d.name])]
+    return Step(new_text, moves)
+
+
+# --------------------------------------------------------------------------- keyword-args
+
+_SLOTS = {2: "except_for", 3: "only_for", 4: "include_lazy", 5: "allow_mps", 6: "allow_xpu"}
+
+
+def _keywords(diag, call, lines, tree) -> List[textedit.Edit]:
+    if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > 7:
+        return []
+    taken = {kw.arg for kw in call.keywords}
+    edits = []
+    for index, arg in enumerate(call.args[2:], start=2):
+        if _SLOTS[index] in taken:
+            return []  # a TypeError already; not ours to fix
+        pos = lines.start(arg)
+        edits.append((pos, pos, f"{_SLOTS[index]}="))
+    return edits
+
+
+def keyword_args(text: str, tree: ast.Module, diags) -> Step:
+    return _edit_calls("keyword-args", text, tree, diags, _keywords)
+
+
+# --------------------------------------------------------------------------- inline-only-for
+
+
+def _inline(diag, call, lines, tree) -> List[textedit.Edit]:
+    literals = diagnosis.module_literals(tree)
+    edits = []
+    for kw in call.keywords:
+        if kw.arg in ("only_for", "except_for") and isinstance(kw.value, ast.Name) and kw.value.id in literals:
+            assign = literals[kw.value.id][0]
+            if assign.value.lineno != assign.value.end_lineno:
+                continue  # a multi-line literal would need re-indenting: leave it
+            edits.append((lines.start(kw.value), lines.end(kw.value), lines.segment(assign.value)))
+    return edits
+
+
+def inline_only_for(text: str, tree: ast.Module, diags) -> Step:
+    return _edit_calls("inline-only-for", text, tree, diags, _inline)
+
+
+# --------------------------------------------------------------------------- drop-only-for
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def _drop(diag, call, lines, tree) -> List[textedit.Edit]:
+    kw = _keyword(call, "only_for")
+    if kw is None or _keyword(call, "except_for") is not None:
+        return []
+    listed = analysis._device_list(kw.value)
+    if not isinstance(listed, tuple) or len(listed) < 2:
+        return []
+    lowered = [d.lower() for d in listed]
+    quote = textedit.quote_of(lines.segment(kw.value))
+    edits: List[textedit.Edit] = []
+    if "cpu" in lowered:
+        # Remove `, only_for=(...)`: from the end of the previous argument.
+        args = list(call.args) + [k for k in call.keywords]
+        args.sort(key=lambda a: (a.lineno, a.col_offset))
+        prev = args[args.index(kw) - 1]
+        start, end = lines.end(prev), lines.end(kw)
+        removed = lines.text[start:end]
+        if "#" in removed.replace(lines.segment(kw), ""):
+            return []  # a comment would go with it
+        if removed.lstrip().startswith(","):
+            edits.append((start, end, ""))
+        else:
+            return []
+    else:
+        edits.append((lines.start(kw), lines.end(kw), f"except_for={textedit.literal(['cpu'], quote)}"))
+    for device, flag in (("mps", "allow_mps"), ("xpu", "allow_xpu")):
+        if device not in lowered:
+            continue
+        have = _keyword(call, flag)
+        if have is None:
+            last = max(list(call.args) + list(call.keywords), key=lambda a: (a.end_lineno, a.end_col_offset))
+            pos = lines.end(last)
+            edits.append((pos, pos, f", {flag}=True"))
+        elif not (isinstance(have.value, ast.Constant) and have.value.value is True):
+            edits.append((lines.start(have.value), lines.end(have.value), "True"))
+    return edits
+
+
+def drop_only_for(text: str, tree: ast.Module, diags) -> Step:
+    return _edit_calls("drop-only-for", text, tree, diags, _drop)

@@ -1,0 +1,129 @@
+"""cuda-to-accelerator: `@onlyCUDA` -> `@onlyAccelerator` and `torch.cuda.<fn>` -> its
+equivalent (diagnosis.CUDA_EQUIVALENTS), for the tests whose every CUDA-specific use has
+one.  The others are left for split-class, which moves them to a CUDA class."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import List, Optional, Set
+
+from transforms import analysis, diagnosis
+from transforms.diagnosis import ACCELERATOR_GUARD, CUDA_EQUIVALENTS
+from transforms.restructure import textedit
+from transforms.restructure.model import Move, Step
+from transforms.restructure.verify import DEVICE_TYPE
+
+NAME = "cuda-to-accelerator"
+
+
+def convertible(t: diagnosis.TestDiagnosis) -> bool:
+    return (t.takes_device and t.guards in (("onlyCUDA",), ("common_device_type.onlyCUDA",))
+            and t.cuda_uses is not None and not t.cuda_only_apis)
+
+
+def _only_cuda(fn: ast.AST) -> Optional[ast.expr]:
+    for dec in fn.decorator_list:
+        if analysis.dotted_name(dec) is not None and analysis.dotted_name(dec).rsplit(".", 1)[-1] == "onlyCUDA":
+            return dec
+    return None
+
+
+def _cuda_attrs(fn: ast.AST) -> List[ast.Attribute]:
+    return [node for stmt in fn.body for node in ast.walk(stmt)
+            if isinstance(node, ast.Attribute) and analysis.dotted_name(node.value) == "torch.cuda"]
+
+
+def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> Optional[List[textedit.Edit]]:
+    """Make `onlyAccelerator` importable: nothing if it is, else insert it beside (or,
+    when no use of `onlyCUDA` is left, in place of) `onlyCUDA` in its from-import."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == ACCELERATOR_GUARD for a in node.names):
+            return []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.module == DEVICE_TYPE):
+            continue
+        cuda = next((a for a in node.names if a.name == "onlyCUDA" and a.asname is None), None)
+        if cuda is None:
+            continue
+        if not still_used:
+            return [(lines.start(cuda), lines.end(cuda), ACCELERATOR_GUARD)]
+        keys = [a.name.lower() for a in node.names]
+        # In a sorted list (usort: case-insensitive) the new name goes in its place.
+        anchor = next((a for a in node.names if a.name.lower() > ACCELERATOR_GUARD.lower()), cuda) \
+            if keys == sorted(keys) else cuda
+        line = lines.lines[anchor.lineno - 1]
+        if line.strip().rstrip(",") == anchor.name:  # one name per line: a line of its own
+            line_start = lines.line_start(anchor.lineno)
+            indent = line[: len(line) - len(line.lstrip())]
+            eol = line[len(line.rstrip("\r\n")):]
+            return [(line_start, line_start, f"{indent}{ACCELERATOR_GUARD},{eol}")]
+        start = lines.start(anchor)
+        return [(start, start, f"{ACCELERATOR_GUARD}, ")]
+    return None  # onlyCUDA comes from elsewhere (star import, alias): leave it
+
+
+def normaliser(names: Set[str]):
+    """The AST version of the edit, applied to an original test for the inventory check."""
+    def normalise(fn: ast.AST) -> ast.AST:
+        if getattr(fn, "name", None) not in names:
+            return fn
+        fn = copy.deepcopy(fn)
+        dec = _only_cuda(fn)
+        if isinstance(dec, ast.Name):
+            dec.id = ACCELERATOR_GUARD
+        elif isinstance(dec, ast.Attribute):
+            dec.attr = ACCELERATOR_GUARD
+
+        class Swap(ast.NodeTransformer):
+            def visit_Attribute(self, node):
+                self.generic_visit(node)
+                if analysis.dotted_name(node.value) == "torch.cuda" and CUDA_EQUIVALENTS.get(node.attr):
+                    return ast.parse(CUDA_EQUIVALENTS[node.attr], mode="eval").body
+                return node
+
+        fn.body = [Swap().visit(s) for s in fn.body]
+        return fn
+
+    return normalise
+
+
+def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
+    lines = textedit.Lines(text)
+    nodes = diagnosis.class_nodes(tree)
+    edits: List[textedit.Edit] = []
+    moves: List[Move] = []
+    converted: Set[str] = set()
+    name_form = False
+    for diag in diags:
+        if NAME not in diag.advice:
+            continue
+        node = nodes[diag.line]
+        fns = {s.lineno: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        after = tuple(d for d in diag.devices if d != "cpu")
+        for t in diag.tests:
+            if not convertible(t):
+                continue
+            fn = fns[t.line]
+            dec = _only_cuda(fn)
+            if isinstance(dec, ast.Name):
+                edits.append((lines.start(dec), lines.end(dec), ACCELERATOR_GUARD))
+                name_form = True
+            else:
+                target = dec.value if isinstance(dec, ast.Attribute) else None
+                edits.append((lines.end(target), lines.end(dec), "." + ACCELERATOR_GUARD))
+            for attr in _cuda_attrs(fn):
+                edits.append((lines.start(attr), lines.end(attr), CUDA_EQUIVALENTS[attr.attr]))
+            converted.add(t.name)
+            moves.append(Move(NAME, t.name, diag.name, diag.name, True, True, t.devices, after))
+    if not edits:
+        return Step(text)
+    if name_form:
+        uses = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "onlyCUDA")
+        left = uses - sum(1 for e in edits if e[2] == ACCELERATOR_GUARD and lines.text[e[0]:e[1]] == "onlyCUDA")
+        imports = _import_edit(tree, lines, still_used=left > 0)
+        if imports is None:
+            return Step(text)
+        edits += imports
+    return Step(textedit.apply(text, edits), moves, normalise=normaliser(converted),
+                imports=("onlyCUDA", ACCELERATOR_GUARD))

@@ -1,0 +1,134 @@
+"""What a restructuring step produces: the new text, the test moves, and the node-id map.
+
+A `Move` records where one test function went (class before -> class after) and its
+device set before and after.  From moves come the concrete node ids (`old_ids`,
+`new_ids`: `file.py::TestFooCPU::test_x_cpu` for a device-instantiated class) and the
+regex entries of the A/B map (`map_entries`), which also match the generated names of
+parametrized and dtype tests (`test_x_float32_cpu`...) and devices this machine lacks.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
+
+from transforms.base import Finding
+from transforms.diagnosis import GENERIC, OTHER
+
+
+@dataclass(frozen=True)
+class Move:
+    transform: str
+    test: str
+    old_class: str
+    new_class: str
+    old_instantiated: bool
+    new_instantiated: bool
+    before: Tuple[str, ...]
+    after: Tuple[str, ...]
+
+    @property
+    def widened(self) -> Tuple[str, ...]:
+        return tuple(d for d in self.after if d not in self.before and d != GENERIC)
+
+    @property
+    def dropped(self) -> Tuple[str, ...]:
+        if self.after == (GENERIC,):
+            return ()  # runs once, device-free: it never used the device
+        return tuple(d for d in self.before if d not in self.after and d != GENERIC)
+
+    def to_json(self, path: str) -> dict:
+        data = asdict(self)
+        data.update(before=list(self.before), after=list(self.after), widened=list(self.widened),
+                    old_ids=old_ids(path, self), new_ids=new_ids(path, self))
+        return data
+
+
+@dataclass
+class Step:
+    """One transform's output on one module."""
+
+    text: str
+    moves: List[Move] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
+    created: Tuple[str, ...] = ()  # class names the step added (bases, parts)
+    resolved: Tuple[str, ...] = ()  # classes whose rules must all pass for one value now
+    # Applies to an original test function what the text edit did to it (identity if None).
+    normalise: Optional[Callable[[ast.AST], ast.AST]] = None
+    imports: Tuple[str, ...] = ()  # names the step may add to / rename in common_device_type imports
+
+
+def _ids(path: str, cls: str, test: str, instantiated: bool, devices: Iterable[str]) -> List[str]:
+    if not instantiated:
+        return [f"{path}::{cls}::{test}"]
+    return [f"{path}::{cls}{d.upper()}::{test}_{d}" for d in devices if d not in (GENERIC, OTHER)]
+
+
+def old_ids(path: str, move: Move) -> List[str]:
+    return _ids(path, move.old_class, move.test, move.old_instantiated, move.before)
+
+
+def new_ids(path: str, move: Move) -> List[str]:
+    return _ids(path, move.new_class, move.test, move.new_instantiated, move.after)
+
+
+def _file_part(path: str) -> str:
+    base = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return rf"(?P<f>(?:[^:]*/)?{re.escape(base)})"
+
+
+def _suffixes(devices: Tuple[str, ...]) -> Optional[str]:
+    """Alternation of the class suffixes of `devices`; None when any suffix may occur."""
+    if OTHER in devices or GENERIC in devices:
+        return None
+    return "|".join(re.escape(d.upper()) for d in devices)
+
+
+def map_entries(path: str, moves: Iterable[Move]) -> List[Dict[str, str]]:
+    """`{"old": "re:<regex>", "new": "<template>"}` entries for `decouple ab --map-file`.
+
+    Every test of a touched instantiated class gets an entry (identity ones too), longest
+    name first, so that `test_add` never captures `test_add_scalar_cpu`.  A test that now
+    lives in a single-device class (CPU, CUDA) maps only on that device; its other
+    instances, which its guard skipped in A, map to "" ("not generated in B")."""
+    out: List[Tuple[int, Dict[str, str]]] = []
+    f = _file_part(path)
+    for m in moves:
+        if not m.old_instantiated:
+            if m.old_class != m.new_class and not m.new_instantiated:
+                old = rf"^{f}::{re.escape(m.old_class)}::{re.escape(m.test)}(?P<s>\[.*)?$"
+                out.append((len(m.test), {"old": "re:" + old, "new": rf"\g<f>::{m.new_class}::{m.test}\g<s>"}))
+            continue
+        test = re.escape(m.test)
+        if not m.new_instantiated:  # a device-free test leaves the instantiated class: drop `_<device>`
+            old = rf"^{f}::{re.escape(m.old_class)}[A-Z][A-Z0-9]*::{test}_[a-z][a-z0-9]*$"
+            out.append((len(m.test), {"old": "re:" + old, "new": rf"\g<f>::{m.new_class}::{m.test}"}))
+            continue
+        kept = _suffixes(m.after)
+        cls = rf"{re.escape(m.old_class)}(?P<d>{kept or '[A-Z][A-Z0-9]*'})"
+        old = rf"^{f}::{cls}::{test}(?P<s>_[^:]*)$"
+        out.append((len(m.test), {"old": "re:" + old, "new": rf"\g<f>::{m.new_class}\g<d>::{m.test}\g<s>"}))
+        if kept is not None:
+            gone = rf"^{f}::{re.escape(m.old_class)}(?!(?:{kept})::)[A-Z][A-Z0-9]*::{test}_[^:]*$"
+            out.append((len(m.test), {"old": "re:" + gone, "new": ""}))
+    out.sort(key=lambda item: -item[0])
+    return [entry for _, entry in out]
+
+
+def map_document(moves_by_path: Dict[str, List[Move]]) -> dict:
+    """The `--map-out` JSON: per file the moves (device sets, old/new ids), plus the map."""
+    files = {}
+    entries: List[Dict[str, str]] = []
+    for path in sorted(moves_by_path):
+        moves = moves_by_path[path]
+        files[path] = [m.to_json(path) for m in moves]
+        entries += map_entries(path, moves)
+    return {"schema_version": 1, "kind": "decouple-test-map", "files": files, "map": entries}
+
+
+def moves_from_json(items: Iterable[dict]) -> List[Move]:
+    fields = Move.__dataclass_fields__
+    return [Move(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in item.items() if k in fields})
+            for item in items]
