@@ -71,7 +71,8 @@ def test_examples_cover_every_value_and_pattern():
     values = {e.value for e in EXAMPLES if e.value}
     assert values == set(VALUES)
     patterns = {p for e in EXAMPLES for p in e.patterns}
-    assert patterns == set(classify.PATTERNS)
+    # cuda-to-accelerator needs the method bodies: tests/test_restructure*.py cover it.
+    assert patterns | {"cuda-to-accelerator"} == set(classify.PATTERNS)
 
 
 def test_values_are_mutually_exclusive_on_examples():
@@ -659,7 +660,8 @@ def test_decide_override_on_needs_manual_class():
     )
     d = decide(one(src), override="ACCELERATOR")
     assert d.status == "refused"
-    assert "cuda-guards-to-accelerator-guards" in d.patterns
+    # no guess from the facts alone: @onlyAccelerator or a CUDA class depends on the bodies
+    assert d.patterns == () and "whitelist" not in d.message
 
 
 def test_decide_rejects_unknown_override():

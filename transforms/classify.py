@@ -28,6 +28,7 @@ from transforms.analysis import (
     ModuleFacts,
     TestClassFacts,
 )
+from transforms import diagnosis
 from transforms.base import ERROR, INFO, WARNING, Finding
 
 __all__ = [
@@ -64,26 +65,9 @@ STATUSES = {
     "refused": ERROR,
 }
 
-# Restructuring patterns (see the reference notes), with a one-line summary.
-PATTERNS = {
-    "split-class": (
-        "split the class: a test-less base with the shared fixtures, a GENERIC class with the "
-        "device-free tests and an ACCELERATOR class with the `device` tests "
-        "(instantiated with except_for=('cpu',))"
-    ),
-    "inject-device": (
-        "give the tests a `device` parameter in place of hard-coded 'cuda' / .cuda() and "
-        "instantiate them with instantiate_device_type_tests"
-    ),
-    "whitelist-to-blacklist": (
-        "turn only_for=(...several devices...) into except_for=('cpu',): this WIDENS the "
-        "devices the tests run on (a semantic change, review it)"
-    ),
-    "cuda-guards-to-accelerator-guards": (
-        "replace @onlyCUDA-style guards with @onlyAccelerator "
-        "(torch.cuda.is_available() -> torch.accelerator.is_available())"
-    ),
-}
+# Restructuring advice: the transforms of transforms/restructure/ (and inject-device), one
+# line each; which ones fit a class is decided by transforms/diagnosis.py.
+PATTERNS = diagnosis.ADVICE
 
 # How many test methods to list by name in evidence before summarising.
 _EVIDENCE_LIMIT = 8
@@ -442,23 +426,9 @@ def _all_violations(cls: TestClassFacts) -> Dict[str, Tuple[Violation, ...]]:
 def _patterns(
     cls: TestClassFacts, violations: Mapping[str, Tuple[Violation, ...]]
 ) -> Tuple[str, ...]:
-    """Restructuring patterns that fit the rules `cls` breaks."""
-    found: List[str] = []
-    with_device = [m for m in cls.test_methods if m.takes_device]
-    without = [m for m in cls.test_methods if not m.takes_device]
-    if with_device and without:
-        found.append("split-class")
-    if cls.instantiations and without and any(m.hardcoded_devices for m in without):
-        found.append("inject-device")
-    elif cls.instantiations and not with_device:
-        found.append("inject-device")
-    if any(
-        isinstance(inst.only_for, tuple) and len(inst.only_for) > 1 for inst in cls.instantiations
-    ):
-        found.append("whitelist-to-blacklist")
-    if any(v.rule == "decorator" for v in violations.get("ACCELERATOR", ())):
-        found.append("cuda-guards-to-accelerator-guards")
-    return tuple(found)
+    """Restructuring transforms that fit `cls` (from its facts; hw_label refines them with
+    the method bodies, see diagnosis.refine)."""
+    return diagnosis.diagnose_facts(cls).advice
 
 
 def _rules_summary(violations: Tuple[Violation, ...]) -> str:
@@ -553,7 +523,7 @@ def infer(cls: TestClassFacts) -> Decision:
     parts = [f"{v} breaks {_rules_summary(violations[v])}" for v in order[:2]]
     message = f"{cls.name}: no classification satisfies the rules ({'; '.join(parts)})"
     if patterns:
-        message += f"; fitting pattern: {', '.join(patterns)}"
+        message += f"; fitting pattern: {', '.join(patterns)}"  # diagnosis.refine rewrites this
     return Decision(
         cls.name, cls.line, "needs-manual", None, None, ev, violations, patterns, message
     )
@@ -857,7 +827,37 @@ EXAMPLES: Tuple[Example, ...] = (
         "        pass\n"
         "instantiate_device_type_tests(TestFoo, globals(), only_for=('cuda', 'xpu'))\n",
         broken={"ACCELERATOR": ("only_for",), "CUDA": ("only_for",)},
-        patterns=("whitelist-to-blacklist",),
+        patterns=("drop-only-for",),
+    ),
+    _ex(
+        "cpu-and-cuda-whitelist-keeps-cpu",
+        "class TestFoo(TestCase):\n"
+        "    def test_add(self, device):\n"
+        "        pass\n"
+        "instantiate_device_type_tests(TestFoo, globals(), only_for=('cpu', 'cuda'))\n",
+        broken={"ACCELERATOR": ("only_for",), "CPU": ("only_for",)},
+        patterns=("drop-only-for",),
+    ),
+    _ex(
+        "positional-only-for",
+        "class TestFoo(TestCase):\n"
+        "    def test_add(self, device):\n"
+        "        pass\n"
+        "instantiate_device_type_tests(TestFoo, globals(), None, ('cuda', 'xpu'))\n",
+        broken={"CUDA": ("only_for",), "ACCELERATOR": ("only_for",)},
+        patterns=("keyword-args", "drop-only-for"),
+    ),
+    _ex(
+        "onlycpu-tests-need-a-cpu-class",
+        "class TestFoo(TestCase):\n"
+        "    def test_add(self, device):\n"
+        "        pass\n"
+        "    @onlyCPU\n"
+        "    def test_sub(self, device):\n"
+        "        pass\n"
+        "instantiate_device_type_tests(TestFoo, globals())\n",
+        broken={"ACCELERATOR": ("decorator",), "CPU": ("only_for",)},
+        patterns=("split-class",),
     ),
     _ex(
         "onlycuda-guard",
@@ -866,8 +866,9 @@ EXAMPLES: Tuple[Example, ...] = (
         "    def test_add(self, device):\n"
         "        pass\n"
         "instantiate_device_type_tests(TestFoo, globals())\n",
+        # Whether it becomes @onlyAccelerator or moves to a CUDA class depends on the
+        # torch.cuda APIs the body uses: only the precise diagnosis (hw_label) can tell.
         broken={"ACCELERATOR": ("decorator",), "CUDA": ("only_for",)},
-        patterns=("cuda-guards-to-accelerator-guards",),
     ),
     _ex(
         "instantiated-hardcoded-cuda",
@@ -886,6 +887,7 @@ EXAMPLES: Tuple[Example, ...] = (
         "        pass\n"
         "instantiate_device_type_tests(TestFoo, globals(), only_for=DEVICES)\n",
         broken={"ACCELERATOR": ("only_for",), "CUDA": ("only_for",)},
+        patterns=("inline-only-for",),
     ),
     _ex(
         "cpu-with-except-for",

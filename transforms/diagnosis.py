@@ -380,11 +380,13 @@ def diagnose(tree: ast.Module, text: Optional[str] = None) -> Tuple[ClassDiagnos
 def diagnose_facts(cls: TestClassFacts) -> ClassDiagnosis:
     """The same from the facts alone: no method bodies (CUDA API uses unknown), guards by
     name only, no module constants."""
-    return _diagnose(cls, None, {}, {})
+    return _diagnose(cls, None, {}, None)
 
 
 def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[int, ast.Call],
-              literals: Mapping[str, Tuple[ast.Assign, Tuple[str, ...]]]) -> ClassDiagnosis:
+              literals: Optional[Mapping[str, Tuple[ast.Assign, Tuple[str, ...]]]]) -> ClassDiagnosis:
+    """`literals` None: the module is unknown (facts only); a name passed as only_for may
+    then be a literal bound once, and inline-only-for is advised for the transform to check."""
     inst = cls.instantiations[-1] if cls.instantiations else None
     call = calls.get(inst.line) if inst is not None else None
     if call is None and inst is not None and inst.text:
@@ -400,11 +402,11 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
         arg = _keyword(call, "only_for")
         if isinstance(arg, ast.Name):
             name = arg.id
-            if name in literals:
+            if literals is not None and name in literals:
                 literal = literals[name][1]
                 only_for = literal
         arg = _keyword(call, "except_for")
-        if isinstance(arg, ast.Name) and arg.id in literals:
+        if isinstance(arg, ast.Name) and literals is not None and arg.id in literals:
             except_for = literals[arg.id][1]
     devices = (
         class_devices(inst) if inst is None else
@@ -431,7 +433,7 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
         positional=positional_slots(call) if call is not None else (), only_for=inst.only_for if inst else None,
         only_for_name=name, only_for_literal=literal, devices=devices or ("unknown",), tests=tuple(tests),
     )
-    return advise(diag, inst)
+    return advise(diag, inst, module_known=literals is not None)
 
 
 # --------------------------------------------------------------------------- advice
@@ -468,7 +470,7 @@ def _drop_only_for(listed: Tuple[str, ...]) -> Tuple[Optional[str], Tuple[str, .
     return None, ((note,) if note else ())
 
 
-def advise(diag: ClassDiagnosis, inst: Optional[Instantiation]) -> ClassDiagnosis:
+def advise(diag: ClassDiagnosis, inst: Optional[Instantiation], module_known: bool = True) -> ClassDiagnosis:
     advice: List[str] = []
     manual: List[str] = []
     widening: List[str] = []
@@ -479,6 +481,8 @@ def advise(diag: ClassDiagnosis, inst: Optional[Instantiation]) -> ClassDiagnosi
         if diag.only_for_literal is not None:
             advice.append("inline-only-for")
             only_for = diag.only_for_literal
+        elif diag.only_for_name is not None and not module_known:
+            advice.append("inline-only-for")  # if the name is bound once to a literal
         elif diag.only_for_name is not None:
             manual.append(f"only_for={diag.only_for_name} is not bound once, at module level, to a literal")
         else:
@@ -504,6 +508,8 @@ def advise(diag: ClassDiagnosis, inst: Optional[Instantiation]) -> ClassDiagnosi
         for t in device_tests:
             if targets[t.name] is None:
                 manual.append(_why_manual(t))
+            elif not t.devices and "unknown" not in diag.devices:
+                manual.append(f"{t.name}: its guards leave no device of the class ({', '.join(t.guards)})")
         if not single:
             converts = [t for t in device_tests if t.guard_devices == ("cuda",) and targets[t.name] == "ACCELERATOR"]
             if converts:
@@ -535,3 +541,18 @@ def _why_manual(t: TestDiagnosis) -> str:
 
 def advice_text(names: Iterable[str]) -> str:
     return "; ".join(f"{n}: {ADVICE[n]}" for n in names)
+
+
+def refine(decision, diag: ClassDiagnosis):
+    """A classify.Decision with its advice replaced by the precise diagnosis (method bodies
+    read): the transforms that fit, the widening they cause and what stays manual."""
+    import dataclasses
+
+    message = decision.message.split("; fitting pattern:")[0]
+    if diag.advice:
+        message += f"; fitting transform: {', '.join(diag.advice)} (decouple apply --restructure auto)"
+    if diag.widening:
+        message += f"; note: {'; '.join(diag.widening)}"
+    if diag.manual:
+        message += f"; manual: {'; '.join(diag.manual)}"
+    return dataclasses.replace(decision, patterns=diag.advice, message=message)

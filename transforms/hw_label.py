@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass
 from typing import ClassVar
 
-from transforms import analysis, classify, hw_edit
+from transforms import analysis, classify, diagnosis, hw_edit
 from transforms.base import TransformResult
 
 # Decisions that leave a class for a human.
@@ -38,8 +38,12 @@ class HwLabel:
         overrides = dict(self.per_class)
         labels: dict[int, str] = {}
         manual = 0
+        precise = None
         for cls in facts.classes:
             decision = classify.decide(cls, overrides.get(cls.name, self.classification), self.force)
+            if decision.status in _MANUAL | {"forced"}:  # advice from the method bodies too
+                precise = precise or {d.line: d for d in diagnosis.diagnose(tree, text)}
+                decision = diagnosis.refine(decision, precise[cls.line])
             findings.extend(classify.decision_findings(decision))
             if decision.status in ("label", "forced"):
                 labels[cls.line] = decision.value

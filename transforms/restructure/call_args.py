@@ -136,12 +136,25 @@ def _drop(diag, call, lines, tree) -> List[textedit.Edit]:
             continue
         have = _keyword(call, flag)
         if have is None:
-            last = max(list(call.args) + list(call.keywords), key=lambda a: (a.end_lineno, a.end_col_offset))
-            pos = lines.end(last)
-            edits.append((pos, pos, f", {flag}=True"))
+            edits.append(_append_keyword(call, lines, f"{flag}=True"))
         elif not (isinstance(have.value, ast.Constant) and have.value.value is True):
             edits.append((lines.start(have.value), lines.end(have.value), "True"))
     return edits
+
+
+def _append_keyword(call: ast.Call, lines: textedit.Lines, new: str) -> textedit.Edit:
+    """Add `new` as the last argument, in the call's layout: one argument per line (with a
+    trailing comma) gets a line of its own, else `, new` after the last argument."""
+    last = max(list(call.args) + list(call.keywords), key=lambda a: (a.end_lineno, a.end_col_offset))
+    pos = lines.end(last)
+    row = lines.lines[last.end_lineno - 1]
+    rest = lines.text[pos: lines.line_start(last.end_lineno + 1)]
+    if last.end_lineno > call.lineno and rest.strip() == "," and row.strip().startswith(
+            lines.segment(last).split("\n")[0].strip()):
+        indent = row[: len(row) - len(row.lstrip())]
+        start = lines.line_start(last.end_lineno + 1)
+        return (start, start, f"{indent}{new},{rest[len(rest.rstrip(chr(13) + chr(10))):]}")
+    return (pos, pos, f", {new}")
 
 
 def drop_only_for(text: str, tree: ast.Module, diags) -> Step:

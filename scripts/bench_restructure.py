@@ -1,0 +1,66 @@
+"""How much manual work `--restructure auto` resolves on the bundled manual-work fixtures.
+
+For every test class of tests/fixtures/restructure/*.in.py that no label fits today
+(hw/needs-manual), run `apply --restructure auto` (restructure, then label, verified as
+the engine does) and count it resolved when every class it became carries a label whose
+rules pass.  Prints the share (goal: >= 70%) and what stays manual, with the reason.
+
+    python scripts/bench_restructure.py [FIXTURE_DIR]
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from codemod.engine import process_file  # noqa: E402
+from transforms.hw_label import HwLabel  # noqa: E402
+from transforms.restructure import Restructure, moves_from_findings, parse_selection  # noqa: E402
+
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures", "restructure")
+
+
+def main(folder: str = HERE) -> int:
+    manual_before = resolved = 0
+    remaining = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for src in sorted(glob.glob(os.path.join(folder, "*.in.py"))):
+            work = os.path.join(tmp, "test_" + os.path.basename(src)[: -len(".in.py")] + ".py")
+            shutil.copyfile(src, work)
+            before = process_file(work, [HwLabel()], "classify")
+            needing = {f.cls for f in before.findings if f.rule == "hw/needs-manual"}
+            if not needing:
+                continue
+            manual_before += len(needing)
+            after = process_file(work, [Restructure(parse_selection("auto")), HwLabel()], "check")
+            moves = moves_from_findings(after.findings)
+            for cls in sorted(needing):
+                became = {m.new_class for m in moves if m.old_class == cls} or {cls}
+                left = [f for f in after.findings if f.cls in became and f.rule in ("hw/needs-manual", "hw/refused")]
+                refusals = [f.message for f in after.findings if f.cls == cls and f.rule.startswith("restructure/")
+                            and f.data.get("refused")]
+                if after.status == "failed" or left:
+                    why = refusals or [f.message.split("; manual: ", 1)[-1] for f in left] or [after.reason]
+                    remaining.append((os.path.basename(src), cls, why[0]))
+                else:
+                    resolved += 1
+    elapsed = time.perf_counter() - started
+    share = resolved / manual_before if manual_before else 0.0
+    print(f"classes needing manual work before: {manual_before}")
+    print(f"resolved by --restructure auto:    {resolved} ({share:.0%}; goal >= 70%)")
+    print("still manual:")
+    for name, cls, why in remaining:
+        print(f"  {name} {cls}: {why}")
+    print(f"({elapsed:.2f}s)")
+    return 0 if share >= 0.7 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
