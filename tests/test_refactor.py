@@ -378,3 +378,21 @@ def test_real_torch_example_file_is_safe(repo):
     result = json.load(open(".decouple-out/hw-classification-test_alpha/ab.json"))
     assert result["verdict"] == "SAFE"
     assert result["environment"]["has_hw_classification"] is True
+
+
+def test_commit_message_round_trips_odd_paths_and_branch_names_are_valid(repo):
+    from codemod.refactor import plan
+
+    files = [plan.FilePlan("test/my dir/test_ünï code.py", labels=[plan.ClassLabel("TestX", "CPU", 3, "e: `x` | y")],
+                           loads=[plan.LoadEdit(7, "added weights_only=False: why")],
+                           manual=[plan.ManualClass("TestY", 9, "breaks [device_param]", "split-class: split it")],
+                           graduated_from=ALLOWLIST),
+             plan.FilePlan("test/test_plain.py", labels=[plan.ClassLabel("TestZ", "GENERIC", 1, "none")])]
+    facts = plan.parse_commit_message(plan.commit_message(files, "a" * 40))
+    assert facts.base == "a" * 40
+    assert [(p.path, p.labels, p.loads, p.manual, p.graduated_from) for p in facts.files] == [
+        (p.path, p.labels, p.loads, p.manual, p.graduated_from) for p in files]
+    branch = plan.default_branch([files[0].path, files[1].path])
+    assert branch == "hw-classification/my-dir-test_-n-code-and-1-more"
+    git(repo, "check-ref-format", "--branch", branch)
+    assert plan.parse_commit_message("Fix a bug\n\nDecouple-Base: " + "a" * 40) is None
