@@ -13,8 +13,20 @@
    test cost), goal <= 5 %.
 4. Measures the two ways of materialising arm A (git cat-file, git archive).
 
+With --torch, instead: the real-torch workload of tests/fixtures/ab/torchbench
+(a quantized-engine test, a whole-module torch.save/torch.load test that arm B
+fixes, a device-instantiated test class, a file with a segfaulting test; arm B
+adds hw_classification labels), run by `decouple ab` with one diagnostic arm
+(TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1) and --confirm 2, against the three plain
+pytest runs of the same arms one after the other (A, B, the diagnostic arm).
+Cold = an empty decouple bytecode cache (every arm compiles torch once), warm =
+the same cache again; --no-fork is timed too (fresh interpreter per process).
+The plain run of a file stops at the segfault (pytest dies), so the plain
+baseline runs fewer tests than `decouple ab`: the ratio is conservative.
+
 Usage: python scripts/bench_ab.py [--files 6] [--tests 25] [--work-ms 100]
        [--repeat 2] [--python PATH] [--jobs N]
+       python scripts/bench_ab.py --torch [--python PATH] [--jobs N] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -74,20 +86,83 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
+def timed(cmd: list[str], cwd: Path, env: dict | None = None, ok: tuple = (0, 1)) -> float:
     """Wall seconds; the CPU seconds of the command are left in CPU['last']."""
     c = _children_cpu()
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t
     CPU["last"] = _children_cpu() - c
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in ok:
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return dt
 
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+TORCH_BENCH = PROJECT / "tests" / "fixtures" / "ab" / "torchbench"
+DIAG = "weights:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def torch_bench(args) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ab-torch-"))
+    try:
+        repo = tmp / "repo"
+        shutil.copytree(TORCH_BENCH / "a", repo)
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "A")
+        a_copy = tmp / "a"
+        shutil.copytree(repo, a_copy, ignore=shutil.ignore_patterns(".git"))
+        shutil.copytree(TORCH_BENCH / "b", repo, dirs_exist_ok=True)
+        files = sorted(p.name for p in repo.glob("test_*.py"))
+        print(f"real-torch workload: {len(files)} files ({', '.join(files)}), arms A, B and diagnostic "
+              f"{DIAG.split(':')[0]}; python {args.python}; -j {args.jobs}")
+        print(f"before: {load()}")
+
+        env = {k: v for k, v in os.environ.items() if k not in _arms.UNSET_VARS}
+        env.update({**_arms.FIXED_VARS, "PYTHONDONTWRITEBYTECODE": "1"})
+        plain_cmd = [args.python, "-m", "pytest", "-q", *_arms.PYTEST_ARGS, *files]
+        diag_env = {**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+        ab_env = {**os.environ, "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        ab_cmd = [sys.executable, "-m", "codemod.ab.cli", ".", "--base", "HEAD", "-q", "--python", args.python,
+                  "-j", str(args.jobs), "--diag", DIAG, "--confirm", "2"]
+
+        def plain_once() -> float:
+            # the segfault ends each plain session (exit -SIGSEGV)
+            crash = (0, 1, -11)
+            return (timed(plain_cmd, a_copy, env, crash) + timed(plain_cmd, repo, env, crash)
+                    + timed(plain_cmd, a_copy, diag_env, crash))
+
+        def ours(cache: Path, extra: list[str] = ()) -> float:
+            return timed(ab_cmd + list(extra), repo, {**ab_env, "DECOUPLE_CACHE_DIR": str(cache)})
+
+        rows = []
+        for k in range(args.repeat):
+            plain = plain_once()
+            cache = tmp / f"cache{k}"
+            cold = ours(cache)
+            warm = ours(cache)
+            no_fork = ours(cache, ["--no-fork"])
+            rows.append((plain, cold, warm, no_fork))
+            print(f"round {k + 1}: plain A+B+diag {plain:6.1f} s | decouple ab cold {cold:6.1f} s "
+                  f"({cold / plain:.2f}), warm {warm:6.1f} s ({warm / plain:.2f}), warm --no-fork "
+                  f"{no_fork:6.1f} s ({no_fork / plain:.2f})   [{load()}]")
+        p = median([r[0] for r in rows])
+        for label, i in (("cold", 1), ("warm", 2), ("warm --no-fork", 3)):
+            o = median([r[i] for r in rows])
+            print(f"ratio decouple/plain, {label:15s}: {o / p:5.2f}   ({o:.1f} s vs {p:.1f} s; goal <= 0.60 cold)")
+        print(f"after: {load()}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
 
 
 def main() -> int:
@@ -98,7 +173,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--torch", action="store_true", help="the real-torch workload (see above)")
     args = ap.parse_args()
+    if args.torch:
+        return torch_bench(args)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     try:

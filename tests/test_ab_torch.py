@@ -68,3 +68,40 @@ def test_whole_module_load_fails_identically_and_diag_arm_explains_it(tmp_path):
         assert result.arm("B").extra_args == []
         assert any("HardwareClassification" in w for w in result.warnings)
     assert result.arm("A").extra_args == []
+
+
+BENCH = Path(__file__).resolve().parent / "fixtures" / "ab" / "torchbench"
+
+
+@pytest.mark.torch
+def test_real_torch_files_under_the_warm_interpreter(tmp_path):
+    """Quantized engines, whole-module torch.load, device-instantiated classes and a
+    segfault, with a diagnostic arm: torch is imported once per arm, and crashes,
+    resumes and confirmations are attributed as with fresh processes."""
+    py, why = _torch_python()
+    if py is None:
+        pytest.skip(why)
+    said: list[str] = []
+    result = run_ab(RunOptions(paths=["."], a_root=str(BENCH / "a"), b_root=str(BENCH / "b"), cwd=str(tmp_path),
+                               python=py, jobs=2, confirm=1, progress=said.append,
+                               diags=[parse_diag("weights:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1")]))
+    rows = {t.nodeid: t for t in result.tests}
+    assert not any("warm interpreter" in w for w in result.warnings), result.warnings
+    warm = next(m for m in said if m.startswith("warm interpreter"))
+    for module in ("torch", "torch.testing._internal.common_utils", "torch.testing._internal.common_device_type",
+                   "torch.testing._internal.common_quantized"):
+        assert f", {module}," in warm or f", {module} imported" in warm, warm
+    fixed = rows["test_module_save.py::TestModuleSave::test_whole_module_roundtrip"]
+    assert fixed.category == "fixed" and fixed.a.exc_type == "_pickle.UnpicklingError", terminal.render(result)
+    assert (fixed.a.reruns, fixed.b.reruns) == (["failed"], ["passed"])
+    crash = rows["test_zz_crash.py::TestCrash::test_segfault"]
+    assert (crash.a.outcome, crash.a.signal, crash.b.outcome, crash.b.signal) == ("crashed", "SIGSEGV", "crashed", "SIGSEGV")
+    assert rows["test_zz_crash.py::TestCrash::test_after"].category == "same-pass"      # resumed after the crash
+    for nodeid in ("test_device_ops.py::TestDeviceOpsCPU::test_add_cpu_float64",
+                   "test_device_ops.py::TestDeviceOpsCPU::test_matmul_cpu",
+                   "test_quant_engine.py::TestQuantEngine::test_linear_prepack_every_engine",
+                   "test_module_save.py::TestModuleSave::test_state_dict_roundtrip"):
+        assert rows[nodeid].category == "same-pass", (nodeid, rows[nodeid])
+    (diag,) = result.diagnostics
+    assert diag.changed == {"test_module_save.py::TestModuleSave::test_whole_module_roundtrip": ["failed", "passed"]}
+    assert result.verdict == "SAFE", result.verdict_reason

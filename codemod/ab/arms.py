@@ -626,6 +626,11 @@ def pythonpath_warnings(base: dict[str, str], user_roots: Iterable[Path]) -> lis
     return out
 
 
+def safe_arg(arg: str) -> str:
+    """A path or node id as a pytest argument: `-k_test.py` would be read as an option."""
+    return "./" + arg if arg.startswith("-") else arg
+
+
 def repro_command(spec: ArmSpec, python: str, args: list[str], prefix: str = "", cd: Optional[str] = None,
                   cd_raw: bool = False) -> str:
     """`cd_raw`: `cd` is a shell expression (e.g. ``"$D"``), not a path to quote."""
@@ -638,6 +643,6 @@ def repro_command(spec: ArmSpec, python: str, args: list[str], prefix: str = "",
     env_bits += [f"{k}={shlex.quote(v)}" for k, v in {**FIXED_VARS, **REPRO_VARS}.items()]
     env_bits += [f"{k}={shlex.quote(v)}" for k, v in spec.env_added.items()]
     cmd = " ".join(env_bits + [shlex.quote(python), "-m", "pytest", *PYTEST_ARGS]
-                   + [shlex.quote(a) for a in args] + [shlex.quote(a) for a in spec.extra_args])
+                   + [shlex.quote(safe_arg(a)) for a in args] + [shlex.quote(a) for a in spec.extra_args])
     parts.append(cmd)
     return " && ".join(parts)

@@ -179,9 +179,10 @@ def ab() -> None:
 @click.option("--file-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Per-file limit in seconds (all processes of one file); 0 = none.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Parallel pytest processes (default: number of cores).")
+              help="Parallel test processes, all arms together (default: number of cores).")
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Rerun each discordant test alone this many times per arm, alternating A and B.")
+              help="Rerun the discordant tests (without the rest of their file) this many times per arm, "
+                   "alternating A and B.")
 @click.option("--map", "mapping", multiple=True, metavar="OLD=NEW",
               help="Compare a moved/renamed test with its old self: node-id prefix "
                    "(test_x.py::TestOld=test_x.py::TestNew) or class/function name (TestOld=TestNew).")
@@ -192,10 +193,13 @@ def ab() -> None:
 @click.option("--fsync", type=click.Choice(["none", "start", "all"]), default="none", show_default=True,
               help="fsync the capture file: never (each event is still one write(2), kept when a test "
                    "process dies), at test starts, or at every event (~1 ms each on a disk).")
+@click.option("--fork/--no-fork", "fork", default=True, show_default=True,
+              help="A warm interpreter per arm that imports pytest and torch once and forks a process per "
+                   "file; --no-fork starts a fresh interpreter for every file.")
 @click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
 @_report_options
 def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_timeout, jobs, confirm,
-            mapping, map_file, shard, fsync, keep_temp, json_path, markdown, html, junit, lang, color, quiet) -> None:
+            mapping, map_file, shard, fsync, fork, keep_temp, json_path, markdown, html, junit, lang, color, quiet) -> None:
     """Run PATHS in arm A and arm B and compare every test.
 
     PATHS are test files, directories or node ids (file.py::Class::test).
@@ -219,7 +223,7 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
             confirm=confirm, mapping={**compare.parse_mapping(mapping),
                                      **(compare.read_map_file(map_file) if map_file else {})}, shard=shard,
             progress=None if quiet else (lambda m: click.echo(m, err=True)), keep_temp=keep_temp,
-            fsync=fsync,
+            fsync=fsync, fork=fork,
         )
         _run.parse_shard(shard)
     except (_run.UsageError, ValueError) as err:

@@ -17,12 +17,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from codemod.ab import arms as _arms
 from codemod.ab import procs
 from codemod.ab.model import Outcome
 from codemod.ab.procs import Interrupted
+
+from codemod.ab.warm import ServerError
+
+if TYPE_CHECKING:
+    from codemod.ab.warm import ForkServer
 
 PLUGIN_MODULE = "decouple_ab_plugin"
 _OUTPUT_TAIL = 4000
@@ -184,12 +189,13 @@ class ArmRunner:
     """Runs files of one arm; thread-safe (one call per worker thread)."""
 
     def __init__(self, spec: _arms.ArmSpec, python: str, timeout: float, file_timeout: float,
-                 stop: threading.Event):
+                 stop: threading.Event, server: Optional["ForkServer"] = None):
         self.spec = spec
         self.python = python
         self.timeout = timeout
         self.file_timeout = file_timeout
         self.stop = stop
+        self.server = server      # the arm's warm interpreter; None = a fresh process per run
         self._seq = 0
         self._lock = threading.Lock()
 
@@ -197,6 +203,25 @@ class ArmRunner:
         with self._lock:
             self._seq += 1
             return self._seq
+
+    def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[str]):
+        """A pytest process: forked by the warm interpreter, or a fresh `python -m pytest`."""
+        proc = None
+        if self.server is not None:
+            try:
+                proc = self.server.start(argv, self.spec.root, env, log)
+            except ServerError as err:
+                self.server = None
+                notes.append(f"the warm interpreter failed ({err}); fresh processes from here on")
+        if proc is None:
+            # die with the runner (the plugin sets PR_SET_PDEATHSIG when its parent is this pid)
+            env = {**env, "DECOUPLE_AB_PARENT": str(os.getpid())}
+            with open(log, "wb") as logfh:
+                proc = subprocess.Popen([self.python, "-m", "pytest", *argv], cwd=str(self.spec.root), env=env,
+                                        stdout=logfh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+        procs.register(proc)
+        return proc
 
     def run_file(self, file: str, args: list[str], only: Optional[set[str]] = None) -> FileRun:
         res = FileRun(arm=self.spec.name, file=file)
@@ -224,15 +249,11 @@ class ArmRunner:
                 onlyf = self.spec.workdir / "events" / f"{seq:05d}.only"
                 onlyf.write_text("".join(x + "\n" for x in sorted(only)), encoding="utf-8")
                 env["DECOUPLE_AB_ONLY"] = str(onlyf)
-            cmd = [self.python, "-m", "pytest", "-p", PLUGIN_MODULE, *_arms.PYTEST_ARGS,
-                   "-q", "-rN", *args, *self.spec.extra_args]
+            argv = ["-p", PLUGIN_MODULE, *_arms.PYTEST_ARGS, "-q", "-rN",
+                    *[_arms.safe_arg(a) for a in args], *self.spec.extra_args]
             if self.stop.is_set():
                 raise Interrupted("stopped")
-            with open(log, "wb") as logfh:
-                proc = subprocess.Popen(cmd, cwd=str(self.spec.root), env=env, stdout=logfh,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
-            procs.register(proc)
+            proc = self._start(argv, env, log, res.notes)
             res.processes += 1
             reader = _EventReader(events)
             current: Optional[_TestAcc] = None
@@ -324,6 +345,8 @@ class ArmRunner:
                 procs.kill_group(proc)
                 rc = proc.wait()
                 procs.unregister(proc)
+                if self.server is not None:
+                    self.server.forget(proc)
             consume(reader.read())
             if saw_end:
                 break

@@ -1,5 +1,8 @@
 """decouple A/B capture plugin: one JSON line per pytest event.
 
+PYTEST_DONT_REWRITE (the warm interpreter imports this module before pytest
+starts; pytest must not warn that it cannot rewrite it)
+
 This file is standalone (stdlib + pytest only).  The runner copies it into a
 private directory as ``decouple_ab_plugin.py``, puts that directory on the
 child's PYTHONPATH and loads it with ``-p decouple_ab_plugin``.
@@ -21,6 +24,11 @@ Environment variables read by the plugin:
                           next test starts; fsync only adds protection
                           against the whole machine going down, at ~1 ms a
                           call on an ordinary disk.
+``DECOUPLE_AB_PARENT``    pid of the runner that started this process: on
+                          Linux the process asks to be killed when its
+                          parent dies (PR_SET_PDEATHSIG), and exits at once
+                          when the parent is already gone.  (Processes forked
+                          by the warm interpreter arrange this themselves.)
 
 Events (key ``ev``): ``session`` (first line), ``collected`` (node ids after
 deselection), ``collecterror``, ``collectskip`` (a module-level
@@ -260,10 +268,25 @@ class _Recorder:
         self.emit({"ev": "end", "exitstatus": int(exitstatus)}, sync=True)
 
 
+def _die_with_parent(parent: str) -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except Exception:
+            return
+    if str(os.getppid()) != parent:
+        os._exit(70)
+
+
 def pytest_configure(config):
     path = os.environ.get("DECOUPLE_AB_EVENTS")
     if not path:
         return
+    parent = os.environ.get("DECOUPLE_AB_PARENT")
+    if parent:
+        _die_with_parent(parent)
     rec = _Recorder(path, os.environ.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
     rec.emit({
         "ev": "session", "pid": os.getpid(), "python": sys.version.split()[0],

@@ -32,8 +32,10 @@ from codemod.ab import procs
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
 from codemod.ab.model import ABResult, ArmResult, Environment, TestComparison
 from codemod.ab.procs import Interrupted, kill_all_children  # noqa: F401 (Interrupted is part of the API)
+from codemod.ab.warm import SERVER_MODULE, ForkServer, ServerError, preload_modules
 
 _HERE = Path(__file__).resolve().parent
+TEMP_PREFIX = "decouple-ab-"
 
 
 class UsageError(Exception):
@@ -109,6 +111,7 @@ class RunOptions:
     progress: Optional[Callable[[str], None]] = None
     keep_temp: bool = False           # debugging only
     fsync: str = "none"               # plugin fsync policy: none | start | all
+    fork: bool = True                 # a warm interpreter per arm (False: a fresh process per run)
 
 
 # ---------------------------------------------------------------------------
@@ -157,6 +160,58 @@ def check_python(python: str) -> dict:
 
 
 
+def _probe(opts: RunOptions, server: Optional[ForkServer], script: Path, env: dict[str, str], cwd: Path,
+           nice: bool, stop: threading.Event) -> Environment:
+    """The environment probe: forked by arm A's warm interpreter when there is a
+    usable one (torch is imported there already), else a fresh process."""
+    if server is not None:
+        try:
+            hello = server.ready(stop=stop)
+            if not hello.get("unsafe"):
+                return _probe_forked(opts.python, server, script, env, cwd, nice)
+        except ServerError:
+            pass
+    return run_probe(opts.python, script, env, cwd, nice)
+
+
+def _probe_forked(python: str, server: ForkServer, script: Path, env: dict[str, str], cwd: Path,
+                  nice: bool) -> Environment:
+    envr = Environment(executable=python)
+    log = cwd / "probe.log"
+    try:
+        proc = server.start([], cwd, env, log, script=script, nice=nice)
+        procs.register(proc)
+        try:
+            if not proc.exited(300):
+                envr.probe_error = "probe timed out after 300 s"
+                return envr
+        finally:
+            procs.kill_group(proc)
+            proc.wait()
+            procs.unregister(proc)
+            server.forget(proc)
+        data = _last_json(log.read_text(encoding="utf-8", errors="replace"))
+    except Exception as exc:  # recorded, never fatal
+        envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
+        return envr
+    for k, v in data.items():
+        if hasattr(envr, k) and v is not None:
+            setattr(envr, k, v)
+    return envr
+
+
+def _last_json(text: str) -> dict:
+    """The probe's answer: the last line that is a JSON object (its stderr shares the log)."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise ValueError("no JSON answer in the probe's output")
+
+
 def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: bool = True) -> Environment:
     """Run probe.py under `python`; with `nice`, at the lowest CPU priority so
     it fills idle gaps instead of competing with the test processes."""
@@ -198,6 +253,72 @@ def _tool_version() -> str:
 
 
 
+def thread_vars(base_env: dict[str, str], user_env: dict[str, str], jobs: int) -> dict[str, str]:
+    """Intra-op thread count for every arm, so that `jobs` parallel test
+    processes do not each start one thread per core (torch reads
+    OMP_NUM_THREADS).  Nothing when one process runs at a time or the user
+    chose a count (in the environment or with --env)."""
+    cores = os.cpu_count() or 1
+    jobs = jobs or cores
+    if jobs <= 1 or "OMP_NUM_THREADS" in base_env or "OMP_NUM_THREADS" in user_env:
+        return {}
+    return {"OMP_NUM_THREADS": str(max(1, cores // jobs))}
+
+
+def _launch_warm(opts: RunOptions, specs: dict[str, _arms.ArmSpec], files_by_arm: dict[str, dict],
+                 support: Path, servers: list[ForkServer], say) -> Optional[dict[str, ForkServer]]:
+    """Start a warm interpreter per arm (they import in the background); None
+    when they are not to be used at all."""
+    if not opts.fork:
+        say("warm interpreter off (--no-fork): a fresh pytest process per file")
+        return None
+    if not hasattr(os, "fork"):
+        return None
+    files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
+    preload = preload_modules(files)
+    started: dict[str, ForkServer] = {}
+    for name, spec in specs.items():
+        if files_by_arm.get(name):
+            server = ForkServer(opts.python, support / f"{SERVER_MODULE}.py", spec.root, spec.env,
+                                spec.workdir / "logs" / "server.log", preload)
+            servers.append(server)
+            started[name] = server
+    return started
+
+
+def _settle_warm(opts: RunOptions, started: Optional[dict[str, ForkServer]], t: float, stop: threading.Event,
+                 say, warnings: list[str]) -> dict[str, ForkServer]:
+    """The warm interpreters to use: all or none (the arms must run alike)."""
+    if started is None:
+        if opts.fork:
+            warnings.append("no warm interpreter: this platform has no fork(); every file ran in a fresh process")
+        return {}
+    try:
+        hellos = {n: s.ready(stop=stop) for n, s in started.items()}
+    except ServerError as err:
+        reason = str(err)
+    else:
+        unsafe = {n: h["unsafe"] for n, h in hellos.items() if h.get("unsafe")}
+        if not unsafe:
+            loaded = next(iter(hellos.values()), {}).get("preloaded") or []
+            skipped = next(iter(hellos.values()), {}).get("skipped") or {}
+            say(f"warm interpreter per arm ({len(started)}): pytest"
+                + "".join(f", {m}" for m in loaded) + f" imported once, in {time.monotonic() - t:.1f}s"
+                + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items()))
+            return started
+        reason = "; ".join(f"arm {n}: {why}" for n, why in unsafe.items())
+    for server in started.values():
+        server.close()
+    warnings.append(f"no warm interpreter ({reason}): every file ran in a fresh process")
+    return {}
+
+
+def _forget_pycache(work: Path) -> None:
+    cache = _arms.pycache_root()
+    for prefix in cache.iterdir() if cache is not None else ():
+        _arms.forget_run_pycache(prefix, work)
+
+
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
 
@@ -207,11 +328,17 @@ def run_ab(opts: RunOptions) -> ABResult:
     stop = threading.Event()
     work: Optional[Path] = None
     pool: Optional[ThreadPoolExecutor] = None
+    lock: Optional[int] = None
+    servers: list[ForkServer] = []
     try:
-        work = Path(tempfile.mkdtemp(prefix="decouple-ab-"))
+        for stale in procs.reap_stale_roots(Path(tempfile.gettempdir()), TEMP_PREFIX):
+            _forget_pycache(stale)
+            (opts.progress or (lambda _m: None))(f"removed {stale}, left by an A/B run that was killed")
+        work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        lock = procs.claim_root(work)
         pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs or os.cpu_count() or 1),
                                   thread_name_prefix="decouple-ab")
-        return _run(opts, work, pool, stop)
+        return _run(opts, work, pool, stop, servers)
     except Interrupted:
         stop.set()
         raise
@@ -223,11 +350,13 @@ def run_ab(opts: RunOptions) -> ABResult:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
             kill_all_children()
+            for server in servers:
+                server.close()
             if work is not None and not opts.keep_temp:
                 shutil.rmtree(work, ignore_errors=True)
-                cache = _arms.pycache_root()
-                for prefix in cache.iterdir() if cache is not None else ():
-                    _arms.forget_run_pycache(prefix, work)
+                _forget_pycache(work)
+            if lock is not None:
+                os.close(lock)
         finally:
             if prev is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, prev)
@@ -245,7 +374,8 @@ def _wait_all(futures: list[Future], stop: threading.Event) -> None:
                 raise exc
 
 
-def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading.Event) -> ABResult:
+def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading.Event,
+         servers: list[ForkServer]) -> ABResult:
     t0 = time.monotonic()
     say = opts.progress or (lambda _m: None)
     cwd = Path(opts.cwd or os.getcwd()).resolve()
@@ -273,6 +403,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     support.mkdir()
     shutil.copy2(_HERE / "plugin.py", support / f"{PLUGIN_MODULE}.py")
     shutil.copy2(_HERE / "probe.py", support / "decouple_ab_probe.py")
+    shutil.copy2(_HERE / "forkserver.py", support / f"{SERVER_MODULE}.py")
 
     # sources
     user_roots: list[Path] = []
@@ -308,9 +439,15 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     result.paths = list(sel.paths)
 
     base_env = dict(os.environ)
+    # the runner's own variables, applied to every arm like --env (which overrides them)
+    runner_env = thread_vars(base_env, opts.env, opts.jobs)
+    if runner_env:
+        say("torch threads: " + " ".join(f"{k}={v}" for k, v in runner_env.items())
+            + f" in every arm (-j {opts.jobs} on {os.cpu_count()} cores)")
+    arm_env = {**runner_env, **opts.env}
     result.env_unset = list(_arms.UNSET_VARS)
     result.env_set = {**_arms.FIXED_VARS, "PYTHONPYCACHEPREFIX": "<per-arm prefix in the decouple cache>",
-                      "TMPDIR": "<per-arm temp dir>", **opts.env}
+                      "TMPDIR": "<per-arm temp dir>", **arm_env}
     result.warnings.extend(_arms.pythonpath_warnings(base_env, user_roots))
 
     # arm specs
@@ -334,7 +471,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     arm_errors: dict[str, str] = {}
     for name in ("A", "B"):
         kind, src, label, source = sources[name]
-        spec = make_spec(name, label, source, dict(opts.env))
+        spec = make_spec(name, label, source, dict(arm_env))
         specs[name] = spec
         t = time.monotonic()
         try:
@@ -359,7 +496,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     for d in opts.diags:
         base = specs[d.based_on]
         spec = make_spec(d.name, f"diagnostic {d.name} on {d.based_on}", base.source,
-                         {**opts.env, **d.variables}, based_on=d.based_on)
+                         {**arm_env, **d.variables}, based_on=d.based_on)
         if d.based_on in arm_errors:
             arm_errors[d.name] = arm_errors[d.based_on]
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -374,21 +511,6 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         if p and not any((specs[n].root / p).exists() for n in ("A", "B") if n not in arm_errors):
             raise UsageError(f"{p} exists in neither arm")
 
-    # environment probe, concurrently with everything else
-    # (no pycache prefix for the probe: it imports only installed code, and a
-    # prefix would make it recompile torch from source)
-    probe_env = _arms.sanitised_env(base_env, dict(opts.env), work / "arms" / "A" / "pycache", support)
-    probe_env.pop("PYTHONPYCACHEPREFIX", None)
-    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
-    probe_dir = work / "probe"
-    probe_dir.mkdir()
-    # A dedicated thread: the pool's workers are for test processes.  Niced,
-    # unless --hw-classification has to wait for its answer before B starts.
-    probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
-    probe_future = probe_pool.submit(run_probe, opts.python, support / "decouple_ab_probe.py", probe_env,
-                                     probe_dir, not opts.hw_classification)
-    probe_pool.shutdown(wait=False)
-
     # files
     files_by_arm = {n: ({} if n in arm_errors else _arms.discover_files(s.root, sel)) for n, s in specs.items()}
     all_files = sorted(set(files_by_arm["A"]) | set(files_by_arm["B"]))
@@ -396,6 +518,26 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         i, n = shard
         all_files = [f for k, f in enumerate(all_files) if k % n == i - 1]
     say(f"{len(all_files)} test file(s)" + (f" in shard {opts.shard}" if shard else ""))
+
+    # warm interpreters: they import in the background while the probe and the
+    # --hw-classification check run
+    t_warm = time.monotonic()
+    launched = _launch_warm(opts, specs, files_by_arm, support, servers, say)
+
+    # environment probe, concurrently with everything else
+    # (no pycache prefix for the probe: it imports only installed code, and a
+    # prefix would make it recompile torch from source)
+    probe_env = _arms.sanitised_env(base_env, dict(arm_env), work / "arms" / "A" / "pycache", support)
+    probe_env.pop("PYTHONPYCACHEPREFIX", None)
+    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
+    probe_dir = work / "probe"
+    probe_dir.mkdir()
+    # A dedicated thread: the pool's workers are for test processes.  Niced,
+    # unless --hw-classification has to wait for its answer before B starts.
+    probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
+    probe_future = probe_pool.submit(_probe, opts, (launched or {}).get("A"), support / "decouple_ab_probe.py",
+                                     probe_env, probe_dir, not opts.hw_classification, stop)
+    probe_pool.shutdown(wait=False)
 
     # --hw-classification for B (and diagnostic arms based on B)
     if opts.hw_classification:
@@ -413,7 +555,9 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
                     if d.based_on == "B":
                         specs[d.name].extra_args = list(hw)
 
-    runners = {n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop) for n, s in specs.items()}
+    warm = _settle_warm(opts, launched, t_warm, stop, say, result.warnings)
+    runners = {n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n))
+               for n, s in specs.items()}
     jobs: list[Future] = []
     job_meta: list[tuple[str, str]] = []
     for f in all_files:
@@ -464,8 +608,11 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
                 and r.a.outcome != "not-run" and r.b.outcome != "not-run"
                 and r.a.nodeid in a.outcomes and r.b.nodeid in b.outcomes]
         if todo:
-            say(f"confirming {len(todo)} discordant test(s), {opts.confirm} alternating rerun(s) each")
-            futs = [pool.submit(_confirm, runners["A"], runners["B"], r, opts.confirm) for r in todo]
+            groups = _by_file(todo)
+            say(f"confirming {len(todo)} discordant test(s) in {len(groups)} file(s), {opts.confirm} "
+                "alternating rerun(s) each")
+            futs = [pool.submit(_confirm, runners["A"], runners["B"], a, b, rs, opts.confirm)
+                    for rs in groups.values()]
             _wait_all(futs, stop)
             # alone, both arms agree although they differed in the file: rerun
             # the file (up to the test) once per arm to tell an order-dependent
@@ -473,11 +620,8 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
             suspects = [r for r in todo if _cmp.rerun_state(r) == "order-suspect"]
             if suspects:
                 say(f"rerunning the file around {len(suspects)} test(s) that differ only in the file")
-                by_file: dict[tuple[str, str], list[TestComparison]] = {}
-                for r in suspects:
-                    by_file.setdefault((_cmp._file_of(r.a.nodeid), _cmp._file_of(r.b.nodeid)), []).append(r)
                 futs = [pool.submit(_confirm_in_file, runners["A"], runners["B"], a, b, fa, fb, rs)
-                        for (fa, fb), rs in by_file.items()]
+                        for (fa, fb), rs in _by_file(suspects).items()]
                 _wait_all(futs, stop)
             for r in todo:
                 _cmp.settle_flaky(r)
@@ -517,19 +661,34 @@ def _progress_wrap(runner: ArmRunner, f: str, args: list[str], say) -> FileRun:
     return fr
 
 
-def _rerun_one(runner: ArmRunner, nodeid: str) -> str:
+def _by_file(rows: list[TestComparison]) -> dict[tuple[str, str], list[TestComparison]]:
+    """Rows grouped by (file in A, file in B); a --map may move a test to another file."""
+    out: dict[tuple[str, str], list[TestComparison]] = {}
+    for r in rows:
+        out.setdefault((_cmp._file_of(r.a.nodeid), _cmp._file_of(r.b.nodeid)), []).append(r)
+    return out
+
+
+def _rerun_together(runner: ArmRunner, arm: ArmResult, nodeids: list[str]) -> dict[str, str]:
+    """Rerun the given tests of one file in one process; node id -> outcome."""
     # node ids are relative to the arm root (the plugin rewrites pytest's
-    # rootdir-relative ids), i.e. valid arguments from the cwd of run_file
-    f = nodeid.split("::", 1)[0]
-    fr = runner.run_file(f, [nodeid], only={nodeid})
-    o = fr.outcomes.get(nodeid)
-    if o is None:
-        if fr.collection_errors:
-            return "error"
-        if fr.collection_skips:
-            return "skipped"
-        return "not-run"
-    return o.outcome
+    # rootdir-relative ids), i.e. valid arguments from the cwd of run_file;
+    # given in the file's collection order
+    order = {n: i for i, n in enumerate(arm.outcomes)}
+    ids = sorted(set(nodeids), key=lambda n: order.get(n, len(order)))
+    fr = runner.run_file(_cmp._file_of(ids[0]), ids, only=set(ids))
+    out = {}
+    for nodeid in ids:
+        o = fr.outcomes.get(nodeid)
+        if o is not None:
+            out[nodeid] = o.outcome
+        elif fr.collection_errors:
+            out[nodeid] = "error"
+        elif fr.collection_skips:
+            out[nodeid] = "skipped"
+        else:
+            out[nodeid] = "not-run"
+    return out
 
 
 def _file_prefix(arm: ArmResult, file: str, upto: set[str]) -> set[str]:
@@ -563,10 +722,16 @@ def _has_export_attributes(root: Path) -> bool:
     return False
 
 
-def _confirm(ra: ArmRunner, rb: ArmRunner, row: TestComparison, k: int) -> None:
+def _confirm(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, rows: list[TestComparison],
+             k: int) -> None:
+    """`k` rounds, alternating A and B; each round reruns all of the file's
+    discordant tests in one process per arm."""
     for _ in range(k):
-        row.a.reruns.append(_rerun_one(ra, row.a.nodeid))
-        row.b.reruns.append(_rerun_one(rb, row.b.nodeid))
+        got_a = _rerun_together(ra, a, [r.a.nodeid for r in rows])
+        got_b = _rerun_together(rb, b, [r.b.nodeid for r in rows])
+        for r in rows:
+            r.a.reruns.append(got_a[r.a.nodeid])
+            r.b.reruns.append(got_b[r.b.nodeid])
 
 
 def run_single_file(root: str, file: str, python: Optional[str] = None, env: Optional[dict[str, str]] = None,
@@ -577,7 +742,8 @@ def run_single_file(root: str, file: str, python: Optional[str] = None, env: Opt
     For tests and tooling: no arm copy, no comparison.  `root` is the cwd and
     rootdir; nothing is written there (bytecode goes to a temp prefix).
     """
-    work = Path(tempfile.mkdtemp(prefix="decouple-ab-single-"))
+    work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "single-"))
+    lock = procs.claim_root(work)
     try:
         support = work / "support"
         support.mkdir()
@@ -592,3 +758,5 @@ def run_single_file(root: str, file: str, python: Optional[str] = None, env: Opt
     finally:
         kill_all_children()
         shutil.rmtree(work, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)

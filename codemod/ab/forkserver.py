@@ -1,0 +1,438 @@
+"""decouple A/B fork server: the warm interpreter of one arm.
+
+PYTEST_DONT_REWRITE (pytest must not try to rewrite this module's asserts)
+
+This file is standalone (stdlib + pytest only at import), like the capture
+plugin: it runs in the user's interpreter.  The runner copies it into its
+private support directory as ``decouple_ab_server.py`` and starts one per arm::
+
+    python decouple_ab_server.py --parent PID [--preload torch,torch.testing._internal.common_utils]
+                                 [--pycache-prefix DIR]
+
+with the arm root as cwd and the arm's environment (without
+PYTHONPYCACHEPREFIX: the preloaded installed modules are read from their own
+``__pycache__``, as a plain ``python`` would, and nothing is written there;
+then the server switches to the arm's prefix DIR, so that every test process
+compiles and caches exactly as a fresh one with PYTHONPYCACHEPREFIX=DIR).  The server imports
+pytest, its built-in plugins, the capture plugin and the preload modules once,
+then forks one child per request; each child is a fresh pytest session
+(``python -m pytest ARGS`` as far as the test can tell: cwd, environment,
+``sys.argv``, ``sys.path[0]``, ``__main__``, signal dispositions, temp dir), in
+its own session (process group), writing to its own log.
+
+It never initialises a device runtime: it only imports.  Where forking is not
+safe (no ``os.fork``; a device runtime initialised on import; an out-of-tree
+device backend such as torch_npu loaded on import; a thread started by an
+import) it says so in its first answer and the runner uses fresh processes.
+On a machine with GPU device nodes and a torch built for them, only ``torch``
+itself is preloaded (``torch.testing._internal`` asks the runtime for its
+devices on import).
+
+Protocol: JSON lines, requests on stdin, answers on stdout.
+
+  <- {"ev": "hello", "pid": P, "preloaded": [...], "skipped": {name: why}, "unsafe": null | why}
+  -> {"op": "run", "id": N, "argv": [...], "cwd": DIR, "env": {...}, "log": PATH}
+     (optional: "script": PATH runs that script instead of pytest; "nice": true
+     lowers the child's priority)
+  <- {"ev": "started", "id": N, "pid": P}   or   {"ev": "failed", "id": N, "error": why}
+  <- {"ev": "exited", "id": N, "rc": R}     (R < 0: killed by signal -R)
+  -> {"op": "reap", "id": N}
+  <- {"ev": "reaped", "id": N}
+     (a child is reaped only when the runner says so: until then its process
+     group id stays reserved, so the runner can kill the group safely)
+
+End of stdin (the runner finished or died): every child's group is killed and
+the server exits.  The server and every child also die with their parent
+(PR_SET_PDEATHSIG on Linux).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import select
+import signal
+import sys
+import threading
+import traceback
+
+PLUGIN_MODULE = "decouple_ab_plugin"
+# Out-of-tree device backends known to initialise their runtime on import.
+_BACKENDS = ("torch_npu", "intel_extension_for_pytorch", "habana_frameworks", "torch_mlu", "torch_musa")
+_DEVICE_NODES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/davinci0", "/dev/accel")
+
+
+def _load_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent dies (Linux); exit now if it already has."""
+    if _PRCTL is not None:
+        try:
+            _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+    if os.getppid() != parent:
+        os._exit(70)
+
+
+def _write_line(fd: int, record: dict) -> None:
+    data = (json.dumps(record) + "\n").encode("utf-8", "replace")
+    while data:
+        data = data[os.write(fd, data):]
+
+
+# ---------------------------------------------------------------------------
+# preloading
+
+
+def _outside(name: str, root: str) -> bool:
+    """True when the top-level package of `name` is not found under `root`
+    (a module of the tree itself is never preloaded: pytest imports it)."""
+    try:
+        spec = importlib.util.find_spec(name.split(".")[0])
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    locations = list(spec.submodule_search_locations or []) + ([spec.origin] if spec.origin else [])
+    root = os.path.realpath(root) + os.sep
+    return all(not os.path.realpath(loc).startswith(root) for loc in locations if loc)
+
+
+def _device_build(torch) -> bool:
+    version = getattr(torch, "version", None)
+    if getattr(version, "cuda", None) or getattr(version, "hip", None):
+        return True
+    xpu = getattr(torch, "xpu", None)
+    try:
+        return bool(xpu is not None and xpu._is_compiled())
+    except Exception:
+        return False
+
+
+def _device_nodes() -> list:
+    found = [p for p in _DEVICE_NODES if os.path.exists(p)]
+    try:
+        found += ["/dev/dri/" + n for n in os.listdir("/dev/dri") if n.startswith("renderD")]
+    except OSError:
+        pass
+    return found
+
+
+def preload(names: list, root: str) -> tuple:
+    """Import pytest's machinery, the capture plugin and `names`; (loaded, skipped)."""
+    importlib.import_module("pytest")
+    from _pytest import config as _config
+    for plugin in getattr(_config, "default_plugins", ()):
+        try:
+            importlib.import_module("_pytest." + plugin)
+        except Exception:
+            pass
+    importlib.import_module(PLUGIN_MODULE)
+    loaded, skipped = [], {}
+    torch_only = False
+    for name in names:
+        if torch_only and name != "torch":
+            skipped[name] = "a device build of torch on a machine with device nodes: only torch is preloaded"
+            continue
+        if not _outside(name, root):
+            skipped[name] = "not an installed module"
+            continue
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name != name:      # `from pkg import function` guessed as a module: not an error
+                skipped[name] = f"{type(err).__name__}: {err}"[:300]
+            continue
+        except BaseException as err:  # noqa: BLE001 - the child will meet it again, with its own report
+            skipped[name] = f"{type(err).__name__}: {err}"[:300]
+            continue
+        loaded.append(name)
+        if name == "torch" and _device_build(sys.modules["torch"]) and _device_nodes():
+            torch_only = True
+    return loaded, skipped
+
+
+def fork_unsafe() -> str | None:
+    """Why forking this process could break a child's device runtime (None = safe)."""
+    if not hasattr(os, "fork"):
+        return "this platform has no fork()"
+    for name in _BACKENDS:
+        if name in sys.modules:
+            return f"{name} was imported (an out-of-tree device backend initialises on import)"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for dev in ("cuda", "xpu", "mps", "npu"):
+            mod = getattr(torch, dev, None)
+            check = getattr(mod, "is_initialized", None)
+            try:
+                if check is not None and check():
+                    return f"torch.{dev} was initialised on import"
+            except Exception:
+                pass
+        try:
+            backend = torch._C._get_privateuse1_backend_name()
+        except Exception:
+            backend = "privateuseone"
+        if backend != "privateuseone":
+            return f"an out-of-tree device backend ({backend}) is registered"
+    if threading.active_count() > 1:
+        return "an import started a thread (a forked child would inherit a half-copied process)"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# the child: a fresh pytest session
+
+
+def _exit_status(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return int(code) & 0xFF
+    try:
+        sys.stderr.write(f"{code}\n")
+    except Exception:
+        pass
+    return 1
+
+
+def _fresh_main_module():
+    """A ``__main__`` like the one ``python -m pytest`` has (multiprocessing's
+    spawn re-imports it by its spec name)."""
+    import types
+    main = types.ModuleType("__main__")
+    spec = importlib.util.find_spec("pytest.__main__")
+    main.__spec__ = spec
+    main.__file__ = spec.origin if spec is not None else ""
+    main.__package__ = "pytest"
+    main.__builtins__ = __builtins__
+    return main
+
+
+def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no cover - runs after fork
+    code = 70
+    try:
+        os.setsid()
+        die_with_parent(server_pid)
+        try:
+            signal.set_wakeup_fd(-1)
+        except (ValueError, OSError):
+            pass
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        for fd in [log, null, *close_fds]:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        import tempfile
+        tempfile.tempdir = None           # read TMPDIR again
+        sys.path[0] = os.getcwd()         # `python -m` puts the cwd first
+        if req.get("nice"):
+            try:
+                os.nice(19)
+            except OSError:
+                pass
+        try:
+            if req.get("script"):
+                import runpy
+                sys.argv = [req["script"], *req["argv"]]
+                runpy.run_path(req["script"], run_name="__main__")
+                code = 0
+            else:
+                import pytest
+                main = _fresh_main_module()
+                sys.argv = [main.__file__, *req["argv"]]
+                sys.modules["__main__"] = main
+                code = pytest.console_main()
+        except SystemExit as exc:
+            code = exc.code
+        code = _exit_status(code)
+    except BaseException:  # noqa: BLE001 - report and exit like a dying interpreter
+        try:
+            traceback.print_exc()
+        except Exception:
+            pass
+        code = 1
+    try:
+        shutdown = getattr(threading, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        import atexit
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001
+        pass
+    os._exit(code)
+
+
+# ---------------------------------------------------------------------------
+# the server loop
+
+
+class Server:
+    def __init__(self, out_fd: int, parent: int):
+        self.out = out_fd
+        self.parent = parent
+        self.pids: dict[int, int] = {}        # id -> pid (not reaped)
+        self.running: dict[int, int] = {}     # id -> pid (exit not yet reported)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        os.set_blocking(self.wake_r, False)
+
+    def send(self, record: dict) -> None:
+        _write_line(self.out, record)
+
+    def spawn(self, req: dict) -> None:
+        rid = int(req["id"])
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+        except OSError as err:
+            self.send({"ev": "failed", "id": rid, "error": f"fork: {err}"})
+            return
+        if pid == 0:
+            child(req, os.getppid(), [0, self.out, self.wake_r, self.wake_w])
+        self.pids[rid] = pid
+        self.running[rid] = pid
+        self.send({"ev": "started", "id": rid, "pid": pid})
+
+    def poll_children(self) -> None:
+        for rid, pid in list(self.running.items()):
+            try:
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                info = None
+                rc = -int(signal.SIGKILL)
+            else:
+                if info is None or not info.si_pid:
+                    continue
+                killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+                rc = -info.si_status if killed else info.si_status
+            del self.running[rid]
+            self.send({"ev": "exited", "id": rid, "rc": rc})
+
+    def reap(self, rid: int) -> None:
+        pid = self.pids.pop(rid, None)
+        if pid is not None:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        self.send({"ev": "reaped", "id": rid})
+
+    def shutdown(self) -> None:
+        for pid in self.pids.values():
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in self.pids.values():
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    def loop(self) -> None:
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_w)
+        buf = b""
+        while True:
+            try:
+                ready, _, _ = select.select([0, self.wake_r], [], [], 1.0)
+            except InterruptedError:
+                ready = []
+            if self.wake_r in ready:
+                try:
+                    while os.read(self.wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+            if 0 in ready:
+                data = os.read(0, 65536)
+                if not data:
+                    break
+                buf += data
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    req = json.loads(line)
+                    if req.get("op") == "run":
+                        self.spawn(req)
+                    elif req.get("op") == "reap":
+                        self.reap(int(req["id"]))
+            self.poll_children()
+            if os.getppid() != self.parent:
+                break
+        self.shutdown()
+
+
+def _installed_bytecode(top: str) -> bool:
+    """Whether the package `top` has compiled bytecode beside its sources."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and bool(spec.cached) and os.path.exists(spec.cached)
+
+
+def _use_prefix(prefix: str) -> None:
+    sys.pycache_prefix = prefix
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.dont_write_bytecode = False
+
+
+def main(argv: list) -> int:
+    parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
+    names = []
+    if "--preload" in argv:
+        names = [n for n in argv[argv.index("--preload") + 1].split(",") if n]
+    prefix = argv[argv.index("--pycache-prefix") + 1] if "--pycache-prefix" in argv else None
+    die_with_parent(parent)
+    # answers go to the original stdout; stray output of imports goes to the log (stderr)
+    out = os.dup(1)
+    os.dup2(2, 1)
+    sys.path[0] = os.getcwd()             # as `python -m pytest` from the arm root
+    if prefix is not None and not all(_installed_bytecode(n) for n in {"_pytest", *(n.split(".")[0] for n in names)}):
+        _use_prefix(prefix)               # no usable bytecode beside the sources: compile into the prefix
+        prefix = None
+    if prefix is not None:
+        sys.dont_write_bytecode = True    # read the installed bytecode, never write beside it
+    loaded, skipped = preload(names, os.getcwd())
+    if prefix is not None:
+        _use_prefix(prefix)
+    server = Server(out, parent)
+    _write_line(out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped,
+                      "unsafe": fork_unsafe()})
+    server.loop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

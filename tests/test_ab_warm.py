@@ -1,0 +1,248 @@
+"""The A/B runner's warm interpreter (fork server), its fallback, and process hygiene."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from codemod.ab import procs
+from codemod.ab.run import RunOptions, run_ab, thread_vars
+from codemod.ab.warm import preload_modules
+
+HERE = Path(__file__).resolve().parent
+FIX = HERE / "fixtures" / "ab"
+PROJECT = HERE.parent
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
+
+
+def _facts(tmp_path: Path, fork: bool) -> tuple:
+    facts = tmp_path / ("fork" if fork else "fresh")
+    facts.mkdir()
+    r = run_ab(RunOptions(paths=["test_1_mutate.py", "test_2_check.py"], a_root=str(FIX / "warm"),
+                          b_root=str(FIX / "warm"), cwd=str(tmp_path), jobs=1, fork=fork,
+                          env={"AB_FACTS_DIR": str(facts)}))
+    return r, {arm: json.loads((facts / f"{arm}.json").read_text()) for arm in ("A", "B")}
+
+
+def test_warm_files_do_not_leak_state_and_look_like_fresh_processes(tmp_path):
+    warm, warm_facts = _facts(tmp_path, fork=True)
+    fresh, fresh_facts = _facts(tmp_path, fork=False)
+    for r in (warm, fresh):
+        assert {t.nodeid: t.category for t in r.tests} == {
+            "test_1_mutate.py::test_mutate_module_state": "same-pass",
+            "test_2_check.py::test_no_leak_from_the_previous_file": "same-pass",
+            "test_2_check.py::test_record_process_facts": "same-pass"}, [(t.nodeid, t.b and t.b.message) for t in r.tests]
+    assert not any("warm interpreter" in w for w in warm.warnings), warm.warnings
+    if sys.platform.startswith("linux"):
+        assert warm_facts["A"]["forked"] and warm_facts["B"]["forked"]
+        assert not fresh_facts["A"]["forked"]
+    for arm in ("A", "B"):
+        w, f = dict(warm_facts[arm]), dict(fresh_facts[arm])
+        w.pop("forked"), f.pop("forked")
+        we, fe = w.pop("env"), f.pop("env")
+        assert we == fe, {k: (we.get(k), fe.get(k)) for k in set(we) | set(fe) if we.get(k) != fe.get(k)}
+        assert w == f, {k: (w[k], f[k]) for k in w if w[k] != f.get(k)}
+    # per-arm isolation as before: own temp dir and bytecode prefix
+    assert warm_facts["A"]["tempdir"] != warm_facts["B"]["tempdir"]
+    assert warm_facts["A"]["pycache_prefix"] != warm_facts["B"]["pycache_prefix"]
+    assert warm_facts["A"]["argv0"].endswith(os.path.join("pytest", "__main__.py"))
+    assert warm_facts["A"]["main_spec"] == "pytest.__main__"
+
+
+def test_no_fork_runs_the_mixed_suite_with_the_same_results(tmp_path):
+    from test_ab_run import FIX as AB_FIX, make_repo, tree_digest
+
+    def run(fork: bool):
+        repo = make_repo(tmp_path / f"repo-{fork}", AB_FIX / "mixed" / "a", AB_FIX / "mixed" / "b")
+        before = tree_digest(repo)
+        r = run_ab(RunOptions(paths=["tests"], base="HEAD", cwd=str(repo), timeout=5.0, confirm=1, jobs=2,
+                              fork=fork, env={"AB_FLAKY_STATE": str(tmp_path / f"flaky-{fork}")}))
+        assert tree_digest(repo) == before
+        return r
+
+    warm, fresh = run(True), run(False)
+    assert not any("warm interpreter" in w for w in warm.warnings), warm.warnings
+
+    def summary(r):
+        # test_flaky's outcome depends on how many runs came before it (a shared counter)
+        return {t.nodeid: (t.category, t.a and (t.a.outcome, t.a.signal, t.a.signature),
+                           t.b and (t.b.outcome, t.b.signal, t.b.signature))
+                for t in r.tests if "test_flaky" not in t.nodeid}
+
+    assert summary(warm) == summary(fresh)
+    assert warm.verdict == fresh.verdict == "REGRESSION"
+    crash = next(t for t in warm.tests if t.nodeid == "tests/test_crash.py::test_crashes")
+    assert (crash.category, crash.b.signal) == ("crash", "SIGABRT")
+    assert warm.arm("B").crashes == fresh.arm("B").crashes == ["tests/test_crash.py::test_crashes"]
+    hang = next(t for t in warm.tests if t.nodeid == "tests/test_hang.py::test_hang")
+    assert (hang.a.outcome, hang.b.outcome) == ("timeout", "timeout")
+    assert "--timeout 5s" in hang.b.message
+
+
+def test_file_names_starting_with_a_dash_are_files_not_options(tmp_path):
+    r = run_ab(RunOptions(paths=["-k_test.py", "-pplugin_test.py"], a_root=str(FIX / "dash" / "a"),
+                          b_root=str(FIX / "dash" / "b"), cwd=str(tmp_path), jobs=2, confirm=1))
+    rows = {t.nodeid: t for t in r.tests}
+    assert set(rows) == {"-k_test.py::test_one", "-k_test.py::test_two", "-pplugin_test.py::test_plugin_file"}, \
+        (rows, r.arm("B").collection_errors)
+    assert rows["-k_test.py::test_one"].category == "same-pass"
+    assert rows["-pplugin_test.py::test_plugin_file"].category == "same-pass"
+    two = rows["-k_test.py::test_two"]
+    assert two.category == "new-failure" and (two.a.reruns, two.b.reruns) == (["passed"], ["failed"])
+    assert r.verdict == "REGRESSION"
+    assert " ./-k_test.py ./-pplugin_test.py" in r.arm("B").command
+
+
+def test_confirmation_reruns_a_files_discordant_tests_in_one_process_per_round(tmp_path):
+    pids = tmp_path / "pids"
+    r = run_ab(RunOptions(paths=["test_pair.py"], a_root=str(FIX / "batch" / "a"), b_root=str(FIX / "batch" / "b"),
+                          cwd=str(tmp_path), jobs=2, confirm=2, env={"AB_PIDS": str(pids)}))
+    rows = {t.nodeid: t for t in r.tests}
+    for name in ("test_first", "test_second"):
+        t = rows[f"test_pair.py::{name}"]
+        assert t.category == "new-failure"
+        assert (t.a.reruns, t.b.reruns) == (["passed", "passed"], ["failed", "failed"])
+    runs: dict[str, dict[str, list[str]]] = {}
+    for line in pids.read_text().split("\n"):
+        if line:
+            arm, name, pid = line.split()
+            runs.setdefault(arm, {}).setdefault(name, []).append(pid)
+    for arm in ("A", "B"):
+        first, second = runs[arm]["first"], runs[arm]["second"]
+        assert len(first) == len(second) == 3            # the file, then 2 confirmation rounds
+        assert first == second                           # both tests in the same process each time
+        assert len(set(first)) == 3
+
+
+def test_thread_count_is_set_once_for_all_arms(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert thread_vars({}, {}, 2) == {"OMP_NUM_THREADS": "2"}
+    assert thread_vars({}, {}, 8) == {"OMP_NUM_THREADS": "1"}
+    assert thread_vars({}, {}, 1) == {}
+    assert thread_vars({"OMP_NUM_THREADS": "3"}, {}, 2) == {}
+    assert thread_vars({}, {"OMP_NUM_THREADS": "3"}, 2) == {}
+
+
+def test_thread_count_is_reported_and_in_the_reproduction(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    r = run_ab(RunOptions(paths=["-pplugin_test.py"], a_root=str(FIX / "dash" / "a"), b_root=str(FIX / "dash" / "b"),
+                          cwd=str(tmp_path), jobs=2))
+    want = str(max(1, (os.cpu_count() or 1) // 2))
+    assert r.env_set["OMP_NUM_THREADS"] == want
+    for arm in r.arms:
+        assert f"OMP_NUM_THREADS={want}" in arm.command
+
+
+def test_preload_modules_lists_torch_imports_only(tmp_path):
+    (tmp_path / "test_a.py").write_text(
+        "import os\nimport torch\nfrom torch.testing._internal.common_utils import TestCase\n"
+        "try:\n    import torch.ao.quantization as q\nexcept ImportError:\n    q = None\n"
+        "def f():\n    import torch.nn.functional\n")
+    (tmp_path / "test_b.py").write_text("from torch.testing._internal import common_device_type\nimport numpy\n")
+    (tmp_path / "test_c.py").write_text("def broken(:\n")
+    files = [tmp_path / n for n in ("test_a.py", "test_b.py", "test_c.py")]
+    assert preload_modules(files) == ["torch", "torch.testing._internal.common_utils", "torch.ao.quantization",
+                                      "torch.testing._internal", "torch.testing._internal.common_device_type"]
+    assert preload_modules(files[2:]) == []
+
+
+def test_stale_temp_roots_are_reaped_live_ones_kept(tmp_path):
+    dead = tmp_path / "decouple-ab-dead"
+    dead.mkdir()
+    (dead / "arms").mkdir()
+    lock = procs.claim_root(dead)
+    os.close(lock)                                      # its run is gone
+    live = tmp_path / "decouple-ab-live"
+    live.mkdir()
+    held = procs.claim_root(live)
+    unknown = tmp_path / "decouple-ab-nolock"
+    unknown.mkdir()
+    other = tmp_path / "something-else"
+    other.mkdir()
+    try:
+        assert procs.reap_stale_roots(tmp_path, "decouple-ab-") == [dead]
+        assert not dead.exists() and live.exists() and unknown.exists() and other.exists()
+    finally:
+        os.close(held)
+    assert procs.reap_stale_roots(tmp_path, "decouple-ab-") == [live]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:   # a zombie waiting for its reaper counts as dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@linux_only
+@pytest.mark.parametrize("fork", [True, False], ids=["warm", "fresh"])
+def test_sigkill_of_the_runner_kills_its_tests_and_the_next_run_reaps_its_root(tmp_path, fork):
+    from test_ab_run import make_repo, tree_digest
+    repo = make_repo(tmp_path / "repo", FIX / "sleep")
+    before = tree_digest(repo)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    marker = tmp_path / "marker"
+    env = {**os.environ, "TMPDIR": str(tmpdir), "AB_SLEEP_MARKER": str(marker),
+           "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "codemod.ab.cli", "test_sleep.py", "--base", "HEAD", "-q", "-j", "2"]
+    proc = subprocess.Popen(cmd + ([] if fork else ["--no-fork"]), cwd=repo, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not (marker.exists() and len(marker.read_text().split()) >= 2):
+            assert proc.poll() is None and time.monotonic() < deadline, "the sleeping tests never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    pids = [int(p) for p in marker.read_text().split()]
+    deadline = time.monotonic() + 60
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in pids)
+    (root,) = [p for p in tmpdir.iterdir() if p.name.startswith("decouple-ab-")]   # no time to clean up
+    assert tree_digest(repo) == before
+    # the next run removes it
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "codemod.ab.cli", "test_ok.py", "--a-root", str(tmp_path / "a"),
+                           "--b-root", str(tmp_path / "a")], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"removed {root}" in done.stderr
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_claim_root_is_released_by_the_kernel(tmp_path):
+    root = Path(tempfile.mkdtemp(prefix="decouple-ab-", dir=tmp_path))
+    code = ("import sys, time; sys.path.insert(0, %r); from codemod.ab import procs; "
+            "procs.claim_root(%r); print('ok', flush=True); time.sleep(600)") % (str(PROJECT), str(root))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ok"
+        assert procs.reap_stale_roots(tmp_path, "decouple-ab-") == []
+        child.kill()
+        child.wait()
+        assert procs.reap_stale_roots(tmp_path, "decouple-ab-") == [root]
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
