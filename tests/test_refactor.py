@@ -85,6 +85,24 @@ def run_tests():
 '''
 
 
+# Generates the CPU instance of a device-generic class, as the real one names it (TestFooCPU::test_x_cpu).
+STUB_DEVICE_TYPE = '''\
+import inspect
+import unittest
+
+
+def instantiate_device_type_tests(generic, scope, **kwargs):
+    def bind(f):
+        if "device" in inspect.signature(f).parameters:
+            return lambda self: f(self, "cpu")
+        return f
+
+    attrs = {k + "_cpu": bind(v) for k, v in vars(generic).items() if k.startswith("test")}
+    del scope[generic.__name__]
+    scope[generic.__name__ + "CPU"] = type(generic.__name__ + "CPU", (unittest.TestCase,), attrs)
+'''
+
+
 def git(cwd, *args) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
@@ -102,8 +120,7 @@ def stub_torch(tmp_path):
     for rel in ("torch/__init__.py", "torch/testing/__init__.py", "torch/testing/_internal/__init__.py"):
         write(str(root), rel, "")
     write(str(root), "torch/testing/_internal/common_utils.py", STUB_COMMON_UTILS)
-    write(str(root), "torch/testing/_internal/common_device_type.py",
-          "def instantiate_device_type_tests(*a, **k):\n    pass\n")
+    write(str(root), "torch/testing/_internal/common_device_type.py", STUB_DEVICE_TYPE)
     return str(root)
 
 
@@ -366,6 +383,27 @@ def test_rerun_verifies_a_branch_made_with_no_ab_without_rebuilding_it(repo, stu
 def test_pr_body_refuses_a_foreign_commit(repo):
     code, out = decouple("pr-body", "--branch", "main")
     assert code == 2 and "not a commit made by `decouple refactor`" in out
+
+
+def test_restructure_moves_recorded_mapped_in_the_ab_and_shown_in_the_pr(repo, stub_torch):
+    # a batch (--group-size): only doable files are taken; the restructuring makes test_mixed doable
+    code, out = decouple("refactor", "test/test_mixed.py", "test/test_alpha.py", "--restructure", "auto",
+                         "--group-size", "2", "--branch", "all", *_ab_args(stub_torch))
+    assert code == 0, out
+    summary = json.load(open(".decouple-out/batch.json"))
+    assert summary["skipped"] == [] and "test/test_mixed.py" in summary["branches"][0]["files"]
+    message = git(repo, "log", "-1", "--format=%B", "all")
+    assert ("- moved test_on_device: TestMixed (instantiated) -> TestMixedAccelerator (instantiated) by split-class"
+            in message)
+    folder = ".decouple-out/all"
+    result = json.load(open(f"{folder}/ab.json"))
+    assert result["verdict"] == "SAFE" and result["mapping"]
+    assert json.load(open(f"{folder}/test-map.json"))["map"]
+    body = open(f"{folder}/PR_BODY.md").read()
+    assert "Restructured before labelling" in body and "`TestMixedAccelerator`: " in body
+    assert "--map-file test-map.json" in body
+    code, again = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "all")
+    assert again == body
 
 
 @pytest.mark.torch

@@ -21,12 +21,20 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _transforms(classification, per_class, force, torch_load, globals_file, explain, python, cfg) -> list:
+def _transforms(classification, per_class, force, torch_load, globals_file, explain, python, cfg,
+                restructure_names) -> list:
     """The same transforms `decouple apply` builds from the same options."""
     from codemod import cli, target
+    from transforms import restructure
     from transforms.torch_load import TorchLoad, check_mode_supported
 
     transforms = [cli._label_transform(classification, per_class, force)]
+    if restructure_names:
+        try:
+            selected = restructure.parse_selection(restructure_names)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--restructure")
+        transforms.insert(0, restructure.Restructure(selected))  # labels go on the resulting classes
     if torch_load:
         info = target.probe(python or cfg.python, import_torch=True)
         refusal = check_mode_supported(torch_load, info.torch_version) if info.torch_version else (
@@ -95,6 +103,9 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
               help="Also make torch.load calls explicit (as `apply --torch-load`).")
 @click.option("--globals", "globals_file", type=click.Path(dir_okay=False), help="discover-globals JSON.")
 @click.option("--explain", is_flag=True, help="With --torch-load: add a short comment saying why.")
+@click.option("--restructure", "restructure_names", metavar="auto|NAME[,NAME]",
+              help="Restructure classes no label fits first (as `apply --restructure`); such files count "
+                   "as doable in a batch, and the A/B compares moved tests with their old selves.")
 @click.option("--python", metavar="PATH", help="Target interpreter for the A/B run and torch probes.")
 @click.option("--env", multiple=True, metavar="K=V", help="A/B: set a variable in every arm (repeatable).")
 @click.option("--diag", multiple=True, metavar="NAME[@B]:K=V[,K=V]", help="A/B: a diagnostic arm (repeatable).")
@@ -103,8 +114,8 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="A/B: reruns of each discordant test per arm.")
 def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, lang, limit, group_size, jobs,
-             classification, per_class, force, torch_load, globals_file, explain, python, env, diag, timeout,
-             confirm):
+             classification, per_class, force, torch_load, globals_file, explain, restructure_names, python, env,
+             diag, timeout, confirm):
     """From test files (or the allowlist) to reviewable branches: label, graduate, commit on a
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
 
@@ -125,7 +136,8 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
         raise click.UsageError(str(e))
     if jobs:
         ab["jobs"] = jobs
-    transforms = _transforms(classification, per_class, force, torch_load, globals_file, explain, python, cfg)
+    transforms = _transforms(classification, per_class, force, torch_load, globals_file, explain, python, cfg,
+                             restructure_names)
     opts = pipeline.Options(paths=list(paths), transforms=transforms, base=base,
                             allowlist=allowlist or cfg.allowlist,
                             branch=branch, allow_dirty=allow_dirty, dry_run=dry_run, no_ab=no_ab, out=out,

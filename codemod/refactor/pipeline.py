@@ -186,11 +186,12 @@ def _edit_group(wt: Worktree, files: list[str], allowlist_rel: Optional[str], op
     return [plans[f] for f in files], changed
 
 
-def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options):
+def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: dict[str, str]):
     from codemod.ab import run as _run
 
     ab = dict(opts.ab)
     ab.setdefault("jobs", opts.jobs or os.cpu_count() or 1)
+    ab["mapping"] = {**mapping, **ab.get("mapping", {})}  # restructured tests compared with their old selves
     ropts = _run.RunOptions(paths=list(files), base=base, cwd=wt.root, progress=opts.say, **ab)
     try:
         return _run.run_ab(ropts)
@@ -209,6 +210,11 @@ def write_outputs(out_dir: str, result, facts: _plan.CommitFacts, lang: str) -> 
             path = os.path.join(out_dir, name)
             _write(path, text)
             reports[name.split(".")[1]] = path
+    moves = {p.path: p.moves for p in facts.files if p.moves}
+    if moves:  # what `decouple ab --map-file` reads (the PR's Test Plan names it)
+        from transforms.restructure import model
+        document = model.map_document({path: [model.Move(**m.__dict__) for m in ms] for path, ms in moves.items()})
+        _write(os.path.join(out_dir, "test-map.json"), json.dumps(document, indent=2) + "\n")
     body = os.path.join(out_dir, "PR_BODY.md")
     _write(body, prbody.compose(facts, result, lang))
     return body, reports
@@ -220,7 +226,7 @@ def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str
     result = None
     if not opts.no_ab:
         opts.say(f"A/B: {rec.branch} against {rec.base[:12]}")
-        result = _run_ab(wt, rec.files, rec.base, opts)
+        result = _run_ab(wt, rec.files, rec.base, opts, _plan.test_map(facts.files))
         rec.verdict = result.verdict
     rec.pr_body, rec.reports = write_outputs(os.path.join(out, _plan.branch_slug(rec.branch)), result, facts,
                                              opts.lang)

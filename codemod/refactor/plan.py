@@ -51,6 +51,19 @@ class ManualClass:
 
 
 @dataclass
+class Moved:
+    """One test moved by a restructuring transform (`transforms.restructure.Move`, flattened)."""
+    transform: str
+    test: str
+    old_class: str
+    new_class: str
+    old_instantiated: bool
+    new_instantiated: bool
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+
+
+@dataclass
 class FilePlan:
     path: str                                  # repo-relative, POSIX
     status: str = ""                           # the engine's bucket, or "missing"
@@ -58,6 +71,8 @@ class FilePlan:
     labels: list[ClassLabel] = field(default_factory=list)
     loads: list[LoadEdit] = field(default_factory=list)
     manual: list[ManualClass] = field(default_factory=list)
+    restructured: list[str] = field(default_factory=list)    # the transforms' per-class summaries
+    moves: list[Moved] = field(default_factory=list)
     fully_classified: bool = False
     graduated_from: str = ""                   # the allowlist the entry was removed from
     diff: str = ""
@@ -93,6 +108,12 @@ def _from_result(path: str, fr) -> FilePlan:
             plan.manual.append(ManualClass(x.cls or "?", x.line, reason, _one_line(x.fix or "")))
         elif x.rule in LOAD_EDITS:
             plan.loads.append(LoadEdit(x.line, _one_line(x.message)))
+        elif x.rule == "restructure/moves":
+            plan.moves += [Moved(m["transform"], m["test"], m["old_class"], m["new_class"], bool(m["old_instantiated"]),
+                                 bool(m["new_instantiated"]), tuple(m["before"]), tuple(m["after"]))
+                           for m in x.data.get("moves", [])]
+        elif x.rule.startswith("restructure/") and x.severity != "error":
+            plan.restructured.append(_one_line(x.message))
     if fr.manual and not plan.manual:  # e.g. a torch.load call left for a human
         plan.manual.append(ManualClass("torch.load", 0, f"{fr.manual} call(s) left for manual work"))
     return plan
@@ -167,6 +188,9 @@ _LABEL = re.compile(r"^- (?P<cls>\S+) = (?P<value>[A-Z]+) \(line (?P<line>\d+)\)
 _LOAD = re.compile(r"^- torch\.load at line (?P<line>\d+): (?P<message>.*)$")
 _MANUAL = re.compile(r"^- needs manual work: (?P<cls>\S+) \(line (?P<line>\d+)\): (?P<reason>.*?)"
                      r"(?: \| fits: (?P<fits>.*))?$")
+_RESTRUCTURED = re.compile(r"^- restructured: (?P<message>.*)$")
+_MOVED = re.compile(r"^- moved (?P<test>\S+): (?P<old>\S+)(?P<oi> \(instantiated\))? -> (?P<new>\S+)"
+                    r"(?P<ni> \(instantiated\))? by (?P<transform>\S+); devices (?P<before>\S*) -> (?P<after>\S*)$")
 _GRADUATED = re.compile(r"^- graduated from (?P<allowlist>.+)$")
 _BASE = re.compile(r"^Decouple-Base: (?P<sha>[0-9a-f]{40})$")
 
@@ -179,6 +203,10 @@ def commit_message(files: list[FilePlan], base: str) -> str:
         lines += [f"- torch.load at line {e.line}: {e.message}" for e in p.loads]
         lines += [f"- needs manual work: {m.cls} (line {m.line}): {m.reason}" + (f" | fits: {m.fits}" if m.fits else "")
                   for m in p.manual]
+        lines += [f"- restructured: {r}" for r in p.restructured]
+        lines += [f"- moved {m.test}: {m.old_class}{' (instantiated)' if m.old_instantiated else ''} -> "
+                  f"{m.new_class}{' (instantiated)' if m.new_instantiated else ''} by {m.transform}; "
+                  f"devices {','.join(m.before)} -> {','.join(m.after)}" for m in p.moves]
         if p.graduated_from:
             lines.append(f"- graduated from {p.graduated_from}")
     lines += ["", f"Decouple-Base: {base}", ""]
@@ -214,6 +242,24 @@ def parse_commit_message(message: str) -> CommitFacts | None:
             p.loads.append(LoadEdit(int(m["line"]), m["message"]))
         elif m := _MANUAL.match(line):
             p.manual.append(ManualClass(m["cls"], int(m["line"]), m["reason"], m["fits"] or ""))
+        elif m := _RESTRUCTURED.match(line):
+            p.restructured.append(m["message"])
+        elif m := _MOVED.match(line):
+            p.moves.append(Moved(m["transform"], m["test"], m["old"], m["new"], bool(m["oi"]), bool(m["ni"]),
+                                 tuple(x for x in m["before"].split(",") if x),
+                                 tuple(x for x in m["after"].split(",") if x)))
         elif m := _GRADUATED.match(line):
             p.graduated_from = m["allowlist"]
     return CommitFacts(lines[0], base, files)
+
+
+def test_map(files: list[FilePlan]) -> dict[str, str]:
+    """The A/B `--map` of the restructured tests (what `apply --map-out` writes)."""
+    from transforms.restructure import model
+
+    mapping: dict[str, str] = {}
+    for p in files:
+        if p.moves:
+            moves = [model.Move(**m.__dict__) for m in p.moves]
+            mapping.update({e["old"]: e["new"] for e in model.map_entries(p.path, moves)})
+    return mapping

@@ -14,6 +14,7 @@ import shlex
 from typing import Optional
 
 from codemod.ab.model import ABResult
+from codemod.refactor import plan as _plan
 from codemod.refactor.plan import TRACKING_ISSUE, CommitFacts
 from codemod.report import ab_markdown as md
 
@@ -33,6 +34,10 @@ _S = {
         "loads": "`torch.load` calls (torch >= 2.6 loads with `weights_only=True` and refuses whole modules):",
         "load.line": "line {line}: {message}",
         "graduated": "Removed from {allowlist}: the linter now checks this file.",
+        "restructured": "Restructured before labelling (each test's classes and devices before and after):",
+        "col.test": "Test", "col.before": "Before", "col.after": "After",
+        "map": "The A/B run compared each moved test with its old self under this test-id map "
+               "(`test-map.json`, for `decouple ab --map-file`):",
         "no.labels": "No class needed a label (already labelled).",
         "manual": "Still needs manual work",
         "manual.none": "None: every test class in these files carries a label the linter accepts.",
@@ -60,6 +65,10 @@ _S = {
         "loads": "`torch.load` 调用（torch >= 2.6 默认 `weights_only=True`，拒绝加载完整模块）：",
         "load.line": "第 {line} 行：{message}",
         "graduated": "已从 {allowlist} 中移除：linter 现在检查此文件。",
+        "restructured": "添加标签前先做了重构（每个测试前后所在的类与设备）：",
+        "col.test": "测试", "col.before": "之前", "col.after": "之后",
+        "map": "A/B 运行按以下测试 ID 映射把每个移动过的测试与其原测试比较（`test-map.json`，供 "
+               "`decouple ab --map-file` 使用）：",
         "no.labels": "没有需要添加标签的类（已有标签）。",
         "manual": "仍需人工处理",
         "manual.none": "无：这些文件中的每个测试类都带有 linter 接受的标签。",
@@ -90,6 +99,8 @@ def ab_command(facts: CommitFacts, result: Optional[ABResult], files: list[str])
     for d in (result.diagnostics if result is not None else []):
         name = d.name if d.based_on == "A" else f"{d.name}@{d.based_on}"
         args += ["--diag", f"{name}:" + ",".join(f"{k}={v}" for k, v in d.variables.items())]
+    if any(p.moves for p in facts.files):
+        args += ["--map-file", "test-map.json"]
     args += ["--markdown", "ab.md", "--html", "ab.html", "--json", "ab.json"]
     return " ".join(shlex.quote(x) for x in args)
 
@@ -163,6 +174,14 @@ def compose(facts: CommitFacts, result: Optional[ABResult], lang: str = "en") ->
         if p.loads:
             lines += ["", s["loads"], ""]
             lines += ["- " + s["load.line"].format(line=e.line, message=f.text(e.message)) for e in p.loads]
+        if p.restructured or p.moves:
+            lines += ["", s["restructured"], ""]
+            lines += [f"- {f.text(r)}" for r in p.restructured]
+            if p.moves:
+                lines += [""] + _table(
+                    [s["col.test"], s["col.before"], s["col.after"]],
+                    [[f.code(m.test), f"{f.code(m.old_class)}: {', '.join(m.before)}",
+                      f"{f.code(m.new_class)}: {', '.join(m.after)}"] for m in p.moves])
         if p.graduated_from:
             lines += ["", s["graduated"].format(allowlist=f.code(p.graduated_from))]
 
@@ -182,6 +201,9 @@ def compose(facts: CommitFacts, result: Optional[ABResult], lang: str = "en") ->
         flag = f" --hw-classification {' '.join(values)}" if values else ""
         lines.append(f"python {shlex.quote(p.path)}{flag} -v")
     lines += [ab_command(facts, result, files), "```", ""]
+    mapping = result.mapping if result is not None else _plan.test_map(facts.files)
+    if any(p.moves for p in facts.files) and mapping:
+        lines += [s["map"], ""] + [f"- {f.code(old)} → {f.code(new)}" for old, new in mapping.items()] + [""]
 
     if result is not None:
         lines += _ab_section(result, f, s)
