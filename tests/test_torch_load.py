@@ -24,7 +24,8 @@ import pytest
 
 from codemod.discover_globals import parse_globals, unfixable_reason
 from transforms.base import Finding, TransformResult
-from transforms.torch_load import Discovery, TorchLoad, _same_file, _test_matches, check_mode_supported
+from transforms.torch_load import Discovery, TorchLoad, check_mode_supported
+from transforms.torch_load.discovery import _same_file, _test_matches
 from transforms.unsafe_globals import DANGEROUS, SAFE, normalise, tier
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torch_load"
@@ -258,7 +259,7 @@ def test_last_argument_in_parentheses_gets_keyword_outside():
 
 
 def test_skip_to_only_skips_blanks_and_comments():
-    from transforms.torch_load import _skip_to
+    from transforms.torch_load.text import _skip_to
 
     assert _skip_to("  # a ) b\n  )", 0, ")") == 12
     assert _skip_to(" \\\n ,", 0, ",") == 4
