@@ -74,7 +74,9 @@ class TextEditor:
         self.kw_edits.append((eol, eol, f"{self.newline}{indent}{kw}"))
 
     # ------------------------------------------------------------------ applying
-    def _apply(self) -> str:
+    def _apply(self, merged: list[_Wrap], imports: tuple) -> str:
+        """The new text: keyword edits, the `merged` with-blocks, comments and the
+        rendered `imports` (new lines, in-line edits, line to insert before)."""
         text = self.text
         T = self.T
         # phase 1: in-line keyword edits (may add lines); track the line shift
@@ -100,24 +102,6 @@ class TextEditor:
 
         inserts: dict[int, list[str]] = {}   # new line number -> lines to insert before it
         indent_ranges: list[tuple[int, int, str]] = []
-
-        # merge consecutive wraps of the same block with identical entries
-        wraps = sorted(self.wraps, key=lambda w: (w.block_id, w.index))
-        merged: list[_Wrap] = []
-        for w in wraps:
-            if merged and merged[-1].block_id == w.block_id and merged[-1].entries == w.entries \
-                    and w.index in (merged[-1].index, merged[-1].index + 1):
-                merged[-1].last = max(merged[-1].last, w.last)
-                merged[-1].index = w.index
-                continue
-            if merged and merged[-1].block_id == w.block_id and w.index == merged[-1].index:
-                # two calls in one statement with different entries: union
-                for e in w.entries:
-                    if e not in merged[-1].entries:
-                        merged[-1].entries.append(e)
-                merged[-1].last = max(merged[-1].last, w.last)
-                continue
-            merged.append(_Wrap(w.block_id, w.index, w.first, w.last, list(w.entries), w.reason, w.comment))
 
         torch_name = self.imports.torch_name()
         spans = []
@@ -157,7 +141,7 @@ class TextEditor:
                     continue
                 L[n - 1][0] = unit + L[n - 1][0]
 
-        import_lines, import_edits, import_at = self.imports.render()
+        import_lines, import_edits, import_at = imports
         for (ln, col_text_old, col_text_new) in import_edits:
             n = new_line(ln)
             L[n - 1][0] = L[n - 1][0].replace(col_text_old, col_text_new, 1)

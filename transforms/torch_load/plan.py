@@ -26,6 +26,27 @@ class _Wrap:
     stmt: Any = None            # the wrapped statement (libcst node)
 
 
+def merge_wraps(wraps: list[_Wrap]) -> list[_Wrap]:
+    """The with-blocks to write: consecutive wraps of one block with identical entries
+    share one block; two calls in one statement get the union of their entries."""
+    merged: list[_Wrap] = []
+    for w in sorted(wraps, key=lambda w: (w.block_id, w.index)):
+        if merged and merged[-1].block_id == w.block_id and merged[-1].entries == w.entries \
+                and w.index in (merged[-1].index, merged[-1].index + 1):
+            merged[-1].last = max(merged[-1].last, w.last)
+            merged[-1].index = w.index
+            continue
+        if merged and merged[-1].block_id == w.block_id and w.index == merged[-1].index:
+            # two calls in one statement with different entries: union
+            for e in w.entries:
+                if e not in merged[-1].entries:
+                    merged[-1].entries.append(e)
+            merged[-1].last = max(merged[-1].last, w.last)
+            continue
+        merged.append(_Wrap(w.block_id, w.index, w.first, w.last, list(w.entries), w.reason, w.comment))
+    return merged
+
+
 class Planner:
     """Mixin of the per-file run: decide each call and record the planned edits."""
 
@@ -154,6 +175,9 @@ class Planner:
     def _try_set_kw(self, call, value: str, line: int, code: str) -> bool:
         try:
             self._set_kw(call, value)
+            end = self.pos(call).end
+            # keyed as ast records the call's end: line, UTF-8 byte column
+            self.kw_values[(end.line, len(self.T.line_body(end.line)[:end.column].encode("utf-8")))] = value
             return True
         except ValueError as exc:
             self.find("unresolved", f"cannot place weights_only={value} in this call's text "

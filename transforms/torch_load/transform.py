@@ -11,9 +11,9 @@ from transforms.torch_load.discovery import Discovery
 from transforms.torch_load.edits import TextEditor
 from transforms.torch_load.imports import _ImportMap
 from transforms.torch_load.modes import MODES, RULE, check_mode_supported
-from transforms.torch_load.plan import Planner, _Wrap
+from transforms.torch_load.plan import Planner, _Wrap, merge_wraps
 from transforms.torch_load.text import _Text
-from transforms.torch_load.verify import strip_tree
+from transforms.torch_load.verify import PlannedEdits, check_planned_edits, strip_tree
 
 
 class TorchLoad:
@@ -133,6 +133,7 @@ class _Runner(CallFinder, Planner, TextEditor):
 
         self.imports = _ImportMap(self, module)
         self.kw_edits: list[tuple[int, int, str]] = []
+        self.kw_values: dict[tuple[int, int], str] = {}
         self.wraps: list[_Wrap] = []
         self.comments: dict[int, str] = {}
         # Every load call in the file with its span (for call-site matching).
@@ -149,4 +150,20 @@ class _Runner(CallFinder, Planner, TextEditor):
         self.findings.sort(key=lambda f: f.line)  # calls were handled outer-first
         if not self.kw_edits and not self.wraps:
             return TransformResult(self.text, self.findings, manual=self.manual)
-        return TransformResult(self._apply(), self.findings, manual=self.manual)
+        wraps = merge_wraps(self.wraps)
+        imports = self.imports.render()
+        new_text = self._apply(wraps, imports)
+        check_planned_edits(self.text, new_text, self._planned(wraps, imports))
+        return TransformResult(new_text, self.findings, manual=self.manual)
+
+    def _planned(self, wraps: list[_Wrap], imports: tuple) -> PlannedEdits:
+        import_lines, import_edits, import_at = imports
+        return PlannedEdits(
+            torch_name=self.imports.torch_name(),
+            keywords=dict(self.kw_values),
+            wraps=[(w.first, w.last, list(w.entries), w.comment) for w in wraps],
+            imports=[(import_at, line) for line in import_lines],
+            import_edits=[(line, self.T.line_body(line).replace(old, new, 1).strip())
+                          for line, old, new in import_edits],
+            comments=list(self.comments.values()) + [w.comment for w in wraps if w.comment],
+        )

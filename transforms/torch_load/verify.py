@@ -1,8 +1,15 @@
-"""Verification support: what the engine strips from both trees before comparing."""
+"""Verification: the output is exactly the input plus the planned edits
+(check_planned_edits, run on every output before it leaves the transform), and what
+the engine strips from both trees for its own, coarser comparison (strip_tree)."""
 
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
 
 
 def strip_tree(tree: ast.Module) -> ast.Module:
@@ -101,3 +108,144 @@ class _Stripper(ast.NodeTransformer):
 
     visit_With = _unwrap
     visit_AsyncWith = _unwrap
+
+
+# --------------------------------------------------------------------------- the strict check
+
+
+class EditCheckError(Exception):
+    """The edited source is not exactly the input plus the planned edits."""
+
+
+@dataclass
+class PlannedEdits:
+    """What the plan adds, in terms of the input (lines and columns of the old text).
+
+    keywords: ``weights_only`` value ("True"/"False") per call, keyed by the end of the
+    call (line, UTF-8 byte column: what ``ast`` records), set or appended;
+    wraps: (first line, last line, entries, comment) of each with-block, merged;
+    imports: (line to insert before, statement text) per new import line;
+    import_edits: (line, new statement text) per import statement extended in place;
+    comments: the ``--explain`` comment texts added above statements."""
+
+    torch_name: str
+    keywords: dict[tuple[int, int], str] = field(default_factory=dict)
+    wraps: list[tuple[int, int, list[str], Optional[str]]] = field(default_factory=list)
+    imports: list[tuple[int, str]] = field(default_factory=list)
+    import_edits: list[tuple[int, str]] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+
+
+def check_planned_edits(old_text: str, new_text: str, plan: PlannedEdits) -> None:
+    """The output's syntax tree is the input's with exactly the planned keywords, blocks
+    and imports added (nothing else renamed, dropped or changed), and its comments are
+    the input's plus the planned ones.  Raises EditCheckError."""
+    expected = expected_tree(old_text, plan)
+    try:
+        found = ast.parse(new_text)
+    except SyntaxError as exc:
+        raise EditCheckError(f"the edited source does not parse: {exc}") from None
+    if ast.dump(expected) != ast.dump(found):
+        raise EditCheckError("the edited source differs from the planned edits: "
+                             + _first_difference(expected, found))
+    want = Counter(_comments(old_text)) + Counter("# " + c for c in plan.comments)
+    got = Counter(_comments(new_text))
+    if want != got:
+        extra = sorted((got - want).elements())[:3]
+        lost = sorted((want - got).elements())[:3]
+        raise EditCheckError(f"the comments of the edited source are not the planned ones "
+                             f"(unplanned: {extra}, missing: {lost})")
+
+
+def expected_tree(old_text: str, plan: PlannedEdits) -> ast.Module:
+    """The input's tree with the planned edits made on the tree (independently of the
+    text edits, which check_planned_edits compares against it)."""
+    tree = ast.parse(old_text)
+    wraps = [(_locate(tree, first, last), entries) for first, last, entries, _ in plan.wraps]
+    todo = dict(plan.keywords)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (node.end_lineno, node.end_col_offset) in todo:
+            value = ast.Constant(todo.pop((node.end_lineno, node.end_col_offset)) == "True")
+            kw = next((k for k in node.keywords if k.arg == "weights_only"), None)
+            if kw is None:
+                node.keywords.append(ast.keyword(arg="weights_only", value=value))
+            else:
+                kw.value = value
+    if todo:
+        raise EditCheckError(f"planned weights_only edits match no call (ends at {sorted(todo)})")
+    for line, code in plan.import_edits:
+        i = next((i for i, s in enumerate(tree.body) if s.lineno == line
+                  and isinstance(s, ast.ImportFrom)), None)
+        if i is None:
+            raise EditCheckError(f"the planned import edit on line {line} matches no import")
+        tree.body[i] = ast.copy_location(ast.parse(code).body[0], tree.body[i])
+    tree.body = _with_inserts(tree.body, plan.imports)
+    for (body, first, last), entries in wraps:
+        i, j = _index(body, first), _index(body, last)
+        block = ast.parse(f"with {plan.torch_name}.serialization.safe_globals("
+                          f"[{', '.join(entries)}]):\n    pass").body[0]
+        block.body = body[i:j + 1]
+        body[i:j + 1] = [block]
+    return tree
+
+
+def _with_inserts(originals: list, imports: list[tuple[int, str]]) -> list:
+    """The module body with the planned import lines: each before the first statement
+    at or after its line, in plan order."""
+    by_line: dict[int, list] = {}
+    for line, code in imports:
+        by_line.setdefault(line, []).extend(ast.parse(code).body)
+    out = []
+    placed: set[int] = set()
+    for s in originals:
+        for line in sorted(by_line):
+            if line <= s.lineno and line not in placed:
+                out += by_line[line]
+                placed.add(line)
+        out.append(s)
+    for line in sorted(by_line):
+        if line not in placed:
+            out += by_line[line]
+    return out
+
+
+def _index(body: list, stmt) -> int:
+    return next(i for i, s in enumerate(body) if s is stmt)
+
+
+def _locate(tree: ast.Module, first: int, last: int):
+    """(statement list, first statement, last statement) that a wrap of lines
+    first..last covers: the outermost list with a statement starting on `first`."""
+    stack = [tree]
+    while stack:
+        node = stack.pop(0)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            body = getattr(node, name, None)
+            if not isinstance(body, list) or not body or not isinstance(body[0], ast.AST):
+                continue
+            inside = [s for s in body if first <= getattr(s, "lineno", 0) <= last]
+            if inside and inside[0].lineno == first:
+                return body, inside[0], inside[-1]
+            stack.extend(body)
+    raise EditCheckError(f"the planned block around lines {first}-{last} matches no statement")
+
+
+def _first_difference(expected: ast.Module, found: ast.Module) -> str:
+    for e, f in zip(expected.body, found.body):
+        if ast.dump(e) != ast.dump(f):
+            return (f"near line {getattr(f, 'lineno', '?')}: expected "
+                    f"`{_short(ast.unparse(e))}`, found `{_short(ast.unparse(f))}`")
+    return (f"{len(expected.body)} top-level statements expected, {len(found.body)} found")
+
+
+def _short(code: str) -> str:
+    line = code.splitlines()[0] if code else ""
+    return line if len(line) <= 100 else line[:97] + "..."
+
+
+def _comments(text: str) -> list[str]:
+    try:
+        return [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                if tok.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError):
+        return []
