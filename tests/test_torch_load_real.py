@@ -86,6 +86,9 @@ def test_discovery_finds_complete_lists(discovered):
     assert (whole["initial_outcome"], whole["outcome"]) == ("failed", "passed")
     assert (quant["initial_outcome"], quant["outcome"]) == ("failed", "passed")
     assert (sd["initial_outcome"], sd["outcome"]) == ("passed", "passed")
+    # the checkpoint scan is allowlisted in the first round: three globals, two rounds
+    assert (quant["rounds"], whole["rounds"], sd["rounds"]) == (2, 2, 1)
+    assert result["iterations"] == 2
     assert set(quant["globals"]) == QUANT_GLOBALS
     assert set(whole["globals"]) == {"real_whole_module.TinyNet", "torch.nn.modules.linear.Linear"}
     assert sd["globals"] == [] and sd["calls"][0]["status"] == "ok"
@@ -199,3 +202,34 @@ def test_cli_help_names_flags():
     for flag in ("--python", "--out", "--max-iterations", "--timeout"):
         assert flag in res.output
     assert discover_globals.name == "discover-globals"
+
+
+@pytest.mark.torch
+def test_shared_helper_is_attributed_per_test(tmp_path):
+    """Two tests reach one torch.load call site through a shared helper, in one file:
+    neither is "allowlisted but still fails"; auto writes one safe_globals block."""
+    _target()
+    name = "real_shared_helper.py"
+    shutil.copy(REAL / name, tmp_path / name)
+    result, status = discover([name], python=PY, cwd=str(tmp_path), max_iterations=10, timeout=900)
+    assert status == 0 and result["complete"], result["errors"]
+    tests = result["tests"]
+    assert sorted(tests) == [f"{name}::test_first_user", f"{name}::test_second_user"]
+    want = {"real_shared_helper.TinyNet", "torch.nn.modules.linear.Linear"}
+    for nodeid, t in tests.items():
+        assert (t["initial_outcome"], t["outcome"], t["unfixable"]) == ("failed", "passed", None), nodeid
+        (call,) = t["calls"]
+        assert call["code"] == "return torch.load(buf)" and call["unfixable"] is None
+        assert set(call["globals"]) == want and t["rounds"] == 2
+    assert result["iterations"] == 2
+    assert set(result["allowlist"][f"{name}:23"]) == want
+
+    src = (REAL / name).read_text()
+    res = TorchLoad("auto", discovered=result, torch_version=(2, 14), explain=True).run(
+        src, ast.parse(src), path=name)
+    assert "weights_only=False" not in res.text
+    assert res.text.count("with torch.serialization.safe_globals([TinyNet, torch.nn.Linear]):") == 1
+    assert [f.rule for f in res.findings] == ["torch-load/safe-globals"]
+    (tmp_path / name).write_text(res.text)
+    proc = _pytest(tmp_path, name)
+    assert "2 passed" in proc.stdout, proc.stdout[-3000:]
