@@ -353,3 +353,48 @@ def test_discovery_complete_exits_zero(monkeypatch):
     _fake_discover(monkeypatch, [_round("ok", None, "passed")])
     result, status = discover(["t.py"], python="py", cwd="/r", max_iterations=5)
     assert status == 0 and result["complete"] is True and result["errors"] == []
+
+
+def _one_call_discovery(path: str, line: int, code: str, names: list[str], unfixable=None) -> dict:
+    return {"schema_version": 1, "resolved": {}, "tests": {f"{path}::test_x": {
+        "outcome": "failed" if unfixable else "passed", "globals": names, "unfixable": unfixable,
+        "calls": [{"file": path, "line": line, "code": code, "globals": names, "scan": None,
+                   "status": "failed" if unfixable else "ok", "unfixable": unfixable}]}}}
+
+
+def test_explain_comments_stay_within_120_columns():
+    deep = " " * 72
+    src = ("import torch\n\n\ndef test_x(buf):\n"
+           + "".join(" " * (4 * i) + "if buf:\n" for i in range(1, 18))
+           + deep + "m = torch.load(buf)\n"
+           + deep + "n = torch.load(buf)\n")
+    blocked = ("mypackage.with_a_rather_long_name.deeply.nested.VeryLongClassNameForTesting comes "
+               "from module posix, which weights_only blocks")
+    disc = _one_call_discovery("t.py", 21, "m = torch.load(buf)", [], unfixable=blocked)
+    disc["tests"]["t.py::test_x"]["calls"].append(
+        {"file": "t.py", "line": 22, "code": "n = torch.load(buf)", "status": "ok", "unfixable": None,
+         "globals": ["mypackage.with_a_rather_long_name.deeply.nested.VeryLongClassNameForTesting",
+                     "mypackage.with_a_rather_long_name.deeply.nested.AnotherQuiteLongClassName"]})
+    res = _run(TorchLoad("auto", discovered=disc, torch_version=(2, 14), explain=True), src, "t.py")
+    lines = res.text.splitlines()
+    assert max(len(x) for x in lines) <= 120, [x for x in lines if len(x) > 120]
+    comments = [x.strip() for x in lines if x.strip().startswith("#")]
+    words = " ".join(c[1:].strip() for c in comments)
+    assert "VeryLongClassNameForTesting comes from module posix, which weights_only blocks" in words
+    assert "allowlisted for weights_only" in words and len(comments) >= 3
+    assert all(x.startswith(deep + "#") for x in lines if x.strip().startswith("#"))
+
+
+def test_auto_says_which_call_the_globals_file_does_not_cover():
+    src = ("import torch\n\n\ndef test_x(buf):\n    a = torch.load(buf)\n"
+           "    unseen = torch.load(buf, map_location='cpu')\n")
+    disc = _one_call_discovery("t.py", 5, "a = torch.load(buf)", ["pkg.A"])
+    res = _run(TorchLoad("auto", discovered=disc, torch_version=(2, 14)), src, "t.py")
+    (f,) = [f for f in res.findings if f.rule == "torch-load/not-discovered"]
+    assert f.line == 6 and f.severity == "warning"
+    assert "`unseen = torch.load(buf, map_location='cpu')`" in f.message
+    assert "no record of this call" in f.message
+    assert "unseen = torch.load(buf, map_location='cpu', weights_only=False)" in res.text
+    # without any --globals file, nothing claims a missing record
+    res = _run(TorchLoad("auto", torch_version=(2, 14)), src, "t.py")
+    assert not [f for f in res.findings if f.rule == "torch-load/not-discovered"]

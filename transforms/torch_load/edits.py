@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from transforms.torch_load.modes import WRAP_LINE_LIMIT
 from transforms.torch_load.plan import _Wrap
-from transforms.torch_load.text import _NL_RE, _indent_of, _skip_rpar, _skip_to, _string_interior_lines
+from transforms.torch_load.text import (
+    _NL_RE,
+    _indent_of,
+    _skip_rpar,
+    _skip_to,
+    _string_interior_lines,
+    comment_lines,
+)
 
 
 class TextEditor:
@@ -76,7 +83,7 @@ class TextEditor:
     # ------------------------------------------------------------------ applying
     def _apply(self, merged: list[_Wrap], imports: tuple) -> str:
         """The new text: keyword edits, the `merged` with-blocks, comments and the
-        rendered `imports` (new lines, in-line edits, line to insert before)."""
+        rendered `imports` ((line to insert before, text) per new line, in-line edits)."""
         text = self.text
         T = self.T
         # phase 1: in-line keyword edits (may add lines); track the line shift
@@ -120,7 +127,7 @@ class TextEditor:
             head = f"{ind}with {torch_name}.serialization.safe_globals([{', '.join(w.entries)}]):"
             block = []
             if w.comment:
-                block.append(f"{ind}# {w.comment}")
+                block += comment_lines(ind, w.comment)
             if len(head) > WRAP_LINE_LIMIT:
                 block.append(f"{ind}with {torch_name}.serialization.safe_globals([")
                 block += [f"{ind}{unit}{e}," for e in w.entries]
@@ -131,9 +138,9 @@ class TextEditor:
         comment_at = []
         for old, comment in self.comments.items():
             a = new_line(old)
-            comment_at.append((a, outer(a) + _indent_of(L[a - 1][0]) + "# " + comment))
+            comment_at.append((a, comment_lines(outer(a) + _indent_of(L[a - 1][0]), comment)))
         for a, c in sorted(comment_at, reverse=True):
-            inserts.setdefault(a, []).insert(0, c)
+            inserts.setdefault(a, [])[0:0] = c
 
         for a, b, unit in indent_ranges:
             for n in range(a, b + 1):
@@ -141,14 +148,16 @@ class TextEditor:
                     continue
                 L[n - 1][0] = unit + L[n - 1][0]
 
-        import_lines, import_edits, import_at = imports
+        import_lines, import_edits = imports
         for (ln, col_text_old, col_text_new) in import_edits:
             n = new_line(ln)
             L[n - 1][0] = L[n - 1][0].replace(col_text_old, col_text_new, 1)
-        if import_lines:
-            n = new_line(import_at) if import_at <= len(T.starts) else len(L) + 1
-            inserts.setdefault(n, [])
-            inserts[n] = import_lines + inserts[n]
+        by_line: dict[int, list[str]] = {}
+        for at, line in import_lines:
+            n = new_line(at) if at <= len(T.starts) else len(L) + 1
+            by_line.setdefault(n, []).append(line)
+        for n, new_imports in by_line.items():
+            inserts[n] = new_imports + inserts.get(n, [])
 
         out: list[str] = []
         for i, (content, sep) in enumerate(L, start=1):

@@ -26,6 +26,8 @@ class _ImportMap:
         self.top_level_defs: set[str] = set()
         self.from_stmts: dict[str, tuple] = {}  # module -> (line, stmt) first single-line from-import
         self.last_import_line = 0
+        # (first line, last line, module) of each module-level import above the first def
+        self.anchors: list[tuple[int, int, str]] = []
         self.first_def_line: Optional[int] = None
         self.docstring_end = 0
         self.future_end = 0
@@ -72,6 +74,9 @@ class _ImportMap:
                         end = sp.end.line - (1 if sp.end.column == 0 and sp.end.line > sp.start.line else 0)
                         if self.first_def_line is None:
                             self.last_import_line = end
+                            anchor = _imported_module(small)
+                            if anchor and anchor != "__future__":
+                                self.anchors.append((sp.start.line, end, anchor))
                         self._learn(small, sp.start.line, end, stmt)
                         if isinstance(small, cst.ImportFrom) and _dotted(small.module or cst.Name("x")) == "__future__":
                             self.future_end = end
@@ -259,13 +264,13 @@ class _ImportMap:
             self.bindings[f"{mod}.{head}"] = bound
 
     def render(self):
-        """(new lines, in-line edits (line, old, new), line number to insert before)."""
-        lines: list[str] = []
+        """(new lines as (line number to insert before, text), in-line edits (line, old, new))."""
+        lines: list[tuple[str, str]] = []   # (module, text)
         edits = []
         if self.add_torch:
-            lines.append("import torch")
+            lines.append(("torch", "import torch"))
         if self.add_builtins:
-            lines.append("import builtins")
+            lines.append(("builtins", "import builtins"))
         by_mod: dict[str, list[str]] = {}
         for mod, name, alias in self.added:
             by_mod.setdefault(mod, []).append(f"{name} as {alias}" if alias else name)
@@ -277,6 +282,32 @@ class _ImportMap:
                 if not code.rstrip().endswith((",", "\\")) and "(" not in code:
                     edits.append((line, code, code + ", " + ", ".join(names)))
                     continue
-            lines.append(f"from {mod} import {', '.join(names)}")
-        at = max(self.last_import_line, self.docstring_end, self.future_end) + 1
-        return lines, edits, at
+            lines.append((mod, f"from {mod} import {', '.join(names)}"))
+        inserts = sorted(((self._place(mod), mod.lower(), text) for mod, text in lines),
+                         key=lambda x: (x[0], x[1]))
+        return [(at, text) for at, _, text in inserts], edits
+
+    def _place(self, mod: str) -> int:
+        """The line a new import of `mod` goes before: beside the imports of the same
+        top-level package, in usort (case-insensitive module name) order among them;
+        without such imports, after the last import above the first definition."""
+        top = mod.split(".")[0]
+        related = [a for a in self.anchors if a[2].split(".")[0] == top]
+        if not related:
+            return max(self.last_import_line, self.docstring_end, self.future_end) + 1
+        for start, _, other in related:
+            if other.lower() > mod.lower():
+                return start
+        return related[-1][1] + 1
+
+
+def _imported_module(small) -> Optional[str]:
+    """The module an import statement names (its first, for `import a, b`); None for
+    relative imports."""
+    import libcst as cst
+
+    if isinstance(small, cst.Import):
+        return _dotted(small.names[0].name)
+    if small.relative or small.module is None:
+        return None
+    return _dotted(small.module)

@@ -268,7 +268,15 @@ class Planner:
                     return ("refuse", "no discovery data: run `decouple discover-globals` and pass "
                             "--globals FILE (or use --torch-load weights-only-false/auto)", [])
                 return "fallback", "discovery has no record of this call", []
-            return "false", "no discovery data for this call", []
+            if self.o.discovery is None:
+                return "false", "no discovery data for this call", []
+            code = self.T.line_body(site.line).strip()
+            self.find("not-discovered",
+                      f"`{code}`: the --globals file has no record of this call (discovery did not "
+                      "see it run), so auto cannot choose: weights_only=False; run `decouple "
+                      "discover-globals` on the test that reaches it for a safe_globals block",
+                      site.line, WARNING, call=code)
+            return "false", NOT_DISCOVERED, []
         if ev.unfixable:
             return ("fallback" if mode == "safe-globals" else "false",
                     f"no allowlist can fix it: {ev.unfixable}", [])
@@ -382,9 +390,16 @@ def _short(names: Sequence[str], n: int = 3) -> str:
     return ", ".join(short[:n]) + (", ..." if len(short) > n else "")
 
 
+NOT_DISCOVERED = "the --globals file has no record of this call"
+
+
 def _explain_false(reason: str, ev: Optional[Evidence]) -> str:
+    if reason == NOT_DISCOVERED:
+        return "no discovery record for this call: weights_only=False"
     if ev is not None and ev.unfixable:
-        return f"{ev.unfixable.split(' (')[0].split(':')[0]}: weights_only=False"
+        why = ev.unfixable.split(' (')[0].split(':')[0]
+        # short names, as in the other texts: a comment line stays within 120 columns
+        return f"{_DOTTED_RE.sub(lambda m: m.group(0).rsplit('.', 1)[-1], why)}: weights_only=False"
     if ev is not None and ev.globals:
         danger = [g for g in ev.globals if tier(g).level == DANGEROUS]
         if danger:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 import tokenize
+
+COMMENT_LIMIT = 120  # PyTorch's line-length limit (flake8/ruff config)
 
 _NL_RE = re.compile(r"\r\n|\r|\n")
 
@@ -87,3 +90,11 @@ def _string_interior_lines(text: str) -> set[int]:
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
     return inside
+
+
+def comment_lines(indent: str, text: str) -> list[str]:
+    """`# text` at `indent`, wrapped at word boundaries to stay within COMMENT_LIMIT
+    columns (a single word longer than that stays whole)."""
+    width = max(COMMENT_LIMIT - len(indent.expandtabs(8)) - 2, 40)
+    parts = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+    return [f"{indent}# {part}" for part in parts] or [f"{indent}#"]

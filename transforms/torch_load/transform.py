@@ -157,12 +157,12 @@ class _Runner(CallFinder, Planner, TextEditor):
         return TransformResult(new_text, self.findings, manual=self.manual)
 
     def _planned(self, wraps: list[_Wrap], imports: tuple) -> PlannedEdits:
-        import_lines, import_edits, import_at = imports
+        import_lines, import_edits = imports
         return PlannedEdits(
             torch_name=self.imports.torch_name(),
             keywords=dict(self.kw_values),
             wraps=[(w.first, w.last, list(w.entries), w.comment) for w in wraps],
-            imports=[(import_at, line) for line in import_lines],
+            imports=list(import_lines),
             import_edits=[(line, self.T.line_body(line).replace(old, new, 1).strip())
                           for line, old, new in import_edits],
             comments=list(self.comments.values()) + [w.comment for w in wraps if w.comment],

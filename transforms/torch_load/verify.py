@@ -138,8 +138,8 @@ class PlannedEdits:
 
 def check_planned_edits(old_text: str, new_text: str, plan: PlannedEdits) -> None:
     """The output's syntax tree is the input's with exactly the planned keywords, blocks
-    and imports added (nothing else renamed, dropped or changed), and its comments are
-    the input's plus the planned ones.  Raises EditCheckError."""
+    and imports added (nothing else renamed, dropped or changed), and its comments (word
+    for word) are the input's plus the planned ones.  Raises EditCheckError."""
     expected = expected_tree(old_text, plan)
     try:
         found = ast.parse(new_text)
@@ -148,8 +148,9 @@ def check_planned_edits(old_text: str, new_text: str, plan: PlannedEdits) -> Non
     if ast.dump(expected) != ast.dump(found):
         raise EditCheckError("the edited source differs from the planned edits: "
                              + _first_difference(expected, found))
-    want = Counter(_comments(old_text)) + Counter("# " + c for c in plan.comments)
-    got = Counter(_comments(new_text))
+    # words, not lines: a planned comment may be wrapped over several lines
+    want = Counter(_comment_words(old_text)) + Counter(w for c in plan.comments for w in c.split())
+    got = Counter(_comment_words(new_text))
     if want != got:
         extra = sorted((got - want).elements())[:3]
         lost = sorted((want - got).elements())[:3]
@@ -243,9 +244,9 @@ def _short(code: str) -> str:
     return line if len(line) <= 100 else line[:97] + "..."
 
 
-def _comments(text: str) -> list[str]:
+def _comment_words(text: str) -> list[str]:
     try:
-        return [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
-                if tok.type == tokenize.COMMENT]
+        return [w for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                if tok.type == tokenize.COMMENT for w in tok.string[1:].split()]
     except (tokenize.TokenError, SyntaxError):
         return []
