@@ -68,6 +68,11 @@ class TorchLoad:
 
 
 class _Runner(CallFinder, Planner, TextEditor):
+    """One file's run: find the calls (CallFinder), plan each (Planner), write the text
+    (TextEditor), then check the text against the plan (verify).  The parts share this
+    object's state: the text and its LibCST metadata, the import map, and the plan
+    (keyword edits and values, wraps, comments)."""
+
     def __init__(self, owner: TorchLoad, text: str, path: Optional[str]):
         self.o = owner
         self.text = text
