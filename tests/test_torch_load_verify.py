@@ -4,8 +4,6 @@ refused (file untouched, internal error reported), as the label path refuses a w
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from codemod.engine import process_file
