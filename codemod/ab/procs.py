@@ -1,5 +1,5 @@
 """Process control for the A/B runner: child process groups, signals, waits,
-and the temporary roots of runs that were killed.
+the temporary roots of runs that were killed, and the runner's two exceptions.
 
 Every test process runs in its own session (process group), registered here
 so that a signal handler or the end of a run can kill every group at once.
@@ -20,6 +20,10 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
+
+
+class UsageError(Exception):
+    """Bad input: exit code 2."""
 
 
 class Interrupted(Exception):

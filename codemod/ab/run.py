@@ -11,12 +11,10 @@ child process groups are gone by then).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,16 +28,14 @@ from codemod.ab import arms as _arms
 from codemod.ab import compare as _cmp
 from codemod.ab import procs
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
-from codemod.ab.model import ABResult, ArmResult, Environment, TestComparison
-from codemod.ab.procs import Interrupted, kill_all_children  # noqa: F401 (Interrupted is part of the API)
-from codemod.ab.warm import SERVER_MODULE, ForkServer, ServerError, preload_modules
+from codemod.ab.model import ABResult, ArmResult, TestComparison
+from codemod.ab.interp import check_python, probe, resolve_python  # noqa: F401 (resolve_python: API)
+from codemod.ab.procs import Interrupted, UsageError, kill_all_children  # noqa: F401 (API)
+from codemod.ab import warm as _warm
+from codemod.ab.warm import SERVER_MODULE, ForkServer
 
 _HERE = Path(__file__).resolve().parent
 TEMP_PREFIX = "decouple-ab-"
-
-
-class UsageError(Exception):
-    """Bad input: exit code 2."""
 
 
 @dataclass
@@ -115,132 +111,6 @@ class RunOptions:
 
 
 # ---------------------------------------------------------------------------
-# interpreter
-
-
-def resolve_python(python: str, cwd: Path) -> str:
-    """An absolute path for --python: every process runs with cwd = an arm
-    root, so a relative path must be made absolute first.  abspath, not
-    resolve(): a venv's bin/python is a symlink to the base interpreter and
-    only the link makes it the venv.  A bare name is looked up on PATH."""
-    if not python:
-        raise UsageError("--python: empty interpreter path")
-    if os.sep in python or (os.altsep and os.altsep in python):
-        return os.path.abspath(os.path.join(str(cwd), os.path.expanduser(python)))
-    found = shutil.which(python)
-    if found is None:
-        raise UsageError(f"--python {python}: no such interpreter (not found on PATH)")
-    return os.path.abspath(found)
-
-
-def check_python(python: str) -> dict:
-    """Raise UsageError unless `python` runs and imports pytest."""
-    code = "import json, sys, pytest; print(json.dumps({'python': sys.version.split()[0], 'pytest': pytest.__version__}))"
-    try:
-        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
-                              stdin=subprocess.DEVNULL)
-    except FileNotFoundError:
-        raise UsageError(f"--python {python}: no such interpreter") from None
-    except PermissionError:
-        raise UsageError(f"--python {python}: not executable") from None
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"--python {python}: did not answer within 120 s") from None
-    except OSError as err:
-        raise UsageError(f"--python {python}: cannot run it ({err})") from None
-    if proc.returncode != 0:
-        err = (proc.stderr or proc.stdout).strip().splitlines()
-        last = err[-1] if err else f"exit code {proc.returncode}"
-        if "pytest" in last and ("No module named" in last or "ModuleNotFoundError" in last):
-            raise UsageError(f"--python {python}: pytest is not installed for this interpreter ({last})")
-        raise UsageError(f"--python {python}: cannot run it ({last})")
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise UsageError(f"--python {python}: unexpected answer {proc.stdout!r}") from None
-
-
-
-def _probe(opts: RunOptions, server: Optional[ForkServer], script: Path, env: dict[str, str], cwd: Path,
-           nice: bool, stop: threading.Event) -> Environment:
-    """The environment probe: forked by arm A's warm interpreter when there is a
-    usable one (torch is imported there already), else a fresh process."""
-    if server is not None:
-        try:
-            hello = server.ready(stop=stop)
-            if not hello.get("unsafe"):
-                return _probe_forked(opts.python, server, script, env, cwd, nice)
-        except ServerError:
-            pass
-    return run_probe(opts.python, script, env, cwd, nice)
-
-
-def _probe_forked(python: str, server: ForkServer, script: Path, env: dict[str, str], cwd: Path,
-                  nice: bool) -> Environment:
-    envr = Environment(executable=python)
-    log = cwd / "probe.log"
-    try:
-        proc = server.start([], cwd, env, log, script=script, nice=nice)
-        procs.register(proc)
-        try:
-            if not proc.exited(300):
-                envr.probe_error = "probe timed out after 300 s"
-                return envr
-        finally:
-            procs.kill_group(proc)
-            proc.wait()
-            procs.unregister(proc)
-            server.forget(proc)
-        data = _last_json(log.read_text(encoding="utf-8", errors="replace"))
-    except Exception as exc:  # recorded, never fatal
-        envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
-        return envr
-    for k, v in data.items():
-        if hasattr(envr, k) and v is not None:
-            setattr(envr, k, v)
-    return envr
-
-
-def _last_json(text: str) -> dict:
-    """The probe's answer: the last line that is a JSON object (its stderr shares the log)."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                continue
-    raise ValueError("no JSON answer in the probe's output")
-
-
-def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: bool = True) -> Environment:
-    """Run probe.py under `python`; with `nice`, at the lowest CPU priority so
-    it fills idle gaps instead of competing with the test processes."""
-    envr = Environment(executable=python)
-    try:
-        proc = subprocess.Popen([python, str(script)], cwd=str(cwd), env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=procs.lower_priority if nice else None)
-        procs.register(proc)
-        try:
-            out, err = proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            procs.kill_group(proc)
-            proc.communicate()
-            envr.probe_error = "probe timed out after 300 s"
-            return envr
-        finally:
-            procs.unregister(proc)
-        data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
-    except Exception as exc:  # recorded, never fatal
-        envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
-        return envr
-    for k, v in data.items():
-        if hasattr(envr, k) and v is not None:
-            setattr(envr, k, v)
-    return envr
-
-
-# ---------------------------------------------------------------------------
 # the whole run
 
 
@@ -263,54 +133,6 @@ def thread_vars(base_env: dict[str, str], user_env: dict[str, str], jobs: int) -
     if jobs <= 1 or "OMP_NUM_THREADS" in base_env or "OMP_NUM_THREADS" in user_env:
         return {}
     return {"OMP_NUM_THREADS": str(max(1, cores // jobs))}
-
-
-def _launch_warm(opts: RunOptions, specs: dict[str, _arms.ArmSpec], files_by_arm: dict[str, dict],
-                 support: Path, servers: list[ForkServer], say) -> Optional[dict[str, ForkServer]]:
-    """Start a warm interpreter per arm (they import in the background); None
-    when they are not to be used at all."""
-    if not opts.fork:
-        say("warm interpreter off (--no-fork): a fresh pytest process per file")
-        return None
-    if not hasattr(os, "fork"):
-        return None
-    files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
-    preload = preload_modules(files)
-    started: dict[str, ForkServer] = {}
-    for name, spec in specs.items():
-        if files_by_arm.get(name):
-            server = ForkServer(opts.python, support / f"{SERVER_MODULE}.py", spec.root, spec.env,
-                                spec.workdir / "logs" / "server.log", preload)
-            servers.append(server)
-            started[name] = server
-    return started
-
-
-def _settle_warm(opts: RunOptions, started: Optional[dict[str, ForkServer]], t: float, stop: threading.Event,
-                 say, warnings: list[str]) -> dict[str, ForkServer]:
-    """The warm interpreters to use: all or none (the arms must run alike)."""
-    if started is None:
-        if opts.fork:
-            warnings.append("no warm interpreter: this platform has no fork(); every file ran in a fresh process")
-        return {}
-    try:
-        hellos = {n: s.ready(stop=stop) for n, s in started.items()}
-    except ServerError as err:
-        reason = str(err)
-    else:
-        unsafe = {n: h["unsafe"] for n, h in hellos.items() if h.get("unsafe")}
-        if not unsafe:
-            loaded = next(iter(hellos.values()), {}).get("preloaded") or []
-            skipped = next(iter(hellos.values()), {}).get("skipped") or {}
-            say(f"warm interpreter per arm ({len(started)}): pytest"
-                + "".join(f", {m}" for m in loaded) + f" imported once, in {time.monotonic() - t:.1f}s"
-                + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items()))
-            return started
-        reason = "; ".join(f"arm {n}: {why}" for n, why in unsafe.items())
-    for server in started.values():
-        server.close()
-    warnings.append(f"no warm interpreter ({reason}): every file ran in a fresh process")
-    return {}
 
 
 def _forget_pycache(work: Path) -> None:
@@ -522,7 +344,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     # warm interpreters: they import in the background while the probe and the
     # --hw-classification check run
     t_warm = time.monotonic()
-    launched = _launch_warm(opts, specs, files_by_arm, support, servers, say)
+    launched = _warm.launch(opts.fork, opts.python, specs, files_by_arm, support, servers, say)
 
     # environment probe, concurrently with everything else
     # (no pycache prefix for the probe: it imports only installed code, and a
@@ -535,7 +357,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     # A dedicated thread: the pool's workers are for test processes.  Niced,
     # unless --hw-classification has to wait for its answer before B starts.
     probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
-    probe_future = probe_pool.submit(_probe, opts, (launched or {}).get("A"), support / "decouple_ab_probe.py",
+    probe_future = probe_pool.submit(probe, opts.python, (launched or {}).get("A"), support / "decouple_ab_probe.py",
                                      probe_env, probe_dir, not opts.hw_classification, stop)
     probe_pool.shutdown(wait=False)
 
@@ -555,7 +377,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
                     if d.based_on == "B":
                         specs[d.name].extra_args = list(hw)
 
-    warm = _settle_warm(opts, launched, t_warm, stop, say, result.warnings)
+    warm = _warm.settle(opts.fork, launched, t_warm, stop, say, result.warnings)
     runners = {n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n))
                for n, s in specs.items()}
     jobs: list[Future] = []

@@ -268,3 +268,55 @@ def _tail(path: Path, n: int = 2000) -> str:
     except OSError:
         return ""
     return data.decode("utf-8", "replace").strip()
+
+
+# ---------------------------------------------------------------------------
+# one warm interpreter per arm, all or none
+
+
+def launch(fork: bool, python: str, specs: dict, files_by_arm: dict[str, dict], support: Path,
+           servers: list[ForkServer], say) -> Optional[dict[str, ForkServer]]:
+    """Start a warm interpreter per arm (they import in the background); None
+    when they are not to be used at all."""
+    if not fork:
+        say("warm interpreter off (--no-fork): a fresh pytest process per file")
+        return None
+    if not hasattr(os, "fork"):
+        return None
+    files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
+    preload = preload_modules(files)
+    started: dict[str, ForkServer] = {}
+    for name, spec in specs.items():
+        if files_by_arm.get(name):
+            server = ForkServer(python, support / f"{SERVER_MODULE}.py", spec.root, spec.env,
+                                spec.workdir / "logs" / "server.log", preload)
+            servers.append(server)
+            started[name] = server
+    return started
+
+
+def settle(fork: bool, started: Optional[dict[str, ForkServer]], t: float, stop: threading.Event, say,
+           warnings: list[str]) -> dict[str, ForkServer]:
+    """The warm interpreters to use: all or none (the arms must run alike)."""
+    if started is None:
+        if fork:
+            warnings.append("no warm interpreter: this platform has no fork(); every file ran in a fresh process")
+        return {}
+    try:
+        hellos = {n: s.ready(stop=stop) for n, s in started.items()}
+    except ServerError as err:
+        reason = str(err)
+    else:
+        unsafe = {n: h["unsafe"] for n, h in hellos.items() if h.get("unsafe")}
+        if not unsafe:
+            loaded = next(iter(hellos.values()), {}).get("preloaded") or []
+            skipped = next(iter(hellos.values()), {}).get("skipped") or {}
+            say(f"warm interpreter per arm ({len(started)}): pytest"
+                + "".join(f", {m}" for m in loaded) + f" imported once, in {time.monotonic() - t:.1f}s"
+                + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items()))
+            return started
+        reason = "; ".join(f"arm {n}: {why}" for n, why in unsafe.items())
+    for server in started.values():
+        server.close()
+    warnings.append(f"no warm interpreter ({reason}): every file ran in a fresh process")
+    return {}
