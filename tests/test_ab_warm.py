@@ -246,3 +246,26 @@ def test_claim_root_is_released_by_the_kernel(tmp_path):
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+@linux_only
+def test_a_backend_that_initialises_on_import_means_fresh_processes(tmp_path):
+    # a stand-in torch whose import loads an out-of-tree device backend (as torch_npu's
+    # autoload does): forking it is not safe, so every file runs in a fresh process
+    fake = tmp_path / "site"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text("import torch_npu  # noqa: F401\nVALUE = 2\n")
+    (fake / "torch_npu.py").write_text("INITIALISED = True\n")
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "test_fake.py").write_text(
+        "import os, sys\nimport torch\n\n"
+        "def test_value():\n    assert torch.VALUE == 2\n\n"
+        "def test_fresh_process():\n"
+        "    with open(f'/proc/{os.getppid()}/cmdline', 'rb') as fh:\n"
+        "        assert b'decouple_ab_server' not in fh.read()\n")
+    r = run_ab(RunOptions(paths=["test_fake.py"], a_root=str(root), b_root=str(root), cwd=str(tmp_path), jobs=2,
+                          env={"PYTHONPATH": str(fake)}))
+    assert r.counts == {"same-pass": 2}, [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests]
+    (warning,) = [w for w in r.warnings if "warm interpreter" in w]
+    assert "torch_npu was imported" in warning and "fresh process" in warning
