@@ -132,9 +132,11 @@ def test_markdown_quantization_prepack_case():
     assert counts[0] == ["Category", "Count"]
     assert ["pre-existing", "2"] in counts and ["**Total**", "**2**"] in counts
     # both failing tests in the table with their outcomes and signature in a code span
-    row = row_for(md, "TestBiasCorrectionEager::test_linear_chain")
-    assert row == ["`test/quantization/eager/test_bias_correction_eager.py::TestBiasCorrectionEager::test_linear_chain`",
-                   "failed", "failed", "pre-existing", "`call failed RuntimeError: unknown architecure`", ""]
+    # identical failures are one row: the shared node-id prefix once, then the test names
+    row = row_for(md, "test_linear_chain")
+    assert row == ["2 tests: `test/quantization/eager/test_bias_correction_eager.py::TestBiasCorrectionEager::` "
+                   "`test_conv_chain`, `test_linear_chain`",
+                   "failed", "failed", "pre-existing", "`RuntimeError: unknown architecure`", ""]
     # grouped pre-existing statement, separating "safe" from "environment broken"
     assert ("The change is safe: no test that passed in A fails, crashes, times out or disappears in B "
             "(2 tests compared).") in md
@@ -169,8 +171,9 @@ def test_markdown_quantization_prepack_case():
     assert "#### Arm A: original (HEAD)" in md and "#### Arm B: modified (work tree)" in md
     # one collapsible traceback block for the group (tracebacks are identical but for the root)
     assert md.count("<details>") == 1
-    assert ("<details><summary>2 tests with <code>RuntimeError: unknown architecure</code> in both arms</summary>"
-            in md)
+    assert ("<details><summary>2 tests with <code>RuntimeError: unknown architecure</code> (A failed, B failed)"
+            "</summary>" in md)
+    assert "```text\ncall failed RuntimeError: unknown architecure\n```" in md    # the full signature
     assert "torch.ops.quantized.linear_prepack(w, b)" in md
 
 
@@ -186,8 +189,9 @@ def test_markdown_weights_only_case_with_diagnostic_arm():
     assert ("- **no-weights-only**: arm `A` rerun with `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`. "
             "3 errors in A pass with TORCH\\_FORCE\\_NO\\_WEIGHTS\\_ONLY\\_LOAD=1.") in md
     diag = next(t for t in tables(md) if t[0][0] == "Diagnostic arm")
-    assert len(diag) == 2 + 3
-    assert all(row[2:] == ["error", "passed"] for row in diag[2:])
+    assert len(diag) == 2 + 1                                  # one row for the 3 identical changes
+    assert diag[2][1].startswith("3 tests: `test/ao/sparsity/test_qlinear_packed_params.py::")
+    assert diag[2][2:] == ["error", "passed"]
     # reproduction of the diagnostic arm, labelled as such, with its variable
     assert "(diagnostic, based on arm `A`)" in md
     assert "Extra environment: `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`" in md
@@ -207,14 +211,16 @@ def test_markdown_regression_case_and_escaping():
     assert row[0] == "`test/test_ops_sample.py::TestOpsSample::test_add_pipe[a\\|b]`"
     assert row[1:4] == ["passed", "failed", "**new-failure**"]
     # signature contains backticks and pipes: longer code-span delimiter, escaped pipes
-    assert row[4] == "``call failed AssertionError: 'a\\|\\|b' != 'a\\|b' `x` <tag>``"
+    assert row[4] == "`AssertionError: 'a\\|\\|b' != 'a\\|b'`"
+    assert "```text\ncall failed AssertionError: 'a||b' != 'a|b' `x` &lt;tag&gt;\n```" not in md
+    assert "```text\ncall failed AssertionError: 'a||b' != 'a|b' `x` <tag>\n```" in md   # full, in the details
     assert row_for(md, "test_removed")[1:4] == ["passed", "absent", "**missing-in-b**"]
     assert row_for(md, "test_segfault_conv")[5] == "signal `SIGSEGV`"
     assert row_for(md, "test_timing_sensitive")[5] == "reruns: passed, failed, passed"
     assert row_for(md, "test_with_subtests")[5] == "1 failing subtest"
     different = row_for(md, "test_dtype_promotion")
-    assert different[4] == ("A: `call failed TypeError: unsupported operand type(s) for +: 'Tensor' and 'NoneType'`"
-                            "<br>B: `setup error NameError: name 'HardwareClassification' is not defined`")
+    assert different[4] == ("A: `TypeError: unsupported operand type(s) for +: 'Tensor' and 'NoneType'`"
+                            "<br>B: `NameError: name 'HardwareClassification' is not defined`")
     # quiet categories stay out of the differences table, but are counted
     assert not [r_ for r_ in table_rows(md) if "test_case_1`" in r_[0]]
     assert ["same-pass", "12"] in tables(md)[0]
@@ -568,7 +574,8 @@ def test_html_table_rows_and_self_contained(name):
     assert ("div", "hidden", None) in p.attrs
     # no network: no external resources at all
     assert "http://" not in doc and "https://" not in doc
-    assert not [a for a in p.attrs if a[1] in ("src", "href") or (a[0] == "link")]
+    assert not [a for a in p.attrs if a[1] == "src" or (a[1] == "href" and not a[2].startswith("#"))
+                or a[0] == "link"]
     assert "url(" not in doc and "@import" not in doc
     assert "default-src 'none'" in doc
     assert p.tags["script"] == 1 and p.tags["style"] == 1
@@ -778,3 +785,49 @@ def test_browser_without_javascript_shows_full_table(tmp_path):
         assert drv.find_element(By.TAG_NAME, "html").get_attribute("data-ab-ready") is None
     finally:
         drv.quit()
+
+
+# ---------------------------------------------------------------------------
+# CPU facts (probe.py, stdlib only)
+# ---------------------------------------------------------------------------
+
+X86_CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz
+flags\t\t: fpu sse4_2 avx avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni amx_tile
+
+processor\t: 1
+model name\t: Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz
+"""
+ARM_CPUINFO = """processor\t: 0
+BogoMIPS\t: 243.75
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp
+CPU implementer\t: 0x41
+CPU part\t: 0xd0c
+"""
+
+
+def test_probe_cpu_facts_x86_and_arm():
+    from codemod.ab.probe import cpu_facts
+    x86 = cpu_facts(X86_CPUINFO)
+    assert x86["cpu_model"] == "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
+    assert x86["cpu_flags"] == ["sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+                                "avx512_vnni", "amx_tile"]
+    assert x86["cpu_count"] == os.cpu_count()
+    arm = cpu_facts(ARM_CPUINFO)
+    assert arm["cpu_model"] == "implementer 0x41, part 0xd0c"
+    assert arm["cpu_flags"] == ["asimd", "asimddp", "asimdhp"]
+
+
+def test_cpu_facts_in_the_reports():
+    r = load("quant_prepack_aarch64")
+    r.environment.cpu_model, r.environment.cpu_flags = "implementer 0x41, part 0xd0c", ["asimd", "asimddp"]
+    r.environment.cpu_count, r.environment.cpu_usable = 8, 2
+    md = ab_markdown.render(r)
+    assert "- **CPU**: `implementer 0x41, part 0xd0c`" in md
+    assert "- **CPU features used by the quantized engines**: `asimd`, `asimddp`" in md
+    assert "- **CPU cores**: 8 (2 usable by this process)" in md
+    zh = ab_markdown.render(r, "zh")
+    assert "- **CPU 核数**：8（本进程可用 2）" in zh
+    from codemod.ab import terminal
+    assert "implementer 0x41, part 0xd0c, 8 cores (asimd asimddp)" in terminal.render(r)

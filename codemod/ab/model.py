@@ -117,6 +117,10 @@ class Environment:
     executable: str = ""
     platform: str = ""
     machine: str = ""
+    cpu_model: Optional[str] = None      # "Intel(R) Xeon(R) ...", or the Arm implementer/part
+    cpu_flags: list[str] = field(default_factory=list)  # ISA flags the quantized engines depend on
+    cpu_count: Optional[int] = None      # os.cpu_count()
+    cpu_usable: Optional[int] = None     # cores this process may run on (affinity)
     torch_version: Optional[str] = None
     torch_git_version: Optional[str] = None
     cuda: Optional[str] = None           # version string when available

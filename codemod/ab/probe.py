@@ -50,6 +50,58 @@ def _backends() -> dict:
     return out
 
 
+# CPU features the quantized engines depend on (fbgemm/x86: AVX2, AVX-512, VNNI, AMX;
+# qnnpack/onednn on Arm: NEON/ASIMD, dot product, SVE, i8mm, bf16).
+QUANT_FLAGS = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni",
+    "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16",
+    "neon", "asimd", "asimddp", "asimdhp", "sve", "sve2", "i8mm", "bf16",
+)
+
+
+def cpu_facts(cpuinfo: str = "", machine: str = "") -> dict:
+    """CPU model, the quantization-relevant ISA flags and the core counts.
+
+    Linux: /proc/cpuinfo (`model name` on x86, `flags`; `Features` and `CPU part` on Arm);
+    macOS: sysctl. Each fact is left out when it cannot be read."""
+    facts: dict = {"cpu_count": os.cpu_count()}
+    try:
+        facts["cpu_usable"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    if not cpuinfo and os.path.exists("/proc/cpuinfo"):
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                cpuinfo = f.read(1 << 20)
+        except OSError:
+            cpuinfo = ""
+    fields: dict = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip().lower()
+        if sep and key and key not in fields:
+            fields[key] = value.strip()
+    model = fields.get("model name") or fields.get("hardware") or fields.get("cpu model") or ""
+    if not model and "cpu implementer" in fields:
+        model = f"implementer {fields['cpu implementer']}, part {fields.get('cpu part', '?')}"
+    flags = set((fields.get("flags") or fields.get("features") or "").split())
+    if not cpuinfo and sys.platform == "darwin":  # pragma: no cover - macOS only
+        import subprocess
+        for key, name in (("model", "machdep.cpu.brand_string"),):
+            try:
+                out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5)
+                if out.returncode == 0:
+                    model = out.stdout.strip()
+            except (OSError, subprocess.SubprocessError):
+                pass
+        if (machine or platform.machine()) in ("arm64", "aarch64"):
+            flags.update({"neon", "asimd"})
+    if model:
+        facts["cpu_model"] = model
+    facts["cpu_flags"] = [f for f in QUANT_FLAGS if f in flags]
+    return facts
+
+
 def probe() -> dict:
     facts: dict = {
         "python": platform.python_version(),
@@ -59,6 +111,10 @@ def probe() -> dict:
         "variables": {k: v for k, v in sorted(os.environ.items()) if k.startswith(("TORCH_", "PYTORCH_"))},
         "backends": _backends(),
     }
+    try:
+        facts.update(cpu_facts(machine=facts["machine"]))
+    except Exception:  # a fact we cannot read is left out, never fatal
+        pass
     errors = []
     try:
         import pytest  # noqa: F401

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
+from codemod.report.ab_facts import compact_signature, failure_groups, middle_truncate
 
 QUIET_CATEGORIES = frozenset({"same-pass", "same-skip"})
 _VERDICT_COLOUR = {"SAFE": "32", "REGRESSION": "31", "INCONCLUSIVE": "33"}
@@ -29,20 +30,6 @@ def _cell(o: Optional[Outcome]) -> str:
     if o.reruns:
         s += " [" + ",".join(o.reruns) + "]"
     return s
-
-
-def short_signature(o: Optional[Outcome]) -> str:
-    """The signature with its most telling part first (e.g. the missing GLOBAL)."""
-    if o is None or not o.signature:
-        return ""
-    sig = o.signature
-    head, sep, body = sig.partition(": ")
-    if sep:
-        parts = body.split(" | ")
-        key = [p for p in parts if "GLOBAL " in p or "Unsupported" in p]
-        if key:
-            return f"{head}: {' | '.join(key)}"
-    return sig
 
 
 def environment_line(result: ABResult) -> str:
@@ -77,10 +64,59 @@ def environment_line(result: ABResult) -> str:
     else:
         bits.append("no torch")
     bits.append(f"{e.platform or '?'}")
+    if e.cpu_model or e.cpu_count:
+        cpu = e.cpu_model or "CPU"
+        if e.cpu_count:
+            cpu += f", {e.cpu_count} cores"
+        if e.cpu_flags:
+            cpu += " (" + " ".join(e.cpu_flags) + ")"
+        bits.append(cpu)
     line = "; ".join(bits)
     if e.probe_error:
         line += f"  [probe: {_short(e.probe_error, 120)}]"
     return line
+
+
+# Member lines shown under a group of identical failures.
+GROUP_MEMBERS = 10
+
+
+def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) -> list[str]:
+    """One line per test or per group of identical failures (its members listed below it);
+    node ids cut in the middle so that the distinguishing tail (the test name) stays."""
+    groups = failure_groups(rows)
+    labels = [r[0].nodeid if len(r) == 1 else f"{len(r)} tests:" for r in groups]
+    wcat = max(len(g[0].category) for g in groups)
+    wid = min(70, max(len(x) for x in labels))
+    wa = min(24, max(len(_cell(g[0].a)) for g in groups))
+    wb = min(24, max(len(_cell(g[0].b)) for g in groups))
+    out: list[str] = []
+    shown = 0
+    for group, label in zip(groups, labels):
+        if shown >= max_rows:
+            break
+        r = group[0]
+        sig = compact_signature(r.b) or compact_signature(r.a) or r.note
+        cat = r.category.ljust(wcat)
+        if r.category in REGRESSING:
+            cat = _c(cat, "31", color)
+        elif r.category == "flaky":
+            cat = _c(cat, "33", color)
+        line = (f"  {cat}  {middle_truncate(label, wid).ljust(wid)}  {_short(_cell(r.a), wa).ljust(wa)}  "
+                f"{_short(_cell(r.b), wb).ljust(wb)}")
+        room = max(20, width - len(line) - 2)
+        out.append(line + "  " + _short(sig, room))
+        shown += 1
+        if len(group) > 1:
+            indent = " " * (4 + wcat)
+            for member in group[:GROUP_MEMBERS]:
+                out.append(indent + middle_truncate(member.nodeid, max(20, width - len(indent))))
+            if len(group) > GROUP_MEMBERS:
+                out.append(indent + f"... and {len(group) - GROUP_MEMBERS} more")
+    hidden = sum(len(g) for g in groups[shown:])
+    if hidden:
+        out.append(f"  ... {hidden} more (see --json)")
+    return out
 
 
 def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int = 160) -> str:
@@ -101,22 +137,7 @@ def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int
     if rows:
         out.append("")
         out.append("Tests that differ or fail in both:")
-        wcat = max(len(r.category) for r in rows)
-        wid = min(70, max(len(r.nodeid) for r in rows))
-        wa = min(24, max(len(_cell(r.a)) for r in rows))
-        wb = min(24, max(len(_cell(r.b)) for r in rows))
-        for r in rows[:max_rows]:
-            sig = short_signature(r.b) or short_signature(r.a) or r.note
-            cat = r.category.ljust(wcat)
-            if r.category in REGRESSING:
-                cat = _c(cat, "31", color)
-            elif r.category == "flaky":
-                cat = _c(cat, "33", color)
-            line = f"  {cat}  {_short(r.nodeid, wid).ljust(wid)}  {_short(_cell(r.a), wa).ljust(wa)}  {_short(_cell(r.b), wb).ljust(wb)}"
-            room = max(20, width - len(line) - 2)
-            out.append(line + "  " + _short(sig, room))
-        if len(rows) > max_rows:
-            out.append(f"  ... {len(rows) - max_rows} more (see --json)")
+        out.extend(_rows(rows, color, max_rows, width))
     if result.diagnostics:
         out.append("")
         out.append("Diagnostics:")

@@ -21,7 +21,17 @@ from typing import Optional
 
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
 
-from .ab_markdown import (
+from .ab_facts import (
+    failure_groups,
+    headline,
+    ordered_tests,
+    outcome_of,
+    report_traceback,
+    shown_signature,
+    tracebacks_of,
+    visible_controls,
+)
+from .ab_sentences import (
     SECTION_ORDER,
     HtmlFmt,
     analysis,
@@ -29,19 +39,13 @@ from .ab_markdown import (
     category_counts,
     diagnostic_statement,
     environment_facts,
-    headline,
-    ordered_tests,
-    outcome_of,
     prepack_rows,
     reproduction_parts,
     runner_env_items,
     runner_warnings,
-    shown_signature,
     signature_cell,
     test_note,
-    tracebacks_of,
     verdict_line,
-    visible_controls,
 )
 from .i18n import category_label, outcome_label, t, verdict_label
 
@@ -199,14 +203,26 @@ def _fmt_time(o: Optional[Outcome]) -> tuple[str, str]:
 
 
 def _traceback_html(c: TestComparison, f: HtmlFmt) -> str:
+    """Full signature(s) and short tracebacks (pytest's short style) of one test."""
     parts = []
-    for arm, o in tracebacks_of(c):
-        parts.append(f'<div class="muted">{f.say("tb.arm", arm=f.text(arm), outcome=f.outcome(o.outcome))}</div>')
-        parts.append(f"<pre>{_e(o.traceback or t('tb.none', f.lang))}</pre>")
+    shown = tracebacks_of(c)
+    if shown and c.a is not None and c.b is not None and c.a.signature == c.b.signature \
+            and c.a.outcome == c.b.outcome:
+        shown = [("B", c.b)]
+        heading = lambda arm, o: f.say("tb.arm_both", arm=f.text(arm), outcome=f.outcome(o.outcome))  # noqa: E731
+    else:
+        heading = lambda arm, o: f.say("tb.arm", arm=f.text(arm), outcome=f.outcome(o.outcome))  # noqa: E731
+    for arm, o in shown:
+        parts.append(f'<div class="muted">{heading(arm, o)}</div>')
+        if o.signature:
+            parts.append(f'<div class="muted">{f.say("tb.signature")}</div><pre class="ab-sig">{_e(o.signature)}</pre>')
+        body = report_traceback(o.traceback, f.lang) if o.traceback else t("tb.none", f.lang)
+        parts.append(f"<pre>{_e(body)}</pre>")
     for s in (c.b.subtests if c.b else []):
         if s.outcome in ("failed", "error", "crashed", "timeout"):
             parts.append(f'<div class="muted">{f.say("tb.subtest", nodeid=f.code(s.nodeid), outcome=f.outcome(s.outcome))}</div>')
-            parts.append(f"<pre>{_e(s.traceback or s.signature or t('tb.none', f.lang))}</pre>")
+            body = report_traceback(s.traceback, f.lang) if s.traceback else (s.signature or t("tb.none", f.lang))
+            parts.append(f"<pre>{_e(body)}</pre>")
     if not parts:
         return ""
     return f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary>{"".join(parts)}</details>'
@@ -253,6 +269,12 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
         out.append(f'<th data-col="{col}" scope="col"><button type="button">{f.say(key)}</button></th>')
     out.append("</tr></thead><tbody>")
 
+    # identical failures: the first row of a group carries the details, the others point to it
+    first_of: dict[str, tuple[int, str, int]] = {}
+    for group in failure_groups(tests):
+        lead = tests.index(group[0]) + 1
+        for c in group[1:]:
+            first_of[c.nodeid] = (lead, group[0].nodeid, len(group))
     seen: dict[str, int] = {}
     for i, c in enumerate(tests, 1):
         rid = row_id(c.nodeid)
@@ -267,6 +289,12 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
         b_time, b_sort = _fmt_time(c.b)
         sig_text = shown_signature(c.b) or shown_signature(c.a)
         sig_html = signature_cell(c, f).replace("\n", "<br>") if sig_text else ""
+        if c.nodeid in first_of:
+            lead, lead_id, n = first_of[c.nodeid]
+            details = (f'<div class="muted ab-same"><a href="#{row_id(lead_id)}">'
+                       f'{f.say("html.same_as", row=lead, n=n)}</a></div>')
+        else:
+            details = _traceback_html(c, f)
         out.append(
             f'<tr id="{rid}" class="{" ".join(classes)}" data-category="{_e(c.category)}" '
             f'data-nodeid="{_e(c.nodeid)}" data-a="{_e(outcome_of(c.a) or "")}" data-b="{_e(outcome_of(c.b) or "")}" '
@@ -278,7 +306,7 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
             f'<td class="outcome-b" data-sort="{_e(outcome_of(c.b) or "")}">{f.outcome(outcome_of(c.b))}</td>'
             f'<td class="num" data-sort="{a_sort}">{a_time}</td>'
             f'<td class="num" data-sort="{b_sort}">{b_time}</td>'
-            f'<td class="signature" data-sort="{_e(sig_text)}">{sig_html}{_traceback_html(c, f)}</td>'
+            f'<td class="signature" data-sort="{_e(sig_text)}">{sig_html}{details}</td>'
             f'<td class="note">{test_note(c, f)}</td>'
             "</tr>")
     out.append("</tbody></table>")
@@ -287,8 +315,6 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
 
 def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
     out = [f'<section id="ab-results"><h2>{f.say("h.results")}</h2>']
-    if f.lang != "en":
-        out.append(f'<p class="ab-verdict">{verdict_line(result, f)}</p>')
     counts = category_counts(result)
     out.append(f'<h3>{f.say("h.counts")}</h3>')
     out.append(f'<table id="ab-counts"><thead><tr><th>{f.say("col.category")}</th><th>{f.say("col.count")}</th>'
@@ -330,7 +356,7 @@ def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
         for arm, path, o in coll:
             item = f.say("collection.error", arm=f.text(arm.name), file=f.code(path),
                          sig=f.code(shown_signature(o) or headline(o)))
-            tb = (f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary><pre>{_e(o.traceback)}</pre>'
+            tb = (f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary><pre>{_e(report_traceback(o.traceback, f.lang))}</pre>'
                   "</details>") if o.traceback else ""
             out.append(f"<li>{item}{tb}</li>")
         for arm in crashes:

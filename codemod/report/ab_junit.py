@@ -17,7 +17,7 @@ from typing import Optional
 
 from codemod.ab.model import ABResult, Outcome, TestComparison
 
-from .ab_markdown import category_counts, headline, ordered_tests, visible_controls
+from .ab_facts import category_counts, headline, ordered_tests, visible_controls
 
 __all__ = ["render", "split_nodeid"]
 

@@ -1,0 +1,426 @@
+"""The sentences of the A/B reports, shared by the Markdown and HTML views.
+
+Every sentence is built from an `ABResult` through a small formatter interface
+(`Fmt`: escaping rules of one output format), so both views say exactly the same
+thing, each with its own escaping. Format-independent facts live in `ab_facts`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Iterable, Optional, Sequence, Union
+
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Environment, TestComparison
+
+from .ab_facts import (
+    FAILING,
+    SIGNATURE_CELL,
+    common_prefix_ids,
+    compact_signature,
+    _is_unknown_arch,
+    _is_weights_only,
+    broken_engines,
+    category_counts,
+    failing_sets,
+    headline,
+    ordered_tests,
+    preexisting_groups,
+    prepack_match,
+    shown_signature,
+)
+from .i18n import category_label, check_lang, outcome_label, t, template, verdict_label
+
+# How many node ids a sentence lists before "and N more".
+MAX_LISTED = 5
+
+
+class Fmt:
+    """Escaping rules of one output format.  `say` formats a translated
+    template whose own text gets escaped; its arguments must already be
+    formatted (ints are fine)."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = check_lang(lang)
+
+    def text(self, s: str) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def code(self, s: str) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def strong(self, s: str) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def say(self, key: str, **args: object) -> str:
+        return self.text(template(key, self.lang, args.get("n"))).format(**args)
+
+    # Convenience built on the primitives -----------------------------------
+    def sep(self) -> str:
+        return self.text(t("list.comma", self.lang))
+
+    def codes(self, items: Iterable[str]) -> str:
+        return self.sep().join(self.code(i) for i in items)
+
+    def pairs(self, mapping: dict[str, str]) -> str:
+        return self.sep().join(self.code(f"{k}={v}") for k, v in mapping.items())
+
+    def tests(self, nodeids: Sequence[str]) -> str:
+        shown = [self.code(n) for n in nodeids[:MAX_LISTED]]
+        if len(nodeids) > MAX_LISTED:
+            shown.append(self.say("an.more", n=len(nodeids) - MAX_LISTED))
+        return self.sep().join(shown)
+
+    def outcome(self, outcome: Optional[str]) -> str:
+        if outcome is None:
+            return self.say("absent")
+        return self.text(outcome_label(outcome, self.lang))
+
+    def category(self, category: str) -> str:
+        if self.lang == "en":
+            shown = self.text(category)
+        else:
+            shown = self.say("paren", a=self.text(category_label(category, self.lang)), b=self.code(category))
+        return self.strong(shown) if category in REGRESSING else shown
+
+    def verdict(self, verdict: str) -> str:
+        label = verdict_label(verdict, self.lang)
+        if label == verdict:
+            return self.text(verdict)
+        return self.text(f"{label}（{verdict}）")
+
+
+class HtmlFmt(Fmt):
+    def text(self, s: str) -> str:
+        return html.escape(s)
+
+    def code(self, s: str) -> str:
+        return f"<code>{html.escape(s)}</code>"
+
+    def strong(self, s: str) -> str:
+        return f"<strong>{s}</strong>"
+
+
+
+def _count_parts(f: Fmt, counts: dict[str, int], cats: Iterable[str]) -> str:
+    return f.sep().join(
+        f.say("count.part", label=f.text(category_label(c, f.lang)), n=counts[c]) for c in cats if counts.get(c))
+
+
+def _inconclusive_why(result: ABResult, f: Fmt) -> list[str]:
+    why = []
+    for arm in result.arms:
+        if not arm.ran:
+            why.append(f.say("reason.arm_not_run", arm=f.code(arm.name), error=f.code(arm.error or "?")))
+    counts = category_counts(result)
+    if counts.get("flaky"):
+        why.append(f.say("reason.flaky", n=counts["flaky"]))
+    if not result.tests:
+        why.append(f.say("reason.no_tests"))
+    if not why:
+        why.append(f.say("reason.runner", reason=f.code(result.verdict_reason)) if result.verdict_reason
+                   else f.say("reason.unknown"))
+    return why
+
+
+def verdict_reason(result: ABResult, f: Fmt) -> str:
+    """One sentence.  English keeps the runner's own words when it gave some."""
+    if f.lang == "en" and result.verdict_reason:
+        raw = result.verdict_reason.strip()
+        reason = f.text(raw[:1].upper() + raw[1:])
+        return reason if reason.endswith((".", "!", "?")) else reason + "."
+    counts = category_counts(result)
+    total = len(result.tests) or sum(counts.values())
+    if result.verdict == "REGRESSION":
+        n = sum(counts.get(c, 0) for c in REGRESSING)
+        return f.say("reason.regression", n=n, parts=_count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]))
+    if result.verdict == "SAFE":
+        pre = counts.get("pre-existing", 0)
+        return f.say("reason.safe_pre", n=pre) if pre else f.say("reason.safe", n=total, total=total)
+    return f.say("reason.inconclusive", why=f.text(t("list.sep", f.lang)).join(_inconclusive_why(result, f)))
+
+
+def verdict_line(result: ABResult, f: Fmt) -> str:
+    return f.say("verdict.line", verdict=f.strong(f.verdict(result.verdict)), reason=verdict_reason(result, f))
+
+
+def diagnostic_statement(result: ABResult, d, f: Fmt) -> str:
+    variables = f.pairs(d.variables) if d.variables else f.say("diag.no_vars")
+    if f.lang == "en" and d.statement.strip():
+        statement = d.statement.strip()
+        return f.text(statement if statement.endswith((".", "!", "?")) else statement + ".")
+    pairs = Counter((v[0], v[1]) for v in d.changed.values() if len(v) >= 2)
+    if not pairs:
+        return f.say("diag.none", vars=variables)
+    parts = [f.say("diag.pair", n=n, a=f.outcome(a), d=f.outcome(b), base=f.code(d.based_on), vars=variables)
+             for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return f.text(t("list.sep", f.lang)).join(parts) + f.say("period")
+
+
+def _group_sentence(result: ABResult, sig: str, members: list[TestComparison], f: Fmt) -> str:
+    env = result.environment
+    ref = members[0].b or members[0].a
+    outcome = ref.outcome if ref else "failed"
+    verb_key = f"verb.{outcome}" if f"verb.{outcome}" in _VERBS else "verb.failed"
+    n = len(members)
+    parts = [f.say("an.group", n=n, verb=f.say(verb_key, n=n), sig=f.code(headline(ref) if ref else sig))]
+
+    engine = prepack_match(env, ref) if ref else None
+    machine = f.code(env.machine or "?")
+    if engine:
+        cause = f.say("an.cause.prepack", machine=f.text(env.machine or "?"))
+    elif ref and _is_weights_only(ref):
+        cause = f.say("an.cause.weights_only")
+    elif ref and _is_unknown_arch(ref):
+        cause = f.say("an.cause.arch", machine=machine)
+    else:
+        cause = ""
+    parts.append(f.say("an.preexisting_cause", cause=cause) if cause else f.say("an.preexisting"))
+
+    ids = {c.nodeid for c in members}
+    for d in result.diagnostics:
+        passed = [nid for nid in ids if len(d.changed.get(nid, [])) >= 2 and d.changed[nid][1] == "passed"]
+        if not passed:
+            continue
+        variables = f.pairs(d.variables) if d.variables else f.say("diag.no_vars")
+        if len(passed) == n:
+            parts.append(f.say("an.diag_all", n=n, vars=variables))
+        else:
+            parts.append(f.say("an.diag_some", k=len(passed), n=n, vars=variables))
+    if engine:
+        parts.append(f.say("an.prepack_link", engine=f.code(engine), machine=machine))
+    return f.text(t("list.sep", f.lang)).join(parts) + f.say("period")
+
+
+_VERBS = {"verb.failed", "verb.error", "verb.crashed", "verb.timeout"}
+
+
+def analysis(result: ABResult, f: Fmt) -> list[tuple[str, Union[str, list[str]]]]:
+    """The "what this proves" blocks: ("h", text) sub-headings, ("p", text)
+    paragraphs and ("ul", [items]) lists, already formatted with `f`."""
+    counts = category_counts(result)
+    by_cat: dict[str, list[str]] = {}
+    for c in ordered_tests(result):
+        by_cat.setdefault(c.category, []).append(c.nodeid)
+    total = len(result.tests) or sum(counts.values())
+    blocks: list[tuple[str, Union[str, list[str]]]] = [("h", f.say("h.change_safe"))]
+
+    if result.verdict == "REGRESSION":
+        regressing = [n for c in CATEGORIES if c in REGRESSING for n in by_cat.get(c, [])]
+        n = sum(counts.get(c, 0) for c in REGRESSING)
+        blocks.append(("p", f.say("an.regression", n=n, tests=f.tests(regressing),
+                                  parts=_count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]))))
+    elif result.verdict == "SAFE":
+        blocks.append(("p", f.say("an.safe", n=total, total=total)))
+    else:
+        blocks.append(("p", f.say("an.inconclusive",
+                                  why=f.text(t("list.sep", f.lang)).join(_inconclusive_why(result, f)))))
+    for cat, key in (("different-failure", "an.different"), ("similar-failure", "an.similar"),
+                     ("no-longer-run", "an.no_longer_run"), ("flaky", "an.flaky"), ("fixed", "an.fixed")):
+        if by_cat.get(cat):
+            blocks.append(("p", f.say(key, n=len(by_cat[cat]), tests=f.tests(by_cat[cat]))))
+
+    blocks.append(("h", f.say("h.env_broken")))
+    groups = preexisting_groups(result)
+    fail_a, fail_b = failing_sets(result)
+    env = result.environment
+    if groups:
+        blocks.append(("p", f.say("an.env_broken")))
+        blocks.append(("ul", [_group_sentence(result, sig, members, f) for sig, members in groups]))
+    else:
+        blocks.append(("p", f.say("an.env_clean")))
+    if fail_a or fail_b:
+        if fail_a == fail_b:
+            blocks.append(("p", f.say("an.identical_sets", n=len(fail_a))))
+        else:
+            blocks.append(("p", f.say("an.different_sets", a=len(fail_a), b=len(fail_b))))
+    for engine, error, listed in broken_engines(env):
+        if listed:
+            blocks.append(("p", f.say("an.broken_engine", engine=f.code(engine), error=f.code(error))))
+    if env.has_hw_classification is False:
+        blocks.append(("p", f.say("an.no_hwc")))
+    return blocks
+
+
+def background_items(result: ABResult, f: Fmt) -> list[str]:
+    a, b = result.arm("A"), result.arm("B")
+    items = [f.say("bg.intro",
+                   a=f.text(a.label) + " " + f.code(a.source) if a else f.say("unknown"),
+                   b=f.text(b.label) + " " + f.code(b.source) if b else f.say("unknown"))]
+    if result.paths:
+        items.append(f.say("bg.paths", paths=f.codes(result.paths)))
+    if result.base_ref:
+        items.append(f.say("bg.base_ref", ref=f.code(result.base_ref)))
+    if result.started or result.duration:
+        items.append(f.say("bg.started", started=f.code(result.started or "?"),
+                           duration=f.say("seconds", s=f"{result.duration:.1f}")))
+    if result.python:
+        items.append(f.say("bg.python", python=f.code(result.python)))
+    if result.shard:
+        items.append(f.say("bg.shard", shard=f.code(result.shard)))
+    items.append(f.say("bg.tool", tool=f.code(result.tool_version or "?"),
+                       norm=f.code(result.normaliser_version or "?")))
+    if result.mapping:
+        items.append(f.say("bg.mapping", pairs=f.sep().join(
+            f"{f.code(old)} → {f.code(new)}" for old, new in result.mapping.items())))
+    return items
+
+
+def runner_warnings(result: ABResult) -> list[str]:
+    """Non-fatal problems the runner recorded (a newer model field; absent means none)."""
+    return [w for w in (getattr(result, "warnings", None) or []) if w]
+
+
+def runner_env_items(result: ABResult, f: Fmt) -> list[str]:
+    items = []
+    if result.env_unset:
+        items.append(f.say("bg.unset", names=f.codes(result.env_unset)))
+    if result.env_set:
+        items.append(f.say("bg.set", pairs=f.pairs(result.env_set)))
+    if not items:
+        items.append(f.say("bg.env_unchanged"))
+    return items
+
+
+def environment_facts(env: Environment, f: Fmt) -> list[tuple[str, str]]:
+    """(label, value) rows; values already formatted."""
+    unknown = f.say("unknown")
+
+    def val(v: Optional[str]) -> str:
+        return f.code(v) if v else unknown
+
+    def version(v: Optional[str]) -> str:
+        return f.code(v) if v else f.say("env.not_available")
+
+    def flag(v: Optional[bool]) -> str:
+        if v is None:
+            return unknown
+        return f.say("env.available") if v else f.say("env.not_available")
+
+    rows = [
+        (f.say("env.python"), f.say("env.value_with_exe", version=val(env.python), exe=f.code(env.executable))
+         if env.executable else val(env.python)),
+        (f.say("env.platform"), val(env.platform)),
+        (f.say("env.machine"), val(env.machine)),
+        (f.say("env.cpu_model"), val(getattr(env, "cpu_model", None))),
+        (f.say("env.cpu_flags"), f.codes(env.cpu_flags) if getattr(env, "cpu_flags", None) else
+         (f.say("none") if getattr(env, "cpu_count", None) else unknown)),
+        (f.say("env.cores"), f.say("env.cores_value", n=env.cpu_count, usable=env.cpu_usable)
+         if getattr(env, "cpu_usable", None) and env.cpu_usable != env.cpu_count else val(
+             str(env.cpu_count) if getattr(env, "cpu_count", None) else None)),
+        (f.say("env.torch"), val(env.torch_version)),
+        (f.say("env.torch_git"), val(env.torch_git_version)),
+        (f.say("env.pytest"), val(getattr(env, "pytest_version", None))),
+        (f.say("env.cuda"), version(env.cuda)),
+        (f.say("env.rocm"), version(env.rocm)),
+        (f.say("env.xpu"), flag(env.xpu)),
+        (f.say("env.mps"), flag(env.mps)),
+        (f.say("env.accelerator"), f.code(env.accelerator) if env.accelerator else f.say("none")),
+        (f.say("env.backends"), f.pairs(env.backends) if env.backends else f.say("none")),
+        (f.say("env.quantized_engine"), val(env.quantized_engine)),
+        (f.say("env.supported_engines"), f.codes(env.supported_engines) if env.supported_engines else unknown),
+    ]
+    if env.has_hw_classification is None:
+        hwc = unknown
+    elif env.has_hw_classification:
+        hwc = f.say("env.available")
+    else:
+        hwc = f.strong(f.say("env.hwc_missing"))
+    rows.append((f.say("env.hwc"), hwc))
+    if env.probe_error:
+        rows.append((f.say("env.probe_error"), f.code(env.probe_error)))
+    return rows
+
+
+def prepack_rows(env: Environment, f: Fmt) -> list[tuple[str, str, str, bool]]:
+    """(engine, listed, result, warn) per engine, supported engines first."""
+    engines = list(env.supported_engines) + [e for e in env.prepack if e not in env.supported_engines]
+    rows = []
+    for engine in engines:
+        if engine not in env.prepack:
+            continue
+        status = env.prepack[engine]
+        listed = engine in env.supported_engines
+        ok = status.strip().lower() == "ok"
+        shown = f.say("env.prepack_ok") if ok else f.strong(f.say("env.prepack_failed", error=f.code(status)))
+        rows.append((f.code(engine), f.say("yes") if listed else f.say("no"), shown, listed and not ok))
+    return rows
+
+
+def test_note(c: TestComparison, f: Fmt) -> str:
+    notes = []
+    if c.note:
+        notes.append(f.text(c.note))
+    if c.mapped_from and not c.note:
+        notes.append(f.say("note.mapped", old=f.code(c.mapped_from)))
+    for o in (c.a, c.b):
+        if o is not None and o.signal:
+            notes.append(f.say("note.signal", signal=f.code(o.signal)))
+            break
+    reruns = (c.b.reruns if c.b and c.b.reruns else None) or (c.a.reruns if c.a else None)
+    if reruns:
+        notes.append(f.say("note.reruns", runs=f.sep().join(f.outcome(r) for r in reruns)))
+    failing_subtests = [s for o in (c.b,) if o for s in o.subtests if s.outcome in FAILING]
+    if failing_subtests:
+        notes.append(f.say("note.subtests", n=len(failing_subtests)))
+    return f.text(t("list.sep", f.lang)).join(notes)
+
+
+def signature_cell(c: TestComparison, f: Fmt) -> str:
+    """The failure in at most SIGNATURE_CELL characters (per arm when the arms differ);
+    the full signature is in the details."""
+    sa, sb = shown_signature(c.a), shown_signature(c.b)
+    if sa and sb and sa != sb:
+        half = SIGNATURE_CELL // 2
+        return (f.say("sig.a", sig=f.code(compact_signature(c.a, half))) + "\n"
+                + f.say("sig.b", sig=f.code(compact_signature(c.b, half))))
+    o = c.b if sb else c.a
+    return f.code(compact_signature(o)) if (sb or sa) else ""
+
+
+def tests_cell(nodeids: Sequence[str], f: Fmt) -> str:
+    """One node id, or a group written once: `file.py::Class::` then the differing names."""
+    if len(nodeids) == 1:
+        return f.code(nodeids[0])
+    prefix, rest = common_prefix_ids(list(nodeids))
+    listed = f.tests(rest)
+    head = f.say("tests.n", n=len(nodeids))
+    return f.say("tests.group", head=head, prefix=f.code(prefix), tests=listed) if prefix else \
+        f.say("kv", k=head, v=f.tests(list(nodeids)))
+
+
+def diagnostic_changes(result: ABResult) -> list[tuple[object, str, str, list[str]]]:
+    """(diagnostic, outcome in its base arm, outcome in it, node ids), grouped."""
+    out: dict[tuple[str, str, str], tuple[object, list[str]]] = {}
+    for d in result.diagnostics:
+        for nid, v in sorted(d.changed.items()):
+            before = v[0] if v else None
+            after = v[1] if len(v) > 1 else None
+            out.setdefault((d.name, before, after), (d, []))[1].append(nid)
+    return [(d, before, after, nids) for (_n, before, after), (d, nids) in out.items()]
+
+
+def reproduction_parts(result: ABResult, f: Fmt):
+    """Per arm: the arm, its heading, the sentences that describe it and a warning when it
+    did not run, in `f`'s markup. Shared by the Markdown and HTML views."""
+    diag_base = {d.name: d.based_on for d in result.diagnostics}
+    for arm in result.arms:
+        label = f.text(arm.label)
+        if arm.name in diag_base:
+            label = f.say("paren", a=label, b=f.say("repro.diag", base=f.code(diag_base[arm.name])))
+        notes = [f.say("repro.source", source=f.code(arm.source), root=f.code(arm.root or "?"))]
+        if arm.env_added:
+            notes.append(f.say("repro.env", pairs=f.pairs(arm.env_added)))
+        if arm.extra_args:
+            notes.append(f.say("repro.args", args=f.code(" ".join(arm.extra_args))))
+        warning = None if arm.ran else f.say("repro.not_run", error=f.code(arm.error or "?"))
+        yield arm, f.say("repro.arm", arm=f.text(arm.name), label=label), notes, warning
+
+
+
+SECTION_ORDER = {
+    # English: what a PR reviewer reads first; Chinese: the community report layout
+    # 背景 / 环境信息 / 复现步骤 / 结果 / 原因分析.
+    "en": ("background", "results", "analysis", "environment", "reproduction"),
+    "zh": ("background", "environment", "reproduction", "results", "analysis"),
+}
