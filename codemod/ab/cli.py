@@ -196,10 +196,16 @@ def ab() -> None:
 @click.option("--fork/--no-fork", "fork", default=True, show_default=True,
               help="A warm interpreter per arm that imports pytest and torch once and forks a process per "
                    "file; --no-fork starts a fresh interpreter for every file.")
+@click.option("--diagnose", is_flag=True,
+              help="After the comparison, confirm the cause of each group of failures by experiment "
+                   "(reruns only the failing tests with the cause table's diagnostic variables; bounded).")
+@click.option("--diagnose-budget", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="With --diagnose: seconds allowed per test file in the diagnosis run.")
 @click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
 @_report_options
 def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_timeout, jobs, confirm,
-            mapping, map_file, shard, fsync, fork, keep_temp, json_path, markdown, html, junit, lang, color, quiet) -> None:
+            mapping, map_file, shard, fsync, fork, diagnose, diagnose_budget, keep_temp, json_path, markdown, html,
+            junit, lang, color, quiet) -> None:
     """Run PATHS in arm A and arm B and compare every test.
 
     PATHS are test files, directories or node ids (file.py::Class::test).
@@ -230,6 +236,13 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
         raise click.UsageError(str(err))
     try:
         result = _run.run_ab(opts)
+        if diagnose:
+            from codemod.ab import causes_confirm
+            result = causes_confirm.diagnose(result, opts, _run.run_ab, _run.DiagSpec, budget=diagnose_budget,
+                                             say=opts.progress or (lambda _m: None))
+        else:
+            from codemod.ab import causes
+            result.causes = causes.analyse(result)
     except _run.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
         sys.exit(2)
@@ -261,6 +274,8 @@ def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> 
         merged = compare.merge(loaded)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise click.UsageError(f"cannot merge these results: {err}")
+    from codemod.ab import causes
+    merged.causes = causes.analyse(merged)  # the groups span all shards now
     _finish(merged, json_path, markdown, html, junit, lang, color, quiet)
 
 

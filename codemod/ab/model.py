@@ -112,6 +112,23 @@ class DiagnosticSummary:
 
 
 @dataclass
+class CauseFinding:
+    """Why one group of identical failures fails (codemod.ab.causes), and the evidence."""
+
+    nodeids: list[str] = field(default_factory=list)
+    scope: str = "both"                 # "both" (identical in A and B), "b-changed" (fails differently), "b-only"
+    category: str = ""
+    signature: str = ""                 # the group's (B, else A) signature
+    exc_type: str = ""
+    cause: Optional[str] = None         # an id of codemod.ab.causes.CAUSES; None = no cause matched
+    status: str = "unknown"             # confirmed | not-confirmed | suspected | unknown
+    experiment: str = ""                # "diag" | "probe" | "import"
+    variables: dict[str, str] = field(default_factory=dict)  # kind "diag": the confirming arm's variables
+    based_on: str = ""                  # kind "diag": "A" or "B"
+    evidence: dict[str, str] = field(default_factory=dict)   # facts the explanation and remedy cite
+
+
+@dataclass
 class Environment:
     python: str = ""
     executable: str = ""
@@ -139,6 +156,36 @@ class Environment:
 
 
 @dataclass
+class ClassChange:
+    """What the diff between the arms does inside one class."""
+
+    name: str
+    labels: list[str] = field(default_factory=list)      # `hw_classification = HardwareClassification.X` added
+    removed_labels: list[str] = field(default_factory=list)
+    torch_load: list[str] = field(default_factory=list)  # torch.load edits: "weights_only=False", "safe_globals([...])"
+
+
+@dataclass
+class FileChange:
+    path: str
+    added: int = 0
+    removed: int = 0
+    classes: list[ClassChange] = field(default_factory=list)
+    torch_load: list[str] = field(default_factory=list)  # torch.load edits outside any class
+    imports: list[str] = field(default_factory=list)     # import lines added
+
+
+@dataclass
+class Changes:
+    """What differs between the arms, read from `git diff REF` (arms from git only)."""
+
+    ref: str = ""
+    stat: str = ""                                        # `git diff --stat` text
+    files: list[FileChange] = field(default_factory=list)
+    error: str = ""                                       # why the diff could not be read
+
+
+@dataclass
 class ABResult:
     schema_version: int = SCHEMA_VERSION
     tool_version: str = ""
@@ -160,6 +207,8 @@ class ABResult:
     environment: Environment = field(default_factory=Environment)
     mapping: dict[str, str] = field(default_factory=dict)   # --map OLD=NEW
     warnings: list[str] = field(default_factory=list)       # added by the A/B runner: non-fatal problems
+    causes: list[CauseFinding] = field(default_factory=list)  # schema 2: per failure group (codemod.ab.causes)
+    changes: Optional["Changes"] = None                       # schema 2: what differs between git arms
 
     def arm(self, name: str) -> Optional[ArmResult]:
         return next((a for a in self.arms if a.name == name), None)

@@ -102,18 +102,6 @@ def shown_signature(o: Optional[Outcome]) -> str:
     return o.signature or (headline(o) if o.outcome in FAILING else "")
 
 
-def preexisting_groups(result: ABResult) -> list[tuple[str, list[TestComparison]]]:
-    """Pre-existing failures grouped by their (identical) signature, biggest first."""
-    groups: dict[str, list[TestComparison]] = {}
-    for c in ordered_tests(result):
-        if c.category != "pre-existing":
-            continue
-        ref = c.b or c.a
-        key = (ref.signature or headline(ref)) if ref else ""
-        groups.setdefault(key, []).append(c)
-    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-
-
 def broken_engines(env: Environment) -> list[tuple[str, str, bool]]:
     """(engine, error, listed in supported_engines) for engines that cannot prepack."""
     out = []
@@ -121,34 +109,6 @@ def broken_engines(env: Environment) -> list[tuple[str, str, bool]]:
         if status and status.strip().lower() != "ok":
             out.append((engine, status, engine in env.supported_engines))
     return out
-
-
-def _core(text: str) -> str:
-    """The message part of 'ExcType: message', lower-cased."""
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    m = re.match(r"^[\w.]+(Error|Exception|Warning)?:\s*(.*)$", first)
-    return (m.group(2) if m else first).strip().lower()
-
-
-def prepack_match(env: Environment, o: Outcome) -> Optional[str]:
-    """The broken engine whose prepack error this failure repeats, if any."""
-    haystack = " ".join(filter(None, [o.signature, o.message, o.loose_signature])).lower()
-    for engine, error, _listed in broken_engines(env):
-        core = _core(error)
-        if core and core in haystack:
-            return engine
-    return None
-
-
-def _is_weights_only(o: Outcome) -> bool:
-    text = " ".join(filter(None, [o.exc_type, o.signature, o.message]))
-    return "UnpicklingError" in text and bool(
-        re.search(r"Unsupported (global|class)|Weights only load failed|weights_only", text))
-
-
-def _is_unknown_arch(o: Outcome) -> bool:
-    text = " ".join(filter(None, [o.signature, o.message])).lower()
-    return "unknown architecure" in text or "unknown architecture" in text
 
 
 def failing_sets(result: ABResult) -> tuple[set[str], set[str]]:

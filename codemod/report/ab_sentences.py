@@ -8,25 +8,22 @@ thing, each with its own escaping. Format-independent facts live in `ab_facts`.
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from typing import Iterable, Optional, Sequence, Union
 
-from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Environment, TestComparison
+from codemod.ab import causes
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, CauseFinding, Environment, TestComparison
 
 from .ab_facts import (
     FAILING,
     SIGNATURE_CELL,
     common_prefix_ids,
     compact_signature,
-    _is_unknown_arch,
-    _is_weights_only,
     broken_engines,
     category_counts,
     failing_sets,
-    headline,
     ordered_tests,
-    preexisting_groups,
-    prepack_match,
     shown_signature,
 )
 from .i18n import category_label, check_lang, outcome_label, t, template, verdict_label
@@ -157,42 +154,73 @@ def diagnostic_statement(result: ABResult, d, f: Fmt) -> str:
     return f.text(t("list.sep", f.lang)).join(parts) + f.say("period")
 
 
-def _group_sentence(result: ABResult, sig: str, members: list[TestComparison], f: Fmt) -> str:
-    env = result.environment
-    ref = members[0].b or members[0].a
-    outcome = ref.outcome if ref else "failed"
-    verb_key = f"verb.{outcome}" if f"verb.{outcome}" in _VERBS else "verb.failed"
-    n = len(members)
-    parts = [f.say("an.group", n=n, verb=f.say(verb_key, n=n), sig=f.code(headline(ref) if ref else sig))]
+def rich(f: Fmt, template: str, evidence: dict) -> str:
+    """A cause-table template (`code` in backticks) filled with `evidence`, each part escaped
+    by `f`: text as text, backtick spans as code."""
+    parts = re.split(r"`([^`]*)`", template)
+    out = []
+    for i, part in enumerate(parts):
+        filled = part.format_map(_Missing(evidence))
+        out.append(f.code(filled) if i % 2 else f.text(filled))
+    return "".join(out)
 
-    engine = prepack_match(env, ref) if ref else None
-    machine = f.code(env.machine or "?")
-    if engine:
-        cause = f.say("an.cause.prepack", machine=f.text(env.machine or "?"))
-    elif ref and _is_weights_only(ref):
-        cause = f.say("an.cause.weights_only")
-    elif ref and _is_unknown_arch(ref):
-        cause = f.say("an.cause.arch", machine=machine)
-    else:
-        cause = ""
-    parts.append(f.say("an.preexisting_cause", cause=cause) if cause else f.say("an.preexisting"))
 
-    ids = {c.nodeid for c in members}
-    for d in result.diagnostics:
-        passed = [nid for nid in ids if len(d.changed.get(nid, [])) >= 2 and d.changed[nid][1] == "passed"]
-        if not passed:
-            continue
-        variables = f.pairs(d.variables) if d.variables else f.say("diag.no_vars")
-        if len(passed) == n:
-            parts.append(f.say("an.diag_all", n=n, vars=variables))
-        else:
-            parts.append(f.say("an.diag_some", k=len(passed), n=n, vars=variables))
-    if engine:
-        parts.append(f.say("an.prepack_link", engine=f.code(engine), machine=machine))
-    return f.text(t("list.sep", f.lang)).join(parts) + f.say("period")
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
 
 
 _VERBS = {"verb.failed", "verb.error", "verb.crashed", "verb.timeout"}
+
+
+def _evidence_sentence(finding: CauseFinding, f: Fmt) -> str:
+    ev = finding.evidence
+    status = finding.status
+    if finding.experiment == "diag":
+        variables = f.pairs(finding.variables)
+        if status == "suspected":
+            return f.say("cause.ev.diag_pending", vars=variables, cmd=f.code("decouple ab --diagnose"))
+        return f.say("cause.ev.diag", vars=variables, base=f.code(finding.based_on), k=ev.get("passed", "?"),
+                     n=int(ev.get("total", "0") or 0), arm=f.code(ev.get("diag", "?")))
+    if finding.cause == "quantized-engine":
+        if status == "confirmed":
+            return f.say("cause.ev.prepack_fails", engine=f.code(ev.get("engine", "?")), error=f.code(ev.get("error", "?")))
+        if status == "not-confirmed":
+            return f.say("cause.ev.prepack_ok")
+        return f.say("cause.ev.prepack_unknown")
+    if finding.cause == "hw-classification-missing":
+        key = {"confirmed": "cause.ev.hwc_missing", "not-confirmed": "cause.ev.hwc_present"}.get(
+            status, "cause.ev.hwc_unknown")
+        return f.say(key, torch=f.code(ev.get("torch", "?")))
+    if finding.experiment == "import":
+        key = {"confirmed": "cause.ev.import_missing", "not-confirmed": "cause.ev.import_present"}.get(
+            status, "cause.ev.import_pending")
+        return f.say(key, module=f.code(ev.get("module", "?")), cmd=f.code("decouple ab --diagnose"))
+    return ""
+
+
+def finding_item(result: ABResult, finding: CauseFinding, f: Fmt) -> str:
+    """One failure group: what fails, the cause and its status, the evidence, the remedy."""
+    members = [c for c in result.tests if c.nodeid in set(finding.nodeids)]
+    ref = (members[0].b or members[0].a) if members else None
+    outcome = ref.outcome if ref else "failed"
+    verb_key = f"verb.{outcome}" if f"verb.{outcome}" in _VERBS else "verb.failed"
+    n = len(finding.nodeids)
+    sig = f.code(compact_signature(ref)) if ref else f.code(finding.signature)
+    where = {"both": "cause.group.both", "b-changed": "cause.group.b_changed"}.get(finding.scope, "cause.group.b_only")
+    parts = [f.say(where, n=n, verb=f.say(verb_key, n=n), sig=sig, tests=tests_cell(finding.nodeids, f))]
+    cause = causes.BY_ID.get(finding.cause or "")
+    status = f.strong(f.say(f"cause.status.{finding.status}"))
+    if cause is None:
+        parts.append(f.say("cause.unknown", status=status))
+    else:
+        parts.append(f.say("cause.is", status=status, why=rich(f, cause.explanation[f.lang], finding.evidence)))
+        evidence = _evidence_sentence(finding, f)
+        if evidence:
+            parts.append(f.say("cause.evidence", text=evidence))
+        if finding.status != "not-confirmed":
+            parts.append(f.say("cause.remedy", text=rich(f, cause.remedy[f.lang], finding.evidence)))
+    return f.say("sentence.sep").join(parts)
 
 
 def analysis(result: ABResult, f: Fmt) -> list[tuple[str, Union[str, list[str]]]]:
@@ -220,15 +248,20 @@ def analysis(result: ABResult, f: Fmt) -> list[tuple[str, Union[str, list[str]]]
         if by_cat.get(cat):
             blocks.append(("p", f.say(key, n=len(by_cat[cat]), tests=f.tests(by_cat[cat]))))
 
-    blocks.append(("h", f.say("h.env_broken")))
-    groups = preexisting_groups(result)
+    findings = causes.findings_of(result)
+    both = [x for x in findings if x.scope == "both"]
+    b_only = [x for x in findings if x.scope != "both"]
     fail_a, fail_b = failing_sets(result)
     env = result.environment
-    if groups:
-        blocks.append(("p", f.say("an.env_broken")))
-        blocks.append(("ul", [_group_sentence(result, sig, members, f) for sig, members in groups]))
+    blocks.append(("h", f.say("h.not_the_change")))
+    if both:
+        blocks.append(("p", f.say("an.not_the_change")))
+        blocks.append(("ul", [finding_item(result, x, f) for x in both]))
     else:
         blocks.append(("p", f.say("an.env_clean")))
+    if b_only:
+        blocks.append(("h", f.say("h.b_only")))
+        blocks.append(("ul", [finding_item(result, x, f) for x in b_only]))
     if fail_a or fail_b:
         if fail_a == fail_b:
             blocks.append(("p", f.say("an.identical_sets", n=len(fail_a))))
