@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -79,3 +80,54 @@ def test_lone_surrogate_in_a_test_message_gives_a_valid_json_report(tmp_path):
     assert row.category == "pre-existing" and name in row.b.message    # the surrogate reads back unchanged
     for path in (md, html, xml):
         assert "caf\\udce9.txt" in path.read_bytes().decode("utf-8")
+
+
+def _repo(tmp_path):
+    import subprocess
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_one.py").write_text("def test_a():\n    assert 1\n\ndef test_b():\n    assert 2\n")
+    (repo / "tests" / "test_two.py").write_text("class TestTwo:\n    def test_c(self):\n        pass\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    (repo / "tests" / "test_two.py").write_text(
+        "import enum\nHardwareClassification = enum.Enum('HardwareClassification', 'GENERIC')\n\n\n"
+        "class TestTwo:\n    hw_classification = HardwareClassification.GENERIC\n\n    def test_c(self):\n        pass\n")
+    return repo
+
+
+def test_repro_script_runs_each_arm_per_file_from_the_ref(tmp_path, monkeypatch):
+    import subprocess
+    repo = _repo(tmp_path)
+    monkeypatch.chdir(repo / "tests")
+    out = tmp_path / "out"
+    out.mkdir()
+    res = invoke(["test_one.py", "test_two.py", "--base", "HEAD", "-q", "-j", "2",
+                  "--markdown", str(out / "ab.md"), "--json", str(out / "ab.json")])
+    assert res.exit_code == 0, res.output
+    script = out / "repro.sh"
+    assert os.access(script, os.X_OK)
+    text = script.read_text()
+    assert "git -C \"$TOP\" archive HEAD" in text                      # the ref name, not a commit or temp root
+    assert "decouple-ab-" not in text and "/tmp/" not in text.replace(str(tmp_path), "")
+    for arm in ("A", "B"):                                             # one pytest process per file
+        body = text.split(f"arm_{arm}() {{")[1].split("\n}")[0]
+        assert body.count("-m pytest") == 2
+        assert "tests/test_one.py || status=1" in body and "tests/test_two.py || status=1" in body
+    assert f"Reproduce: bash {script}" in res.output
+    md = (out / "ab.md").read_text()
+    assert "```sh\nbash repro.sh A\n```" in md and "env -u" not in md
+    # What changed: the label written, per file and class
+    assert "| `tests/test_two.py` | `TestTwo` | `GENERIC` |  |" in md
+    data = json.loads((out / "ab.json").read_text())
+    assert data["schema_version"] == 2 and data["changes"]["ref"] == "HEAD"
+    # the script reproduces the run from anywhere in the repository
+    proc = subprocess.run(["bash", str(script), "A", "B"], cwd=repo / "tests", capture_output=True, text=True,
+                          env={**os.environ, "PYTHON": sys.executable}, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("passed") == 4                            # 2 files x 2 arms
+    assert subprocess.run(["bash", str(script), "nope"], capture_output=True, cwd=repo).returncode == 2
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True,
+                          text=True).stdout.strip() == "M tests/test_two.py"     # nothing left behind

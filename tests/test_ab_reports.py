@@ -166,10 +166,13 @@ def test_markdown_quantization_prepack_case():
     assert "- Unset in every arm: `CI`, `PYTORCH_RETRY_TEST_CASES`" in md
     assert "- Set in every arm: `PYTORCH_PRINT_REPRO_ON_FAILURE=0`, `PYTHONHASHSEED=0`" in md
     assert "signature normaliser version: `1`" in md
-    # reproduction command of each arm in its own code block
+    # reproduction: repro.sh (next to the report) per arm, no temporary root, no inline env chain
     for arm in r.arms:
-        assert f"```sh\n{arm.command}\n```" in md
-    assert "#### Arm A: original (HEAD)" in md and "#### Arm B: modified (work tree)" in md
+        assert f"```sh\nbash repro.sh {arm.name}\n```" in md
+        assert arm.command not in md and arm.root not in md
+    assert "#### Arm A: the files as committed at `HEAD`" in md
+    assert "#### Arm B: the work tree, uncommitted changes included" in md
+    assert "`repro.sh`, written next to this report, runs each arm's pytest commands as the runner ran them" in md
     # one collapsible traceback block for the group (tracebacks are identical but for the root)
     assert md.count("<details>") == 1
     assert ("<details><summary>2 tests with <code>RuntimeError: unknown architecure</code> (A failed, B failed)"
@@ -188,7 +191,7 @@ def test_markdown_weights_only_case_with_diagnostic_arm():
             ".Linear`), which torch &gt;= 2.6 refuses by default (`weights_only=True`; this is torch 2.14.1). "
             "Evidence: rerun with `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` (arm `no-weights-only`, the code of arm "
             "`A`), 3 of 3 tests pass. Remedy: make the call explicit in the test: `decouple apply --torch-load "
-            "auto --globals globals.json FILE`") in md
+            "auto --globals globals.json test/ao/sparsity/test_qlinear_packed_params.py`") in md
     assert "environment is broken" not in md
     # the diagnostic arm's statement (the runner's words) and its per-test changes
     assert ("- **no-weights-only**: arm `A` rerun with `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`. "
@@ -199,8 +202,9 @@ def test_markdown_weights_only_case_with_diagnostic_arm():
     assert diag[2][2:] == ["error", "passed"]
     # reproduction of the diagnostic arm, labelled as such, with its variable
     assert "(diagnostic, based on arm `A`)" in md
-    assert "Extra environment: `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`" in md
-    assert f"```sh\n{r.arm('no-weights-only').command}\n```" in md
+    assert "- Extra environment: `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`" in md
+    assert "#### Arm no-weights-only: arm A's files with `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`" in md
+    assert "```sh\nbash repro.sh no-weights-only\n```" in md
     assert "Failure sets identical: the same 3 tests fail in A and in B." in md
 
 
@@ -253,7 +257,7 @@ def test_markdown_regression_case_and_escaping():
     assert "- **CUDA**: `12.8`" in md and "- **Current accelerator**: `cuda`" in md
     # arm B: extra arguments, command with backticks in a fence
     assert "Extra arguments: `--hw-classification GENERIC`" in md
-    assert f"```sh\n{r.arm('B').command}\n```" in md
+    assert "```sh\nbash repro.sh B\n```" in md
     assert "- Arm B attributed crashes to: `test/test_ops_sample.py::TestOpsSample::test_segfault_conv`" in md
     assert "- Shard: `1/2`" in md
     assert "- **pytest**: `8.3.4`" in md
@@ -287,7 +291,7 @@ def test_markdown_constructed_inconclusive_result():
            "`ImportError: cannot import name 'HardwareClassification'`." in md
     assert "Nothing is proven about the change: arm `B` could not run" in md
     assert "**This arm could not run: `ImportError: cannot import name 'HardwareClassification'`**" in md
-    assert "No command recorded." in md
+    assert "bash repro.sh B" not in md and "bash repro.sh A" in md    # an arm that did not run has no command
     # counts computed from the tests when the runner gave none
     assert ["pre-existing", "1"] in tables(md)[0]
     # a traceback with ```` inside: five-backtick fence; clipped to the tail
@@ -379,7 +383,12 @@ def test_markdown_zh_content():
     assert "设置 `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` 后，`A` 组中 3 个测试由“错误”变为“通过”。" in md
     assert "失败集合完全相同：A、B 两组中失败的都是同样的 3 个测试。" in md
     assert "- **架构**：`x86_64`" in md
-    assert "来源 `git:HEAD`；运行目录 `/tmp/decouple-ab-q2m9/A`（临时目录，运行后已删除）。" in md
+    assert "#### A 组：`HEAD` 版本中已提交的文件" in md and "#### B 组：工作区中的文件（含未提交的改动）" in md
+    assert "/tmp/decouple-ab-q2m9" not in md
+    # Chinese throughout, apart from code and ids
+    for english in ("base HEAD", "work tree", "diagnostic", "original (HEAD)", "modified"):
+        assert english not in md, english
+    assert md.count("结论：") == 1                                   # the verdict is said once
 
 
 def test_markdown_zh_regression_and_prepack():
@@ -616,8 +625,8 @@ def test_html_content_and_escaping():
     # one per test with something to show: 2 new failures, crash, timeout, different, flaky, pre-existing, fixed
     assert p.tags["details"] == 8
     assert p.h2 == ["Background", "Results", "Cause analysis", "Environment", "Reproduction"]
-    assert "<code>cd /tmp/decouple-ab-r5t1/B &amp;&amp; env" in doc
-    assert "--timeout=300 -k &#x27;not `slow`&#x27;" in doc
+    assert '<pre class="ab-command"><code>bash repro.sh B</code></pre>' in doc
+    assert "/tmp/decouple-ab-r5t1" not in doc
     assert '<li class="warn">⚠️ pytest-timeout is not installed' in doc
     row = next(row for row in p.rows if row["data-nodeid"].endswith("test_add_pipe[a|b]"))
     assert row["class"] == "ab-test cat-new-failure regressing"

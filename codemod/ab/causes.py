@@ -199,13 +199,13 @@ CAUSES: tuple[Cause, ...] = (
         },
         remedy={
             "en": "make the call explicit in the test: `decouple apply --torch-load auto --globals globals.json "
-                  "FILE` after `decouple discover-globals FILE --out globals.json` (allowlists `{global}` with "
+                  "{file}` after `decouple discover-globals {file} --out globals.json` (allowlists `{global}` with "
                   "`torch.serialization.safe_globals` when it is safe), or `decouple apply --torch-load "
-                  "weights-only-false FILE` (the test loads a checkpoint it wrote itself).",
-            "zh": "在测试中显式指定：先运行 `decouple discover-globals FILE --out globals.json`，再运行 "
-                  "`decouple apply --torch-load auto --globals globals.json FILE`（若 `{global}` 安全，则用 "
+                  "weights-only-false {file}` (the test loads a checkpoint it wrote itself).",
+            "zh": "在测试中显式指定：先运行 `decouple discover-globals {file} --out globals.json`，再运行 "
+                  "`decouple apply --torch-load auto --globals globals.json {file}`（若 `{global}` 安全，则用 "
                   "`torch.serialization.safe_globals` 放行）；或运行 `decouple apply --torch-load "
-                  "weights-only-false FILE`（测试加载的是它自己保存的文件）。",
+                  "weights-only-false {file}`（测试加载的是它自己保存的文件）。",
         },
         examples=(
             ("_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: Unsupported global: "
@@ -385,6 +385,7 @@ def judge(result: ABResult, scope: str, members: list[TestComparison],
     finding.cause = cause.id
     finding.experiment = cause.experiment.kind
     finding.evidence = {k: str(v) for k, v in cause.evidence(ctx).items()}
+    finding.evidence["file"] = " ".join(sorted({n.split("::")[0] for n in nodeids}))
     if cause.experiment.kind == "diag":
         base = "A" if scope == "both" else "B"
         finding.variables = dict(cause.experiment.variables)

@@ -112,15 +112,41 @@ def _write(path: str, text: str) -> None:
         raise
 
 
-def _write_reports(result: ABResult, json_path, markdown, html, junit, lang) -> list[str]:
-    """Write every report; return one error message per report that could not be written."""
-    errors = []
+def repro_paths(markdown, html) -> list[Path]:
+    """Where repro.sh goes: next to each Markdown/HTML report (they refer to it), unless
+    the report is not a regular file in a folder (a device such as /dev/stdout)."""
+    from codemod.report.ab_sentences import REPRO_SCRIPT
+    out: list[Path] = []
+    for path in (markdown, html):
+        if not path:
+            continue
+        p = Path(path)
+        if (p.exists() and not p.is_file()) or not p.parent.is_dir():
+            continue
+        target = p.parent / REPRO_SCRIPT
+        if target not in out:
+            out.append(target)
+    return out
+
+
+def _write_reports(result: ABResult, json_path, markdown, html, junit, lang) -> tuple[list[str], list[Path]]:
+    """Write every report and repro.sh; return the error messages (one per file that could
+    not be written) and the repro.sh files written."""
+    errors, written = [], []
     for path, text in _render_reports(result, json_path, markdown, html, junit, lang):
         try:
             _write(path, text)
         except OSError as err:
             errors.append(f"cannot write {path}: {err.strerror or err}")
-    return errors
+    from codemod.report import ab_repro
+    for target in repro_paths(markdown, html):
+        try:
+            _write(str(target), ab_repro.render(result))
+            target.chmod(0o755)
+            written.append(target)
+        except OSError as err:
+            errors.append(f"cannot write {target}: {err.strerror or err}")
+    return errors, written
 
 
 def _report_options(f):
@@ -144,8 +170,8 @@ def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, qui
     from codemod.ab.compare import exit_code
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    click.echo(terminal.render(result, color=color), nl=False)
-    errors = _write_reports(result, json_path, markdown, html, junit, lang)
+    errors, repro = _write_reports(result, json_path, markdown, html, junit, lang)
+    click.echo(terminal.render(result, color=color, repro=str(repro[0]) if repro else None), nl=False)
     for err in errors:
         click.echo(f"decouple ab: error: {err} (verdict {result.verdict} above; exit {REPORT_WRITE_ERROR})", err=True)
     sys.exit(REPORT_WRITE_ERROR if errors else exit_code(result.verdict))
@@ -243,6 +269,9 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
         else:
             from codemod.ab import causes
             result.causes = causes.analyse(result)
+        if base:
+            from codemod.ab import changes
+            result.changes = changes.git_changes(os.getcwd(), base, result.paths)
     except _run.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
         sys.exit(2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Optional
 
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
@@ -119,7 +120,9 @@ def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) ->
     return out
 
 
-def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int = 160) -> str:
+def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int = 160,
+           repro: Optional[str] = None) -> str:
+    """The summary; `repro`: the repro.sh written for this run (shown instead of the commands)."""
     out: list[str] = []
     v = result.verdict
     out.append(_c(f"decouple ab: {v}", "1;" + _VERDICT_COLOUR.get(v, "0"), color)
@@ -154,7 +157,10 @@ def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int
         out.append("Warnings:")
         out.extend(f"  - {w}" for w in warnings)
     cmds = [a for a in result.arms if a.command]
-    if cmds:
+    if repro:
+        names = " ".join(a.name for a in result.arms if a.ran)
+        out.append(f"Reproduce: bash {shlex.quote(repro)} [ARM...]   (arms: {names}; one pytest process per file)")
+    elif cmds:
         out.append("Reproduce:")
         for a in cmds:
             where = f" ({a.source})" if a.source else ""

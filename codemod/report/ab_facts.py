@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Optional
+from typing import Iterable, Optional
 
 from codemod.ab.model import CATEGORIES, ABResult, Environment, Outcome, TestComparison
 
@@ -237,10 +237,18 @@ def _short_section(section: str) -> str:
 _SITE = re.compile(r"(?:[A-Za-z]:)?[^\s:\"']*[\\/](?:site|dist)-packages[\\/]")
 
 
-def report_traceback(tb: str, lang: str) -> str:
-    """The traceback a report shows: short style, installed-package paths as
-    `<site-packages>/`, clipped to MAX_TRACEBACK characters."""
-    return clip_traceback(_SITE.sub("<site-packages>/", short_traceback(tb)), lang)
+def report_traceback(tb: str, lang: str, roots: Iterable[str] = ()) -> str:
+    """The traceback a report shows: short style, the arms' temporary roots removed (paths
+    become relative, as in the repository), installed-package paths as `<site-packages>/`,
+    clipped to MAX_TRACEBACK characters."""
+    text = short_traceback(tb)
+    for root in sorted((r.rstrip("/") for r in roots if r and r.strip("/")), key=len, reverse=True):
+        text = text.replace(root + "/", "")
+    return clip_traceback(_SITE.sub("<site-packages>/", text), lang)
+
+
+def arm_roots(result: ABResult) -> list[str]:
+    return [a.root for a in result.arms if a.root]
 
 
 def short_traceback(tb: str) -> str:

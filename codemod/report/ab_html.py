@@ -22,6 +22,7 @@ from typing import Optional
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
 
 from .ab_facts import (
+    arm_roots,
     failure_groups,
     headline,
     ordered_tests,
@@ -37,9 +38,12 @@ from .ab_sentences import (
     analysis,
     background_items,
     category_counts,
+    change_notes,
+    change_rows,
     diagnostic_statement,
     environment_facts,
     prepack_rows,
+    reproduction_intro,
     reproduction_parts,
     runner_env_items,
     runner_warnings,
@@ -202,7 +206,7 @@ def _fmt_time(o: Optional[Outcome]) -> tuple[str, str]:
     return f"{o.duration:.3f}", f"{o.duration:.3f}"
 
 
-def _traceback_html(c: TestComparison, f: HtmlFmt) -> str:
+def _traceback_html(c: TestComparison, f: HtmlFmt, roots: list[str]) -> str:
     """Full signature(s) and short tracebacks (pytest's short style) of one test."""
     parts = []
     shown = tracebacks_of(c)
@@ -216,12 +220,12 @@ def _traceback_html(c: TestComparison, f: HtmlFmt) -> str:
         parts.append(f'<div class="muted">{heading(arm, o)}</div>')
         if o.signature:
             parts.append(f'<div class="muted">{f.say("tb.signature")}</div><pre class="ab-sig">{_e(o.signature)}</pre>')
-        body = report_traceback(o.traceback, f.lang) if o.traceback else t("tb.none", f.lang)
+        body = report_traceback(o.traceback, f.lang, roots) if o.traceback else t("tb.none", f.lang)
         parts.append(f"<pre>{_e(body)}</pre>")
     for s in (c.b.subtests if c.b else []):
         if s.outcome in ("failed", "error", "crashed", "timeout"):
             parts.append(f'<div class="muted">{f.say("tb.subtest", nodeid=f.code(s.nodeid), outcome=f.outcome(s.outcome))}</div>')
-            body = report_traceback(s.traceback, f.lang) if s.traceback else (s.signature or t("tb.none", f.lang))
+            body = report_traceback(s.traceback, f.lang, roots) if s.traceback else (s.signature or t("tb.none", f.lang))
             parts.append(f"<pre>{_e(body)}</pre>")
     if not parts:
         return ""
@@ -275,6 +279,7 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
         lead = tests.index(group[0]) + 1
         for c in group[1:]:
             first_of[c.nodeid] = (lead, group[0].nodeid, len(group))
+    roots = arm_roots(result)
     seen: dict[str, int] = {}
     for i, c in enumerate(tests, 1):
         rid = row_id(c.nodeid)
@@ -294,7 +299,7 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
             details = (f'<div class="muted ab-same"><a href="#{row_id(lead_id)}">'
                        f'{f.say("html.same_as", row=lead, n=n)}</a></div>')
         else:
-            details = _traceback_html(c, f)
+            details = _traceback_html(c, f, roots)
         out.append(
             f'<tr id="{rid}" class="{" ".join(classes)}" data-category="{_e(c.category)}" '
             f'data-nodeid="{_e(c.nodeid)}" data-a="{_e(outcome_of(c.a) or "")}" data-b="{_e(outcome_of(c.b) or "")}" '
@@ -356,7 +361,7 @@ def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
         for arm, path, o in coll:
             item = f.say("collection.error", arm=f.text(arm.name), file=f.code(path),
                          sig=f.code(shown_signature(o) or headline(o)))
-            tb = (f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary><pre>{_e(report_traceback(o.traceback, f.lang))}</pre>'
+            tb = (f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary><pre>{_e(report_traceback(o.traceback, f.lang, arm_roots(result)))}</pre>'
                   "</details>") if o.traceback else ""
             out.append(f"<li>{item}{tb}</li>")
         for arm in crashes:
@@ -371,7 +376,20 @@ def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
 def _section_background(result: ABResult, f: HtmlFmt) -> list[str]:
     out = [f'<section id="ab-background"><h2>{f.say("h.background")}</h2><ul>']
     out += [f"<li>{item}</li>" for item in background_items(result, f)]
-    out.append(f'</ul><h3 id="ab-runner-env">{f.say("h.runner_env")}</h3><ul>')
+    out.append("</ul>")
+    if result.changes is not None:
+        out.append(f'<h3 id="ab-changes">{f.say("h.changes")}</h3>')
+        if result.changes.stat:
+            out.append(f"<p>{f.say('changes.stat', ref=f.code(result.changes.ref))}</p>"
+                       f"<pre>{_e(result.changes.stat)}</pre>")
+        rows = change_rows(result, f)
+        if rows:
+            out.append(f'<table class="ab-changes"><thead><tr><th>{f.say("col.file")}</th><th>{f.say("col.class")}'
+                       f'</th><th>{f.say("col.label")}</th><th>{f.say("col.torch_load")}</th></tr></thead><tbody>')
+            out += ["<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows]
+            out.append("</tbody></table>")
+        out += [f"<p>{note}</p>" for note in change_notes(result, f)]
+    out.append(f'<h3 id="ab-runner-env">{f.say("h.runner_env")}</h3><ul>')
     out += [f"<li>{item}</li>" for item in runner_env_items(result, f)]
     out.append("</ul></section>")
     return out
@@ -409,16 +427,15 @@ def _section_environment(result: ABResult, f: HtmlFmt) -> list[str]:
 
 
 def _section_reproduction(result: ABResult, f: HtmlFmt) -> list[str]:
-    out = [f'<section id="ab-reproduction"><h2>{f.say("h.reproduction")}</h2>']
-    for arm, heading, notes, warning in reproduction_parts(result, f):
+    out = [f'<section id="ab-reproduction"><h2>{f.say("h.reproduction")}</h2>',
+           f"<p>{reproduction_intro(result, f)}</p>"]
+    for arm, heading, notes, warning, command in reproduction_parts(result, f):
         out.append(f'<div class="ab-arm" data-arm="{_e(arm.name)}"><h3>{heading}</h3>')
         out.extend(f"<p>{note}</p>" for note in notes)
         if warning:
             out.append(f'<p class="warn">{warning}</p>')
-        if arm.command:
-            out.append(f'<pre class="ab-command"><code>{_e(arm.command)}</code></pre>')
-        else:
-            out.append(f'<p class="muted">{f.say("repro.no_command")}</p>')
+        if command:
+            out.append(f'<pre class="ab-command"><code>{_e(command)}</code></pre>')
         out.append("</div>")
     out.append("</section>")
     return out

@@ -14,6 +14,7 @@ from codemod.ab.model import ABResult, TestComparison
 from .ab_facts import (
     FAILING,
     _one_line,
+    arm_roots,
     compact_signature,
     failure_groups,
     headline,
@@ -31,10 +32,13 @@ from .ab_sentences import (
     analysis,
     background_items,
     category_counts,
+    change_notes,
+    change_rows,
     diagnostic_changes,
     diagnostic_statement,
     environment_facts,
     prepack_rows,
+    reproduction_intro,
     reproduction_parts,
     runner_env_items,
     runner_warnings,
@@ -99,6 +103,17 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 def _section_background(result: ABResult, f: Fmt) -> list[str]:
     lines = [f"### {f.say('h.background')}", ""]
     lines += [f"- {item}" for item in background_items(result, f)]
+    if result.changes is not None:
+        lines += ["", f"**{f.say('h.changes')}**", ""]
+        if result.changes.stat:
+            lines += [f.say("changes.stat", ref=f.code(result.changes.ref)), "", md_fence(result.changes.stat, "text"), ""]
+        rows = change_rows(result, f)
+        if rows:
+            lines += _table([f.say("col.file"), f.say("col.class"), f.say("col.label"), f.say("col.torch_load")],
+                            rows) + [""]
+        lines += [f"- {note}" for note in change_notes(result, f)]
+        if lines[-1] == "":
+            lines.pop()
     lines += ["", f"**{f.say('h.runner_env')}**", ""]
     lines += [f"- {item}" for item in runner_env_items(result, f)]
     return lines
@@ -126,19 +141,19 @@ def _section_environment(result: ABResult, f: Fmt) -> list[str]:
 
 
 def _section_reproduction(result: ABResult, f: Fmt) -> list[str]:
-    lines = [f"### {f.say('h.reproduction')}"]
-    for arm, heading, notes, warning in reproduction_parts(result, f):
-        lines += ["", f"#### {heading}", "", notes[0]]
-        for note in notes[1:]:
-            lines += ["", note]
+    lines = [f"### {f.say('h.reproduction')}", "", reproduction_intro(result, f)]
+    for _arm, heading, notes, warning, command in reproduction_parts(result, f):
+        lines += ["", f"#### {heading}"]
+        if notes:
+            lines += [""] + [f"- {note}" for note in notes]
         if warning:
             lines += ["", f"**{warning}**"]
-        lines.append("")
-        lines.append(md_fence(arm.command, "sh") if arm.command else f.say("repro.no_command"))
+        if command:
+            lines += ["", md_fence(command, "sh")]
     return lines
 
 
-def _group_details(members: list[TestComparison], f: Fmt, h: HtmlFmt) -> list[str]:
+def _group_details(members: list[TestComparison], f: Fmt, h: HtmlFmt, roots: list[str]) -> list[str]:
     """One collapsible block per group of identical failures: the tests, the full
     signature(s) and one short traceback per arm (pytest's short style)."""
     first = members[0]
@@ -165,11 +180,11 @@ def _group_details(members: list[TestComparison], f: Fmt, h: HtmlFmt) -> list[st
         lines += [f.say(key, arm=f.text(name), outcome=f.outcome(o.outcome)), ""]
         if o.signature:
             lines += [f.say("tb.signature"), "", md_fence(o.signature, "text"), ""]
-        body = report_traceback(o.traceback, f.lang) if o.traceback else t("tb.none", f.lang)
+        body = report_traceback(o.traceback, f.lang, roots) if o.traceback else t("tb.none", f.lang)
         lines += [md_fence(body, "text"), ""]
     for s in subtests:
         lines += [f.say("tb.subtest", nodeid=f.code(s.nodeid), outcome=f.outcome(s.outcome)), ""]
-        body = report_traceback(s.traceback, f.lang) if s.traceback else (s.signature or t("tb.none", f.lang))
+        body = report_traceback(s.traceback, f.lang, roots) if s.traceback else (s.signature or t("tb.none", f.lang))
         lines += [md_fence(body, "text"), ""]
     lines.append("</details>")
     return lines
@@ -192,7 +207,7 @@ def _section_results(result: ABResult, f: Fmt) -> list[str]:
              f.say("col.signature"), f.say("col.note")],
             [(tests_cell([c.nodeid for c in g], f), f.outcome(outcome_of(g[0].a)), f.outcome(outcome_of(g[0].b)),
               f.category(g[0].category), signature_cell(g[0], f), test_note(g[0], f)) for g in groups])
-        blocks = [b for b in (_group_details(g, f, h) for g in groups) if b]
+        blocks = [b for b in (_group_details(g, f, h, arm_roots(result)) for g in groups) if b]
         if blocks:
             lines += ["", f"**{f.say('h.tracebacks')}**"]
             for block in blocks:
@@ -219,7 +234,7 @@ def _section_results(result: ABResult, f: Fmt) -> list[str]:
                 summary = h.say("collection.error", arm=h.text(arm.name), file=h.code(path),
                                 sig=h.code(shown_signature(o) or headline(o)))
                 lines += ["", f"<details><summary>{summary}</summary>", "",
-                          md_fence(report_traceback(o.traceback, f.lang), "text"), "", "</details>"]
+                          md_fence(report_traceback(o.traceback, f.lang, arm_roots(result)), "text"), "", "</details>"]
 
     if result.diagnostics:
         lines += ["", f"#### {f.say('h.diagnostics')}", ""]

@@ -278,8 +278,8 @@ def analysis(result: ABResult, f: Fmt) -> list[tuple[str, Union[str, list[str]]]
 def background_items(result: ABResult, f: Fmt) -> list[str]:
     a, b = result.arm("A"), result.arm("B")
     items = [f.say("bg.intro",
-                   a=f.text(a.label) + " " + f.code(a.source) if a else f.say("unknown"),
-                   b=f.text(b.label) + " " + f.code(b.source) if b else f.say("unknown"))]
+                   a=arm_description(a, result, f) if a else f.say("unknown"),
+                   b=arm_description(b, result, f) if b else f.say("unknown"))]
     if result.paths:
         items.append(f.say("bg.paths", paths=f.codes(result.paths)))
     if result.base_ref:
@@ -299,6 +299,59 @@ def background_items(result: ABResult, f: Fmt) -> list[str]:
     return items
 
 
+def change_rows(result: ABResult, f: Fmt) -> list[tuple[str, str, str, str]]:
+    """(file, class, labels written, torch.load edits) per class the diff touches, and one
+    row per file for torch.load edits outside classes; formatted with `f`."""
+    changes = result.changes
+    rows = []
+    for fc in (changes.files if changes else []):
+        for cc in fc.classes:
+            labels = f.codes(cc.labels)
+            if cc.removed_labels and not cc.labels:
+                labels = f.say("changes.label_removed", labels=f.codes(cc.removed_labels))
+            elif cc.removed_labels:
+                labels = f.say("changes.label_replaced", old=f.codes(cc.removed_labels), new=f.codes(cc.labels))
+            rows.append((f.code(fc.path), f.code(cc.name), labels, f.codes(cc.torch_load)))
+        if fc.torch_load:
+            rows.append((f.code(fc.path), f.say("changes.module_level"), "", f.codes(fc.torch_load)))
+    return rows
+
+
+def change_notes(result: ABResult, f: Fmt) -> list[str]:
+    """Sentences under the table: imports added, files with no recognised edit, errors."""
+    changes = result.changes
+    if changes is None:
+        return []
+    if changes.error:
+        return [f.say("changes.error", error=f.code(changes.error))]
+    notes = []
+    imports = sorted({i for fc in changes.files for i in fc.imports})
+    if imports:
+        notes.append(f.say("changes.imports", imports=f.codes(imports)))
+    plain = [fc.path for fc in changes.files if not fc.classes and not fc.torch_load]
+    if plain:
+        notes.append(f.say("changes.other", files=f.codes(plain)))
+    if not changes.files:
+        notes.append(f.say("changes.none", ref=f.code(changes.ref)))
+    return notes
+
+
+def arm_description(arm, result: ABResult, f: Fmt) -> str:
+    """Where an arm's files come from, in `f`'s language (never the runner's English label)."""
+    diag = next((d for d in result.diagnostics if d.name == arm.name), None)
+    if diag is not None:
+        return f.say("arm.diag", base=f.text(diag.based_on), vars=f.pairs(diag.variables) if diag.variables
+                     else f.say("diag.no_vars"))
+    source = arm.source or ""
+    if source.startswith("git:"):
+        return f.say("arm.git", ref=f.code(source[4:]))
+    if source == "worktree":
+        return f.say("arm.worktree")
+    if source.startswith("dir:"):
+        return f.say("arm.dir", path=f.code(source[4:]))
+    return f.text(arm.label)
+
+
 def runner_warnings(result: ABResult) -> list[str]:
     """Non-fatal problems the runner recorded (a newer model field; absent means none)."""
     return [w for w in (getattr(result, "warnings", None) or []) if w]
@@ -309,7 +362,13 @@ def runner_env_items(result: ABResult, f: Fmt) -> list[str]:
     if result.env_unset:
         items.append(f.say("bg.unset", names=f.codes(result.env_unset)))
     if result.env_set:
-        items.append(f.say("bg.set", pairs=f.pairs(result.env_set)))
+        # the runner's "<per-arm ...>" placeholders: a value of its own in every arm
+        fixed = {k: v for k, v in result.env_set.items() if not v.startswith("<")}
+        per_arm = [k for k, v in result.env_set.items() if v.startswith("<")]
+        if fixed:
+            items.append(f.say("bg.set", pairs=f.pairs(fixed)))
+        if per_arm:
+            items.append(f.say("bg.per_arm", names=f.codes(per_arm)))
     if not items:
         items.append(f.say("bg.env_unchanged"))
     return items
@@ -433,22 +492,31 @@ def diagnostic_changes(result: ABResult) -> list[tuple[object, str, str, list[st
     return [(d, before, after, nids) for (_n, before, after), (d, nids) in out.items()]
 
 
+# The script the reports refer to (codemod.report.ab_repro), written next to them.
+REPRO_SCRIPT = "repro.sh"
+
+
+def reproduction_intro(result: ABResult, f: Fmt) -> str:
+    return f.say("repro.intro", script=f.code(REPRO_SCRIPT), python=f.code("PYTHON=/path/to/python"))
+
+
 def reproduction_parts(result: ABResult, f: Fmt):
-    """Per arm: the arm, its heading, the sentences that describe it and a warning when it
-    did not run, in `f`'s markup. Shared by the Markdown and HTML views."""
+    """Per arm: the arm, its heading, the sentences that describe it, a warning when it did
+    not run, and the command that reproduces it (`bash repro.sh NAME`), in `f`'s markup.
+    Shared by the Markdown and HTML views."""
     diag_base = {d.name: d.based_on for d in result.diagnostics}
     for arm in result.arms:
-        label = f.text(arm.label)
+        label = arm_description(arm, result, f)
         if arm.name in diag_base:
             label = f.say("paren", a=label, b=f.say("repro.diag", base=f.code(diag_base[arm.name])))
-        notes = [f.say("repro.source", source=f.code(arm.source), root=f.code(arm.root or "?"))]
+        notes = []
         if arm.env_added:
             notes.append(f.say("repro.env", pairs=f.pairs(arm.env_added)))
         if arm.extra_args:
             notes.append(f.say("repro.args", args=f.code(" ".join(arm.extra_args))))
         warning = None if arm.ran else f.say("repro.not_run", error=f.code(arm.error or "?"))
-        yield arm, f.say("repro.arm", arm=f.text(arm.name), label=label), notes, warning
-
+        command = f"bash {REPRO_SCRIPT} {arm.name}" if arm.ran else ""
+        yield arm, f.say("repro.arm", arm=f.text(arm.name), label=label), notes, warning, command
 
 
 SECTION_ORDER = {

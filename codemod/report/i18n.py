@@ -272,6 +272,24 @@ STRINGS: dict[str, dict[str, _Entry]] = {
         "en": "The original test files (arm A: {a}) and the modified ones (arm B: {b}) ran in the same environment; per-test outcomes were compared.",
         "zh": "原始测试文件（A 组：{a}）与修改后的测试文件（B 组：{b}）在同一环境中运行，并逐个比较测试结果。",
     },
+    "arm.git": {"en": "the files as committed at {ref}", "zh": "{ref} 版本中已提交的文件"},
+    "arm.worktree": {"en": "the work tree, uncommitted changes included", "zh": "工作区中的文件（含未提交的改动）"},
+    "arm.dir": {"en": "directory {path}", "zh": "目录 {path}"},
+    "arm.diag": {"en": "arm {base}'s files with {vars}", "zh": "{base} 组的文件，另设 {vars}"},
+    "h.changes": {"en": "What changed", "zh": "改动内容"},
+    "changes.stat": {"en": "git diff {ref} --stat:", "zh": "git diff {ref} --stat："},
+    "col.file": {"en": "File", "zh": "文件"},
+    "col.class": {"en": "Class", "zh": "类"},
+    "col.label": {"en": "Label written", "zh": "写入的标签"},
+    "col.torch_load": {"en": "torch.load edits", "zh": "torch.load 改动"},
+    "changes.module_level": {"en": "(outside classes)", "zh": "（类之外）"},
+    "changes.label_removed": {"en": "removed: {labels}", "zh": "删除：{labels}"},
+    "changes.label_replaced": {"en": "{old} → {new}", "zh": "{old} → {new}"},
+    "changes.imports": {"en": "Imports added: {imports}", "zh": "新增导入：{imports}"},
+    "changes.other": {"en": "Changed without a label or torch.load edit: {files}",
+                      "zh": "有改动但不含标签或 torch.load 改动的文件：{files}"},
+    "changes.none": {"en": "No difference from {ref} under the paths compared.", "zh": "所比较的路径下与 {ref} 没有差异。"},
+    "changes.error": {"en": "The diff could not be read: {error}", "zh": "无法读取差异：{error}"},
     "bg.paths": {"en": "Paths: {paths}", "zh": "测试路径：{paths}"},
     "bg.base_ref": {"en": "Base revision: {ref}", "zh": "基准版本：{ref}"},
     "bg.started": {"en": "Started: {started}, duration {duration}", "zh": "开始时间：{started}，耗时 {duration}"},
@@ -282,6 +300,7 @@ STRINGS: dict[str, dict[str, _Entry]] = {
     "bg.mapping": {"en": "Renamed tests (--map): {pairs}", "zh": "重命名的测试（--map）：{pairs}"},
     "bg.unset": {"en": "Unset in every arm: {names}", "zh": "在所有组中取消设置：{names}"},
     "bg.set": {"en": "Set in every arm: {pairs}", "zh": "在所有组中设置：{pairs}"},
+    "bg.per_arm": {"en": "Set to a directory of each arm's own: {names}", "zh": "每组各自设置为独立目录：{names}"},
     "bg.env_unchanged": {"en": "The runner did not change the environment.", "zh": "运行器未修改环境。"},
     "seconds": {"en": "{s} s", "zh": "{s} 秒"},
     "unknown": {"en": "unknown", "zh": "未知"},
@@ -321,13 +340,17 @@ STRINGS: dict[str, dict[str, _Entry]] = {
     "env.none_set": {"en": "none set", "zh": "均未设置"},
 
     # ---- reproduction --------------------------------------------------------------
+    "repro.intro": {
+        "en": "{script}, written next to this report, runs each arm's pytest commands as the runner ran them: one "
+              "process per test file, the same environment, the git ref rather than a temporary copy "
+              "({python} overrides the interpreter).",
+        "zh": "与本报告一同写出的 {script} 按运行器的方式执行各组的 pytest 命令：每个测试文件一个进程，环境相同，"
+              "使用 git 引用而非临时副本（可用 {python} 指定解释器）。",
+    },
     "repro.arm": {"en": "Arm {arm}: {label}", "zh": "{arm} 组：{label}"},
-    "repro.source": {"en": "Source {source}; ran in {root} (temporary, removed afterwards).",
-                     "zh": "来源 {source}；运行目录 {root}（临时目录，运行后已删除）。"},
     "repro.env": {"en": "Extra environment: {pairs}", "zh": "额外环境变量：{pairs}"},
     "repro.args": {"en": "Extra arguments: {args}", "zh": "额外参数：{args}"},
     "repro.not_run": {"en": "This arm could not run: {error}", "zh": "该组无法运行：{error}"},
-    "repro.no_command": {"en": "No command recorded.", "zh": "未记录命令。"},
     "repro.diag": {"en": "diagnostic, based on arm {base}", "zh": "诊断组，基于 {base} 组"},
 
     # ---- categories ------------------------------------------------------------------

@@ -1,0 +1,176 @@
+"""What differs between the arms, read from git: the diff stat and, per file and class,
+the labels written and the torch.load edits.
+
+The A/B runner knows nothing about codemods: this module only reads the diff between
+arm A (`git:REF`) and arm B (the work tree) and recognises a few line shapes:
+`hw_classification = HardwareClassification.X` added (or removed) inside a class,
+`weights_only=` and `safe_globals` appearing on added lines (a torch.load edit), and
+import lines added at module level. Everything else counts only in the stat.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from pathlib import Path
+from typing import Iterable, Optional
+
+from codemod.ab.model import Changes, ClassChange, FileChange
+
+_LABEL = re.compile(r"^\s+hw_classification\s*(?::[^=]*)?=\s*(?:[\w.]*\.)?HardwareClassification\.(\w+)")
+_WEIGHTS_ONLY = re.compile(r"weights_only\s*=\s*([\w.]+)")
+_SAFE_GLOBALS = re.compile(r"safe_globals\s*\(\s*\[([^\]]*)\]?")
+_IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+\S.*)$")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def _git(args: list[str], cwd: Path) -> str:
+    proc = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def class_spans(source: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, qualified name) of every class, innermost last; a file
+    that does not parse falls back to `class X` lines at any indentation."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        spans, lines = [], source.splitlines()
+        for i, line in enumerate(lines, 1):
+            m = re.match(r"^(\s*)class\s+(\w+)", line)
+            if m:
+                spans.append((i, len(lines), m.group(2)))
+        return spans
+    out: list[tuple[int, int, str]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                name = prefix + child.name
+                out.append((child.lineno, child.end_lineno or child.lineno, name))
+                visit(child, name + ".")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, prefix + child.name + ".<locals>.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return out
+
+
+def _class_at(spans: list[tuple[int, int, str]], line: int) -> Optional[str]:
+    inside = [s for s in spans if s[0] <= line <= s[1]]
+    return max(inside, key=lambda s: s[0])[2] if inside else None
+
+
+def torch_load_edit(line: str) -> Optional[str]:
+    """A short description of the torch.load edit on an added line, if it is one."""
+    bits = []
+    m = _WEIGHTS_ONLY.search(line)
+    if m:
+        bits.append(f"weights_only={m.group(1)}")
+    m = _SAFE_GLOBALS.search(line)
+    if m:
+        names = ", ".join(x.strip() for x in m.group(1).split(",") if x.strip())
+        bits.append(f"safe_globals([{names}])")
+    return "; ".join(bits) or None
+
+
+def read_patch(patch: str, new_sources: dict[str, str], old_sources: dict[str, str]) -> list[FileChange]:
+    """Per file: lines added/removed, labels and torch.load edits per class, imports added.
+    `patch` is `git diff -U0` output; `*_sources` give each side's text for class lookup."""
+    files: list[FileChange] = []
+    current: Optional[FileChange] = None
+    new_line = old_line = 0
+    spans_new: list = []
+    spans_old: list = []
+    classes: dict[str, ClassChange] = {}
+
+    def klass(name: str) -> ClassChange:
+        if name not in classes:
+            classes[name] = ClassChange(name=name)
+            current.classes.append(classes[name])
+        return classes[name]
+
+    for raw in patch.splitlines():
+        if raw.startswith("diff --git "):
+            current = None
+            continue
+        if raw.startswith("+++ "):
+            path = raw[4:].strip()
+            path = path[2:] if path.startswith("b/") else path
+            if path == "/dev/null":
+                continue
+            current = FileChange(path=path)
+            files.append(current)
+            classes = {}
+            spans_new = class_spans(new_sources.get(path, ""))
+            spans_old = class_spans(old_sources.get(path, ""))
+            continue
+        if raw.startswith("--- ") or current is None:
+            continue
+        m = _HUNK.match(raw)
+        if m:
+            old_line, new_line = int(m.group(1)), int(m.group(3))
+            continue
+        if raw.startswith("+"):
+            text = raw[1:]
+            current.added += 1
+            cls = _class_at(spans_new, new_line)
+            label = _LABEL.match(text)
+            edit = torch_load_edit(text)
+            if label and cls:
+                klass(cls).labels.append(label.group(1))
+            elif edit:
+                (klass(cls).torch_load if cls else current.torch_load).append(edit)
+            elif cls is None and _IMPORT.match(text):
+                current.imports.append(text.strip())
+            new_line += 1
+        elif raw.startswith("-"):
+            current.removed += 1
+            cls = _class_at(spans_old, old_line)
+            label = _LABEL.match(raw[1:])
+            if label and cls:
+                klass(cls).removed_labels.append(label.group(1))
+            old_line += 1
+    return files
+
+
+def git_changes(cwd: str, ref: str, paths: Iterable[str]) -> Changes:
+    """What differs between `ref` and the work tree under `paths` (relative to the
+    repository top), including untracked files. Never raises: a failure is `error`."""
+    changes = Changes(ref=ref)
+    try:
+        top = Path(_git(["rev-parse", "--show-toplevel"], Path(cwd)).strip())
+        specs = sorted({p.split("::")[0] for p in paths}) or ["."]
+        stat = _git(["diff", "--stat=100", "--no-color", "--no-renames", ref, "--", *specs], top)
+        patch = _git(["diff", "-U0", "--no-color", "--no-renames", "--no-ext-diff", ref, "--", *specs], top)
+        untracked = [p for p in _git(["ls-files", "-z", "--others", "--exclude-standard", "--", *specs], top)
+                     .split("\0") if p.endswith(".py")]
+        names = [p for p in _git(["diff", "--name-only", "-z", "--no-renames", ref, "--", *specs], top)
+                 .split("\0") if p]
+        new_sources, old_sources = {}, {}
+        for name in names + untracked:
+            try:
+                new_sources[name] = (top / name).read_text(encoding="utf-8", errors="surrogateescape")
+            except OSError:
+                pass
+        for name in names:
+            try:
+                old_sources[name] = _git(["show", f"{ref}:{name}"], top)
+            except RuntimeError:
+                pass
+        for name in untracked:  # new files: every line added
+            text = new_sources.get(name, "")
+            lines = text.splitlines()
+            patch += (f"\ndiff --git a/{name} b/{name}\n--- /dev/null\n+++ b/{name}\n@@ -0,0 +1,{len(lines)} @@\n"
+                      + "".join(f"+{ln}\n" for ln in lines))
+            stat = stat.rstrip("\n") + f"\n {name} (untracked) | {len(lines)} +\n"
+        changes.stat = stat.rstrip("\n")
+        changes.files = read_patch(patch, new_sources, old_sources)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        changes.error = str(err)
+    return changes
