@@ -856,3 +856,27 @@ def test_cpu_facts_in_the_reports():
     assert "- **CPU 核数**：8（本进程可用 2）" in zh
     from codemod.ab import terminal
     assert "implementer 0x41, part 0xd0c, 8 cores (asimd asimddp)" in terminal.render(r)
+
+
+LAYOUT_NAMES = ("regression", "mixed", "weights_diagnose", "sparse_weights_only")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_browser_layout_no_cell_taller_than_the_viewport(browser, tmp_path, lang):
+    """Every table cell fits in the viewport, with every collapsible block opened."""
+    for name in LAYOUT_NAMES:
+        page = tmp_path / f"{name}.{lang}.html"
+        page.write_text(ab_html.render(load(name), lang), encoding="utf-8")
+        browser.get(page.as_uri())
+        tall = browser.execute_script("""
+            document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+            var limit = window.innerHeight, out = [];
+            document.querySelectorAll('td, th').forEach(function (cell) {
+              var h = cell.getBoundingClientRect().height;
+              if (h > limit) { out.push([h, limit, cell.textContent.slice(0, 80)]); }
+            });
+            return out;""")
+        assert tall == [], (name, lang, tall)
+        wide = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth;")
+        assert wide <= 0, (name, lang, "horizontal scroll of the page", wide)

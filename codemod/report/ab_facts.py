@@ -193,7 +193,7 @@ def _own_frame(path: str) -> bool:
 
 def _short_entry(entry: str) -> Optional[tuple[str, str, list[str]]]:
     """(location, raising line, E lines) of one pytest long-style traceback entry."""
-    lines = entry.strip("\n").splitlines()
+    lines = entry.strip("\n").split("\n")
     loc_i = next((i for i in range(len(lines) - 1, -1, -1) if _LOCATION.match(lines[i])), None)
     if loc_i is None:
         return None
@@ -237,6 +237,26 @@ def _short_section(section: str) -> str:
 _SITE = re.compile(r"(?:[A-Za-z]:)?[^\s:\"']*[\\/](?:site|dist)-packages[\\/]")
 
 
+_STDLIB = re.compile(r"(?:[A-Za-z]:)?[^\s:\"']*[\\/]lib[\\/]python3\.\d+[\\/]")
+_NATIVE_LIBRARY_FRAME = re.compile(r'^\s*File "<(?:site-packages|stdlib)>/')
+
+
+def _collapse_native_frames(text: str) -> str:
+    """In a faulthandler dump (`File "...", line N in f` lines), runs of library frames
+    become one line saying how many were hidden."""
+    out: list[str] = []
+    run = 0
+    for line in text.split("\n") + [""]:
+        if _NATIVE_LIBRARY_FRAME.match(line):
+            run += 1
+            continue
+        if run:
+            out.append(f"  ({run} library frames hidden)")
+            run = 0
+        out.append(line)
+    return "\n".join(out[:-1])
+
+
 def report_traceback(tb: str, lang: str, roots: Iterable[str] = ()) -> str:
     """The traceback a report shows: short style, the arms' temporary roots removed (paths
     become relative, as in the repository), installed-package paths as `<site-packages>/`,
@@ -244,7 +264,8 @@ def report_traceback(tb: str, lang: str, roots: Iterable[str] = ()) -> str:
     text = short_traceback(tb)
     for root in sorted((r.rstrip("/") for r in roots if r and r.strip("/")), key=len, reverse=True):
         text = text.replace(root + "/", "")
-    return clip_traceback(_SITE.sub("<site-packages>/", text), lang)
+    text = _STDLIB.sub("<stdlib>/", _SITE.sub("<site-packages>/", text))
+    return clip_traceback(_collapse_native_frames(text), lang)
 
 
 def arm_roots(result: ABResult) -> list[str]:

@@ -93,7 +93,11 @@ th { background: var(--soft); }
 #ab-tests th[aria-sort="ascending"] button::after { content: " \\25B2"; }
 #ab-tests th[aria-sort="descending"] button::after { content: " \\25BC"; }
 #ab-tests td.num { text-align: right; white-space: nowrap; }
-#ab-tests td.nodeid { overflow-wrap: anywhere; min-width: 18rem; }
+#ab-tests td { overflow-wrap: anywhere; }
+#ab-tests td.nodeid { min-width: 12rem; }
+/* a cell never grows past the viewport: wrapped, height-capped blocks inside it */
+td pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 30vh; }
+td pre.ab-sig { max-height: 8em; }
 tr.ab-test.regressing { background: var(--bad-bg); }
 tr.ab-test.cat-pre-existing, tr.ab-test.cat-flaky, tr.ab-test.cat-different-failure,
 tr.ab-test.cat-similar-failure, tr.ab-test.cat-no-longer-run { background: var(--warn-bg); }

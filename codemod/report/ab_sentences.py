@@ -439,10 +439,57 @@ def prepack_rows(env: Environment, f: Fmt) -> list[tuple[str, str, str, bool]]:
     return rows
 
 
+# The runner's notes (codemod.ab.compare) are English sentences joined by "; ": the common
+# shapes get translated; any other part is shown as code in a language that is not English.
+_NOTE_SHAPES = (
+    (re.compile(r"^(crashes|times out) in both$"), "note.in_both"),
+    (re.compile(r"^expected failure in both$"), "note.xfail_both"),
+    (re.compile(r"^absent from both arms$"), "note.absent_both"),
+    (re.compile(r"^fails in B$"), "note.fails_in_b"),
+    (re.compile(r"^module skipped in (?P<arm>[AB])(?:: (?P<why>.*))?$"), "note.module_skipped"),
+    (re.compile(r"^was (?P<cat>[\w-]+)$"), "note.was"),
+    (re.compile(r"^(?P<arm>[AB]): (?P<seq>.*)$"), "note.sequence"),
+    (re.compile(r"^renamed from (?P<old>\S+) via --map$"), "note.renamed"),
+)
+
+
+def runner_note(note: str, f: Fmt) -> str:
+    if f.lang == "en":
+        return f.text(note)
+    parts = []
+    for part in note.split("; "):
+        for pattern, key in _NOTE_SHAPES:
+            m = pattern.match(part)
+            if m is None:
+                continue
+            g = m.groupdict()
+            if key == "note.in_both":
+                parts.append(f.say(key, what=f.outcome("crashed" if m.group(1) == "crashes" else "timeout")))
+            elif key == "note.module_skipped":
+                parts.append(f.say(key, arm=f.text(g["arm"])) + (f" {f.code(g['why'])}" if g.get("why") else ""))
+            elif key == "note.was":
+                parts.append(f.say(key, cat=f.text(category_label(g["cat"], f.lang))))
+            elif key == "note.sequence":
+                runs = [re.match(r"^([\w-]+)( \(in file\))?$", x.strip()) for x in g["seq"].split(",")]
+                if not all(runs):
+                    parts.append(f.code(part))
+                    break
+                shown = [f.outcome(r.group(1)) + (f.say("note.in_file") if r.group(2) else "") for r in runs]
+                parts.append(f.say(key, arm=f.text(g["arm"]), runs=f.sep().join(shown)))
+            elif key == "note.renamed":
+                parts.append(f.say(key, old=f.code(g["old"])))
+            else:
+                parts.append(f.say(key))
+            break
+        else:
+            parts.append(f.code(part))
+    return f.text(t("list.sep", f.lang)).join(parts)
+
+
 def test_note(c: TestComparison, f: Fmt) -> str:
     notes = []
     if c.note:
-        notes.append(f.text(c.note))
+        notes.append(runner_note(c.note, f))
     if c.mapped_from and not c.note:
         notes.append(f.say("note.mapped", old=f.code(c.mapped_from)))
     for o in (c.a, c.b):
