@@ -186,3 +186,23 @@ def test_diagnose_confirms_the_weights_only_cause_by_itself(tmp_path, monkeypatc
     zh_text = ab_markdown.render(r, "zh")
     assert "**原因已确认**" in zh_text and "解决办法" in zh_text
     zh.write_text(zh_text)
+
+
+def test_diagnose_runs_a_diagnostic_arm_on_the_failing_tests_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(FIX)
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(ab, ["test_backend.py", "--a-root", "autoload", "--b-root", "autoload", "-q", "-j", "2",
+                                  "--diagnose", "--json", str(out), "--markdown", str(tmp_path / "r.md"),
+                                  "--lang", "zh"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    r = ABResult.from_json(json.loads(out.read_text()))
+    (f,) = r.causes
+    assert (f.cause, f.status, f.based_on) == ("device-backend-autoload", "confirmed", "A")
+    assert f.evidence["passed"] == f.evidence["total"] == "2"
+    diag = r.arm("diagnose-noautoload")
+    assert diag.env_added["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0" and diag.source == f"dir:{FIX / 'autoload'}"
+    md = (tmp_path / "r.md").read_text()
+    assert "**原因已确认**：`import torch` 时自动加载的外部设备后端" in md
+    assert "bash repro.sh diagnose-noautoload" in md
+    script = (tmp_path / "repro.sh").read_text()
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in script.split("arm_diagnose_noautoload() {")[1]

@@ -131,3 +131,21 @@ def test_repro_script_runs_each_arm_per_file_from_the_ref(tmp_path, monkeypatch)
     assert subprocess.run(["bash", str(script), "nope"], capture_output=True, cwd=repo).returncode == 2
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True,
                           text=True).stdout.strip() == "M tests/test_two.py"     # nothing left behind
+
+
+def test_merge_keeps_what_changed_and_recomputes_the_causes(tmp_path):
+    src = json.loads(open(os.path.join(RESULTS, "weights_diagnose.json"), encoding="utf-8").read())
+    one, two = dict(src, shard="1/2", causes=[]), dict(src, shard="2/2", causes=[])
+    for i, data in enumerate((one, two)):
+        (tmp_path / f"s{i}.json").write_text(json.dumps(data))
+    out = tmp_path / "m.json"
+    res = invoke(["merge", str(tmp_path / "s0.json"), str(tmp_path / "s1.json"), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    merged = json.loads(out.read_text())
+    assert merged["changes"] == src["changes"]
+    (cause,) = merged["causes"]
+    assert (cause["cause"], cause["status"]) == ("weights-only-default", "confirmed")
+    old = dict(src, schema_version=1)                                  # a result from before schema 2 still reads
+    old.pop("causes"), old.pop("changes")
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert invoke(["merge", str(tmp_path / "old.json")]).exit_code == 0

@@ -24,6 +24,8 @@ Diagnostic arms (--diag, repeatable):
   NAME:K=V[,K=V...]      rerun arm A's code with the extra variables
   NAME@B:K=V[,K=V...]    the same on arm B's code
   e.g. --diag weights:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
+--diagnose adds such arms by itself, for the failing tests only, from the
+cause table (codemod/ab/causes.py), and reports each cause as confirmed or not.
 \b
 Verdict and exit code: SAFE 0, REGRESSION 1, INCONCLUSIVE 3; 2 = usage or
 internal error, or a report that could not be written (the verdict is still
