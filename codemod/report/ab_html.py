@@ -93,8 +93,11 @@ th { background: var(--soft); }
 #ab-tests th[aria-sort="ascending"] button::after { content: " \\25B2"; }
 #ab-tests th[aria-sort="descending"] button::after { content: " \\25BC"; }
 #ab-tests td.num { text-align: right; white-space: nowrap; }
-#ab-tests td { overflow-wrap: anywhere; }
+#ab-tests td.nodeid, #ab-tests td.signature, #ab-tests td.note { overflow-wrap: anywhere; }
 #ab-tests td.nodeid { min-width: 12rem; }
+#ab-tests td.category { min-width: 8rem; }
+#ab-tests td.outcome-a, #ab-tests td.outcome-b { min-width: 4rem; }
+#ab-tests td.note { min-width: 8rem; }
 /* a cell never grows past the viewport: wrapped, height-capped blocks inside it */
 td pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 30vh; }
 td pre.ab-sig { max-height: 8em; }
