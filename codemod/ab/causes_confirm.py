@@ -15,6 +15,7 @@ every test under the run's per-test timeout and every file under `budget` second
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from typing import Callable, Optional
@@ -96,21 +97,15 @@ def _second_run(opts, paths: list[str], specs: list, budget: float):
     """The options of the diagnosis run: the same arms and environment, only `paths`
     (node ids, relative to the repository top or the roots), the diagnostic arms, no
     confirmation reruns, every file bounded by `budget` seconds."""
-    import copy
-    import dataclasses
-    second = copy.copy(opts)
     changes = dict(paths=list(paths), diags=list(specs), confirm=0, shard=None,
                    file_timeout=min(x for x in (opts.file_timeout or budget, budget) if x))
+    cwd = opts.cwd or os.getcwd()
     if opts.base:
-        changes["cwd"] = _git_top(opts.cwd or os.getcwd())
+        changes["cwd"] = _git_top(cwd)
     else:
-        changes["a_root"] = os.path.abspath(os.path.join(opts.cwd or os.getcwd(), opts.a_root))
-        changes["b_root"] = os.path.abspath(os.path.join(opts.cwd or os.getcwd(), opts.b_root))
-    if dataclasses.is_dataclass(second):
-        return dataclasses.replace(opts, **changes)
-    for k, v in changes.items():  # pragma: no cover - RunOptions is a dataclass
-        setattr(second, k, v)
-    return second
+        changes["a_root"] = os.path.abspath(os.path.join(cwd, opts.a_root))
+        changes["b_root"] = os.path.abspath(os.path.join(cwd, opts.b_root))
+    return dataclasses.replace(opts, **changes)
 
 
 def _git_top(cwd: str) -> str:
