@@ -182,7 +182,7 @@ def test_diagnose_confirms_the_weights_only_cause_by_itself(tmp_path, monkeypatc
     text = md.read_text()
     assert "**Cause confirmed**: the test's own `torch.load` reads a whole pickled object" in text
     assert "Remedy: make the call explicit in the test: `decouple apply --torch-load auto" in text
-    assert "`decouple apply --torch-load weights-only-false FILE`" in text
+    assert "`decouple apply --torch-load weights-only-false test_checkpoint.py`" in text
     zh_text = ab_markdown.render(r, "zh")
     assert "**原因已确认**" in zh_text and "解决办法" in zh_text
     zh.write_text(zh_text)
