@@ -149,3 +149,15 @@ def test_merge_keeps_what_changed_and_recomputes_the_causes(tmp_path):
     old.pop("causes"), old.pop("changes")
     (tmp_path / "old.json").write_text(json.dumps(old))
     assert invoke(["merge", str(tmp_path / "old.json")]).exit_code == 0
+
+
+def test_real_run_with_an_unwritable_json_report(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    res = invoke(["test_ok.py", "--a-root", str(tmp_path / "a"), "--b-root", str(tmp_path / "b"), "-q", "-j", "2",
+                  "--json", "/dev/full"])
+    assert res.exit_code == 2, res.output
+    assert "decouple ab: SAFE" in res.output and "cannot write /dev/full" in res.output
