@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from typing import TYPE_CHECKING, Optional
 
 from transforms.torch_load.calls import _dotted
@@ -289,10 +290,13 @@ class _ImportMap:
 
     def _place(self, mod: str) -> int:
         """The line a new import of `mod` goes before: beside the imports of the same
-        top-level package, in usort (case-insensitive module name) order among them;
-        without such imports, after the last import above the first definition."""
+        top-level package (for a standard-library module: of the standard library), in
+        usort (case-insensitive module name) order among them; without such imports,
+        after the last import above the first definition."""
         top = mod.split(".")[0]
         related = [a for a in self.anchors if a[2].split(".")[0] == top]
+        if not related and top in sys.stdlib_module_names:
+            related = [a for a in self.anchors if a[2].split(".")[0] in sys.stdlib_module_names]
         if not related:
             return max(self.last_import_line, self.docstring_end, self.future_end) + 1
         for start, _, other in related:
