@@ -269,3 +269,15 @@ def test_a_backend_that_initialises_on_import_means_fresh_processes(tmp_path):
     assert r.counts == {"same-pass": 2}, [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests]
     (warning,) = [w for w in r.warnings if "warm interpreter" in w]
     assert "torch_npu was imported" in warning and "fresh process" in warning
+
+
+def test_fork_unsafe_reasons(monkeypatch):
+    from codemod.ab import forkserver
+    monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
+    assert forkserver.fork_unsafe() is None or "thread" in forkserver.fork_unsafe()   # pytest may run threads
+    monkeypatch.setitem(sys.modules, "torch_npu", object())
+    assert "torch_npu was imported" in forkserver.fork_unsafe()
+    monkeypatch.delattr(os, "waitid")
+    assert forkserver.fork_unsafe() == "this platform has no waitid()"
+    monkeypatch.delattr(os, "fork")
+    assert forkserver.fork_unsafe() == "this platform has no fork()"

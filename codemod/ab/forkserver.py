@@ -170,6 +170,8 @@ def fork_unsafe() -> str | None:
     """Why forking this process could break a child's device runtime (None = safe)."""
     if not hasattr(os, "fork"):
         return "this platform has no fork()"
+    if not hasattr(os, "waitid"):   # e.g. macOS: a child's exit cannot be seen without reaping it
+        return "this platform has no waitid()"
     for name in _BACKENDS:
         if name in sys.modules:
             return f"{name} was imported (an out-of-tree device backend initialises on import)"
