@@ -80,7 +80,7 @@ def test_missing_hardware_classification_in_b_only_is_a_regression_of_the_torch_
     (f,) = causes.analyse(r)
     assert (f.scope, f.cause, f.status) == ("b-only", "hw-classification-missing", "confirmed")
     md = ab_markdown.render(r)
-    assert "**Failures only in B**" in md
+    assert "**Failures new or different in B**" in md
     assert "a real REGRESSION on this interpreter, caused by the torch version" in md
     zh = ab_markdown.render(r, "zh")
     assert "仅在 B 组中以" in zh and "原因是 torch 版本" in zh

@@ -310,7 +310,7 @@ def test_markdown_safe_reason_generated_when_runner_gave_none():
     md = ab_markdown.render(r)
     assert "Verdict: **SAFE**. No test regresses in B (1 test compared)." in md
     assert "No test differs between the arms and none fails in both." in md
-    assert "No test fails in both arms: this run shows no pre-existing breakage in the environment." in md
+    assert "No test fails identically in both arms: this run shows no pre-existing failure." in md
 
 
 def test_markdown_partial_diagnostic_generated_statement():

@@ -40,7 +40,7 @@ STRINGS: dict[str, dict[str, _Entry]] = {
                      "zh": "运行器对环境所做的修改"},
     "h.change_safe": {"en": "Is the change safe?", "zh": "改动是否安全？"},
     "h.not_the_change": {"en": "Failures in both arms", "zh": "两组均失败的测试"},
-    "h.b_only": {"en": "Failures only in B", "zh": "仅在 B 组失败的测试"},
+    "h.b_only": {"en": "Failures new or different in B", "zh": "B 组中新出现或方式不同的失败"},
 
     # ---- verdicts ----------------------------------------------------------------
     "verdict.SAFE": {"en": "SAFE", "zh": "安全"},
@@ -240,8 +240,8 @@ STRINGS: dict[str, dict[str, _Entry]] = {
                                 "zh": "目标解释器中可以找到 {module}：失败另有原因"},
     "cause.ev.import_pending": {"en": "not yet checked: {cmd} looks {module} up in the target interpreter",
                                 "zh": "尚未检查：{cmd} 会在目标解释器中查找 {module}"},
-    "an.env_clean": {"en": "No test fails in both arms: this run shows no pre-existing breakage in the environment.",
-                     "zh": "没有在两组中均失败的测试：本次运行未发现环境中的既有问题。"},
+    "an.env_clean": {"en": "No test fails identically in both arms: this run shows no pre-existing failure.",
+                     "zh": "没有在两组中以相同方式失败的测试：本次运行未发现既有失败。"},
     "an.different": {
         "en": {"one": "{n} test fails in both arms but with a different signature; the change may have altered how it fails: {tests}.",
                "other": "{n} tests fail in both arms but with different signatures; the change may have altered how they fail: {tests}."},
