@@ -2,8 +2,8 @@
 
 Exit codes (every command):
     0  done, or nothing to do
-    1  changes needed (--diff / --check), classes needing manual work,
-       or (ab) a REGRESSION verdict
+    1  changes needed (--diff / --check), classes needing manual work (apply, classify;
+       with --check / --diff only under --strict), or (ab) a REGRESSION verdict
     2  usage error, bad input (missing path, unreadable / undecodable / syntax-error
        file, broken interpreter) or an internal error
     3  (ab) INCONCLUSIVE verdict
@@ -19,10 +19,18 @@ import click
 
 from codemod import engine
 from codemod.config import Config, ConfigError, load_config
-from codemod.discovery import DEFAULT_EXCLUDES, DiscoveryError, discover, graduate, read_allowlist
+from codemod.discovery import (
+    DEFAULT_EXCLUDES,
+    DiscoveryError,
+    diff_name,
+    discover,
+    graduate,
+    read_allowlist,
+    read_paths_file,
+)
 from codemod.report import lintrunner
 from codemod.report import text as text_report
-from codemod.result import RunResult
+from codemod.result import FAILED, FileResult, RunResult
 from codemod import target
 from codemod.ab.cli import ab
 from codemod.discover_globals import discover_globals
@@ -97,7 +105,7 @@ def _label_transform(classification, per_class, force) -> HwLabel:
     )
 
 
-def _select(cfg: Config, paths, allowlist_path, exclude, no_default_excludes):
+def _select(cfg: Config, paths, allowlist_path, exclude, no_default_excludes, missing_ok=False):
     allowlist = None
     paths = list(paths)
     allowlist_path = allowlist_path or (cfg.allowlist if not paths else None)
@@ -114,10 +122,11 @@ def _select(cfg: Config, paths, allowlist_path, exclude, no_default_excludes):
         paths = [p for p in paths if p not in set(stale)]
     else:
         stale = []
-    if missing:
+    if missing and not missing_ok:
         raise DiscoveryError(f"no such file or folder: {', '.join(missing)}")
+    paths = [p for p in paths if p not in set(missing)]
     excludes = ([] if no_default_excludes else list(DEFAULT_EXCLUDES)) + cfg.exclude + list(exclude)
-    return discover(paths, excludes), allowlist, stale
+    return discover(paths, excludes), allowlist, stale, missing
 
 
 def _config() -> Config:
@@ -128,22 +137,43 @@ def _config() -> Config:
         fail(str(e))
 
 
-def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False):
+def _set_names(transforms) -> tuple[str, ...]:
+    """The classes --set names (the label transform's overrides)."""
+    return tuple(name for name, _ in next((t.per_class for t in transforms if hasattr(t, "per_class")), ()))
+
+
+def _unknown_classes(transforms, results) -> None:
+    """--set naming a class no selected file defines (after any restructuring) is a usage
+    error (exit 2)."""
+    seen = {x.cls for f in results for x in f.findings if x.cls}
+    unknown = [name for name in _set_names(transforms) if name not in seen]
+    if unknown:
+        fail(f"--set {', '.join(unknown)}: no test class of that name in the selected files; nothing written")
+
+
+def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False,
+         strict=False):
     try:
-        found, allowlist, stale = _select(cfg, paths, allowlist_path, exclude, no_default_excludes)
+        found, allowlist, stale, missing = _select(cfg, paths, allowlist_path, exclude, no_default_excludes,
+                                                   missing_ok=mode == "lint")
     except DiscoveryError as e:
         fail(str(e))
+    jobs = jobs or cfg.jobs
+    if mode == "write" and _set_names(transforms):
+        # Check the --set names on a look-only pass (up to the labels), before any file is written.
+        upto = next(i for i, t in enumerate(transforms) if hasattr(t, "per_class")) + 1
+        _unknown_classes(transforms, engine.run_files(found.files, transforms[:upto], "classify", jobs))
     show_progress = sys.stderr.isatty() and len(found.files) > 50
-    results = engine.run_files(found.files, transforms, mode, jobs or cfg.jobs, _progress(show_progress))
-    run = RunResult(mode, results)
+    root = allowlist.root if allowlist is not None else None
+    results = engine.run_files(found.files, transforms, mode, jobs, _progress(show_progress),
+                               display=lambda p: diff_name(p, root))
+    _unknown_classes(transforms, results)
+    results += [FileResult(p, FAILED, reason="no such file or folder") for p in missing]
+    run = RunResult(mode, results, strict=strict)
     if stale:
         run.warnings.append(f"{len(stale)} allowlist entries name files that do not exist: {', '.join(stale)}")
     if found.excluded:
         run.warnings.append(f"{len(found.excluded)} file(s) excluded by glob")
-    seen = {x.cls for f in results for x in f.findings if x.cls}
-    for name, _ in next((t.per_class for t in transforms if hasattr(t, "per_class")), ()):
-        if name not in seen:
-            run.warnings.append(f"--set {name}=...: no test class of that name was found")
     if graduate_flag:
         done = {f.path for f in results if f.fully_classified and f.status != "failed"}
         run.graduated = graduate(allowlist, done)
@@ -182,7 +212,8 @@ def main() -> None:
     and prove the change with an A/B run.
 
     Exit codes: 0 done / nothing to do; 1 changes needed (--diff/--check), manual work
-    left, or an A/B REGRESSION; 2 usage, input or internal error; 3 A/B INCONCLUSIVE.
+    left (under --check/--diff only with --strict), or an A/B REGRESSION; 2 usage, input or
+    internal error; 3 A/B INCONCLUSIVE.
     """
 
 
@@ -198,7 +229,7 @@ def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classifi
 
 @main.command()
 @selection_options
-@click.option("--paths-file", type=click.File(encoding="utf-8"),
+@click.option("--paths-file", type=click.Path(dir_okay=False),
               help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).")
 def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
          paths_file):
@@ -208,7 +239,10 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
     if fmt != "text":
         raise click.UsageError("lint always prints lintrunner JSON lines; --format does not apply")
     if paths_file is not None:
-        paths = list(paths) + [line.strip() for line in paths_file if line.strip()]
+        try:
+            paths = list(paths) + read_paths_file(paths_file)
+        except DiscoveryError as e:
+            fail(str(e))
     transform = _label_transform(classification, per_class, force)
     run = _run(_config(), "lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
     click.echo(lintrunner.render(run), nl=False)
@@ -218,6 +252,8 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
 @selection_options
 @click.option("--diff", "show_diff", is_flag=True, help="Print unified diffs, write nothing; exit 1 if any.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a change is needed.")
+@click.option("--strict", is_flag=True,
+              help="With --check/--diff: also exit 1 when classes (or calls) are left for manual work.")
 @click.option("--graduate", "graduate_flag", is_flag=True,
               help="With --from-allowlist: remove the entries of files that end up fully classified.")
 @click.option("--stats", is_flag=True, help="Print a per-rule statistics table.")
@@ -236,7 +272,7 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
 @click.option("--map-out", "map_out", type=click.Path(dir_okay=False), default=None,
               help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).")
 def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-          show_diff, check, graduate_flag, stats, torch_load, globals_file, explain, python, no_label,
+          show_diff, check, strict, graduate_flag, stats, torch_load, globals_file, explain, python, no_label,
           restructure_names, map_out):
     """Insert hw_classification labels (and the import) where the rules allow it; with
     --torch-load, make torch.load calls explicit too."""
@@ -280,7 +316,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
                 "(first released in 2.14): the labelled files will fail to import there")
         elif not no_label and info.torch_version is None:
             warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
-    run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag)
+    run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag, strict)
     run.warnings += warnings
     if map_out:
         _write_map(map_out, run)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import json
 import os
 import subprocess
 from dataclasses import dataclass, field
+
+import pathspec
 
 # Upstream keeps vendored code out of the refactor.
 DEFAULT_EXCLUDES = (
@@ -67,13 +69,38 @@ def _walk_files(folder: str) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def repo_root(folder: str) -> str:
+    """What exclude globs and diff headers are relative to: the git work tree holding
+    `folder`, else the current directory."""
+    return _git_root(folder) or os.path.realpath(os.getcwd())
+
+
+def relative_to_root(path: str) -> str:
+    """`path` relative to its repository root, with `/` separators; a path outside the root
+    keeps its absolute form without the leading `/`."""
+    real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    root = repo_root(os.path.dirname(real))
+    rel = os.path.relpath(real, root)
+    if rel == ".." or rel.startswith(".." + os.sep):
+        rel = real.lstrip(os.sep)
+    return rel.replace(os.sep, "/")
+
+
 def excluded_by(path: str, patterns: tuple[str, ...] | list[str]) -> str | None:
-    """The first glob that matches `path` anywhere along its absolute form, if any."""
-    posix = os.path.abspath(path).replace(os.sep, "/")
-    for pattern in patterns:
-        if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(posix, "*/" + pattern.lstrip("/")):
-            return pattern
-    return None
+    """The exclude pattern deciding that `path` is excluded, if any: gitignore semantics
+    (`*` stays within a folder, `**` crosses folders, a pattern with a `/` is anchored at the
+    repository root, `!` re-includes), matched against the path relative to the root."""
+    patterns = tuple(patterns)
+    if not patterns:
+        return None
+    check = _spec(patterns).check_file(relative_to_root(path))
+    return patterns[check.index] if check.include else None
+
+
+@functools.lru_cache(maxsize=16)
+def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_EXCLUDES) -> Discovered:
@@ -104,6 +131,29 @@ def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_E
     return result
 
 
+def read_paths_file(path: str) -> list[str]:
+    """One path per line (lintrunner's {{PATHSFILE}}), UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.strip() for line in f if line.strip()]
+    except OSError as e:
+        raise DiscoveryError(f"cannot read --paths-file {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise DiscoveryError(f"--paths-file {path} is not UTF-8: {e}") from None
+
+
+def diff_name(path: str, root: str | None = None) -> str:
+    """The name a diff header shows after `a/` and `b/`: a relative path as given; an absolute
+    one relative to `root` (the allowlist's repository), else to its repository root."""
+    if not os.path.isabs(path):
+        return path.replace(os.sep, "/")
+    if root is not None:
+        rel = os.path.relpath(path, root)
+        if rel != ".." and not rel.startswith(".." + os.sep):
+            return rel.replace(os.sep, "/")
+    return relative_to_root(path)
+
+
 # --- the upstream allowlist (tools/linter/adapters/test_linter_allowlist.json) ---------------
 
 
@@ -126,6 +176,8 @@ def read_allowlist(path: str) -> Allowlist:
         entries = json.loads(raw)
     except OSError as e:
         raise DiscoveryError(f"cannot read allowlist {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise DiscoveryError(f"allowlist {path} is not UTF-8: {e}") from None
     except json.JSONDecodeError as e:
         raise DiscoveryError(f"allowlist {path} is not valid JSON: {e}") from None
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):

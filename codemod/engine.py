@@ -11,7 +11,9 @@ import ast
 import difflib
 import multiprocessing
 import os
+import pickle
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
@@ -130,8 +132,26 @@ def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, s
     return UNCHANGED, ""
 
 
-def process_file(path: str, transforms: Sequence[Transform], mode: str) -> FileResult:
-    """mode: classify (look only) | check | diff | lint (check, keeping both texts) | write."""
+def process_file(path: str, transforms: Sequence[Transform], mode: str, display: str | None = None) -> FileResult:
+    """mode: classify (look only) | check | diff | lint (check, keeping both texts) | write.
+    `display` is the name diff headers show (default: `path`)."""
+    try:
+        return _process(path, transforms, mode, display or path)
+    except RecursionError as e:
+        return FileResult(path, FAILED, reason=too_deep(e))
+    except Exception as e:  # per-file isolation: report, never write, go on
+        return FileResult(path, FAILED, reason=f"internal error: {type(e).__name__}: {e}")
+
+
+def too_deep(e: RecursionError) -> str:
+    """Name the cause of a RecursionError: the input nests deeper (a 3,000-branch elif, an
+    expression of 100,000 terms) than Python's parser or a recursive analysis can follow."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != __file__]
+    where = f" in {os.path.basename(frames[-1].filename)}:{frames[-1].lineno} ({frames[-1].name})" if frames else ""
+    return f"too deeply nested for Python's parser/analysis (RecursionError{where}: {e}); not processed"
+
+
+def _process(path: str, transforms: Sequence[Transform], mode: str, display: str) -> FileResult:
     try:
         src: Source = read_source(path)
     except SourceError as e:
@@ -143,25 +163,37 @@ def process_file(path: str, transforms: Sequence[Transform], mode: str) -> FileR
     except (SyntaxError, ValueError) as e:
         where = f"line {e.lineno}: " if getattr(e, "lineno", None) else ""
         return FileResult(path, FAILED, reason=f"syntax error: {where}{getattr(e, 'msg', e)}")
-    try:
-        new_text, new_tree, findings, manual = _run_transforms(src.text, tree, transforms, path)
-        findings = [_with_path(f, path) for f in findings]
-        changed = new_text != src.text
-        status, reason = _bucket(findings, manual, changed)
-        result = FileResult(path, status, reason, findings, manual, fully_classified=_linter_clean(findings))
-        if not changed or mode == "classify":
-            return result
-        result.findings += [_with_path(f, path) for f in verify(src.text, tree, new_text, new_tree, transforms, path)]
-        if mode == "diff":
-            result.diff = unified_diff(path, src.text, new_text)
-        if mode == "lint":
-            result.original, result.replacement = src.text, new_text
-        if mode == "write":
-            write_atomic(path, new_text.encode(src.encoding), expect=src)
-            result.written = True
+    new_text, new_tree, findings, manual = _run_transforms(src.text, tree, transforms, path)
+    findings = [_with_path(f, path) for f in findings]
+    changed = new_text != src.text
+    status, reason = _bucket(findings, manual, changed)
+    result = FileResult(path, status, reason, findings, manual, fully_classified=_linter_clean(findings))
+    if not changed or mode == "classify":
         return result
-    except Exception as e:  # per-file isolation: report, never write, go on
-        return FileResult(path, FAILED, reason=f"internal error: {type(e).__name__}: {e}")
+    result.findings += [_with_path(f, path) for f in verify(src.text, tree, new_text, new_tree, transforms, path)]
+    if mode == "diff":
+        result.diff = unified_diff(display, src.text, new_text)
+    if mode == "lint":
+        _offer_replacement(result, src, new_text)
+    if mode == "write":
+        write_atomic(path, new_text.encode(src.encoding), expect=src)
+        result.written = True
+    return result
+
+
+def _offer_replacement(result: FileResult, src: Source, new_text: str) -> None:
+    """lintrunner writes `replacement` encoded as UTF-8: offer it only when that gives exactly
+    the bytes `apply` writes (a BOM travels as U+FEFF); a file in another encoding gets a
+    message instead of an autofix that would corrupt it."""
+    try:
+        result.original = src.text.encode(src.encoding).decode("utf-8")
+        result.replacement = new_text.encode(src.encoding).decode("utf-8")
+    except UnicodeError:
+        result.original = result.replacement = None
+        result.findings.append(Finding(
+            "engine/no-autofix",
+            f"no autofix offered: the file is encoded in {src.encoding}, which lintrunner's UTF-8 "
+            f"replacement would corrupt; run `decouple apply` on it instead", 1, "warning", path=result.path))
 
 
 def _with_path(f: Finding, path: str) -> Finding:
@@ -178,8 +210,17 @@ def _init_worker(transforms, mode) -> None:
     _worker_args = (transforms, mode)
 
 
-def _work(path: str) -> FileResult:
-    return process_file(path, *_worker_args)
+def _work(item: tuple[str, str]) -> bytes:
+    """Pickled here, so that a result that cannot cross the process boundary (a RecursionError
+    while pickling it) is that file's failure, not the pool's."""
+    path, display = item
+    result = process_file(path, *_worker_args, display=display)
+    try:
+        return pickle.dumps(result)
+    except RecursionError as e:
+        return pickle.dumps(FileResult(path, FAILED, reason=too_deep(e)))
+    except Exception as e:
+        return pickle.dumps(FileResult(path, FAILED, reason=f"internal error: result not transferable: {e}"))
 
 
 def run_files(
@@ -188,18 +229,21 @@ def run_files(
     mode: str,
     jobs: int | None = None,
     progress: Callable[[Iterable[FileResult], int], Iterable[FileResult]] | None = None,
+    display: Callable[[str], str] | None = None,
 ) -> list[FileResult]:
-    """Process every path; results come back sorted by path whatever the parallelism."""
+    """Process every path; results come back sorted by path whatever the parallelism.
+    `display(path)` is the name diff headers show (default: the path itself)."""
     jobs = jobs or os.cpu_count() or 1
-    paths = sorted(paths)
+    items = [(p, display(p) if display else p) for p in sorted(paths)]
     # A pool costs ~100 ms to start: not worth it for a handful of files.
-    if jobs == 1 or len(paths) < 8:
-        it: Iterable[FileResult] = (process_file(p, transforms, mode) for p in paths)
-        results = list(progress(it, len(paths)) if progress else it)
+    if jobs == 1 or len(items) < 8:
+        it: Iterable[FileResult] = (process_file(p, transforms, mode, d) for p, d in items)
+        results = list(progress(it, len(items)) if progress else it)
     else:
         ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
         with ctx.Pool(jobs, initializer=_init_worker, initargs=(transforms, mode)) as pool:
-            it = pool.imap_unordered(_work, paths, chunksize=max(1, min(16, len(paths) // (jobs * 8))))
-            results = list(progress(it, len(paths)) if progress else it)
+            chunks = max(1, min(16, len(items) // (jobs * 8)))
+            it = (pickle.loads(b) for b in pool.imap_unordered(_work, items, chunksize=chunks))
+            results = list(progress(it, len(items)) if progress else it)
     results.sort(key=lambda r: r.path)
     return results

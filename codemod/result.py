@@ -50,6 +50,7 @@ class RunResult:
     files: list[FileResult] = field(default_factory=list)
     graduated: list[str] = field(default_factory=list)   # allowlist entries removed
     warnings: list[str] = field(default_factory=list)
+    strict: bool = False                    # --strict: manual work fails --check/--diff too
 
     def count(self) -> Counter:
         return Counter(f.status for f in self.files)
@@ -62,12 +63,15 @@ class RunResult:
         return sum(f.manual for f in self.files)
 
     def exit_code(self) -> int:
-        """0 done / nothing to do; 1 changes needed (diff/check) or manual work left;
+        """0 done / nothing to do; 1 changes needed (diff/check) or manual work left (under
+        check/diff only when strict: a CI gate on a partly migrated tree can pass);
         2 some file could not be processed."""
         counts = self.count()
         if counts[FAILED]:
             return 2
-        if self.manual or (self.mode in ("check", "diff", "lint") and counts[CHANGED]):
+        if self.mode in ("check", "diff", "lint") and counts[CHANGED]:
+            return 1
+        if self.manual and (self.strict or self.mode not in ("check", "diff")):
             return 1
         return 0
 

@@ -995,9 +995,8 @@ def test_mixed_newlines_one_line_merge_keeps_line_ending():
     )
 
 
-def test_large_file_is_fast():
-    import time
-
+def test_large_file_labels_every_class():
+    # Speed is measured by benchmarks, never asserted in a test (CI runs on a busy machine).
     classes = "".join(
         f"class T{i}(TestCase):\n    def test_{i}(self):\n        x = [{i}] * 3\n\n\n"
         for i in range(3000)
@@ -1005,11 +1004,8 @@ def test_large_file_is_fast():
     src = f"import torch\n{CU} run_tests, TestCase\n\n\n" + classes
     tree = parse(src)
     labels = {n.lineno: "GENERIC" for n in tree.body if isinstance(n, ast.ClassDef)}
-    start = time.perf_counter()
     out = add_labels(src, tree, labels)
-    elapsed = time.perf_counter() - start
     assert out.count("hw_classification = HardwareClassification.GENERIC\n") == 3000
-    assert elapsed < 2.0, elapsed
 
 
 def test_exploded_import_keeps_newline_after_backslash_comment():
