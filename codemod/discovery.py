@@ -47,8 +47,12 @@ def _git_root(folder: str) -> str | None:
 
 
 def _git_files(folder: str) -> list[str] | None:
-    """Tracked and untracked-but-not-ignored .py files below `folder` (None: not a git tree)."""
+    """Tracked and untracked-but-not-ignored .py files below `folder` (None: not a git tree,
+    or a folder the tree ignores as a whole: named explicitly, it is walked)."""
     if _git_root(folder) is None:
+        return None
+    ignored = subprocess.run(["git", "-C", folder, "check-ignore", "-q", "."], capture_output=True, timeout=30)
+    if ignored.returncode == 0:
         return None
     out = subprocess.run(
         ["git", "-C", folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"],

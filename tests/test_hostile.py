@@ -276,6 +276,16 @@ def test_excludes_are_gitignore_patterns_relative_to_the_repository(tmp_path):
     assert [f["path"] for f in json.loads(out)["files"]] == ["test/test_a.py"]
 
 
+def test_a_folder_its_git_tree_ignores_is_walked_when_named(tmp_path):
+    # e.g. the stdlib's test suite under ~/.pyenv, whose .gitignore ignores versions/
+    (tmp_path / ".gitignore").write_text("/versions\n")
+    (tmp_path / "versions" / "test").mkdir(parents=True)
+    (tmp_path / "versions" / "test" / "test_a.py").write_text(GENERIC_SRC)
+    git_init(tmp_path)
+    code, out, err = cli("apply", "--check", str(tmp_path / "versions" / "test"))
+    assert code == 1 and "1 would change" in err
+
+
 # --- --check / --strict ---------------------------------------------------------------------------
 
 def test_check_fails_only_for_edits_and_strict_for_manual_work(tmp_path):
