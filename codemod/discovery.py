@@ -91,14 +91,15 @@ def relative_to_root(path: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def excluded_by(path: str, patterns: tuple[str, ...] | list[str]) -> str | None:
-    """The exclude pattern deciding that `path` is excluded, if any: gitignore semantics
-    (`*` stays within a folder, `**` crosses folders, a pattern with a `/` is anchored at the
-    repository root, `!` re-includes), matched against the path relative to the root."""
+def excluded_by(rel: str, patterns: tuple[str, ...] | list[str]) -> str | None:
+    """The exclude pattern deciding that `rel` (a path relative to the repository root, `/`
+    separators: see relative_to_root) is excluded, if any. Gitignore semantics: `*` stays
+    within a folder, `**` crosses folders, a pattern with a `/` is anchored at the root, `!`
+    re-includes."""
     patterns = tuple(patterns)
     if not patterns:
         return None
-    check = _spec(patterns).check_file(relative_to_root(path))
+    check = _spec(patterns).check_file(rel)
     return patterns[check.index] if check.include else None
 
 
@@ -129,7 +130,7 @@ def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_E
             if key in seen:
                 continue
             seen.add(key)
-            (result.excluded if excluded_by(c, excludes) else result.files).append(c)
+            (result.excluded if excluded_by(relative_to_root(c), excludes) else result.files).append(c)
     result.files.sort()
     result.excluded.sort()
     return result
