@@ -83,10 +83,6 @@ class Repo:
         except git.GitCommandError:
             raise GitError(f"{name!r} is not a valid branch name") from None
 
-    def refs_snapshot(self) -> dict[str, str]:
-        """Every ref and what it points to (to prove a dry run changed nothing)."""
-        return {r.path: r.object.hexsha for r in self.repo.refs}
-
     # --- writing, in a temporary linked work tree ---------------------------------------------
 
     @contextmanager
