@@ -62,4 +62,8 @@ class Transform(Protocol):
     def strip(self, tree: ast.Module) -> ast.Module:
         """Remove from `tree` everything this transform may add, in place (the engine hands
         over trees it parsed for the purpose): verification demands
-        strip(parse(output)) == strip(parse(input))."""
+        strip(parse(output)) == strip(parse(input)).
+
+        A transform that moves code (transforms/restructure) cannot be stripped back; it
+        offers `verified_baseline(text, tree, path) -> text` instead: its own output for the
+        input, after its own checks (test inventory), which the engine then compares with."""

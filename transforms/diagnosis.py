@@ -22,6 +22,7 @@ access to the method bodies), for callers that only have the facts.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
@@ -165,31 +166,6 @@ class ClassDiagnosis:
     advice: Tuple[str, ...] = ()  # transform names, in the order they apply
     manual: Tuple[str, ...] = ()  # why (part of) the class stays manual
     widening: Tuple[str, ...] = ()  # the advice adds devices: which and why
-
-    def to_json(self) -> dict:
-        return {
-            "class": self.name,
-            "line": self.line,
-            "instantiation": self.instantiation,
-            "devices": list(self.devices),
-            "advice": list(self.advice),
-            "manual": list(self.manual),
-            "widening": list(self.widening),
-            "tests": [
-                {
-                    "name": t.name,
-                    "line": t.line,
-                    "takes_device": t.takes_device,
-                    "guards": list(t.guards),
-                    "machine_guards": list(t.machine_guards),
-                    "cuda_uses": None if t.cuda_uses is None else [
-                        {"api": u.api, "line": u.line, "equivalent": u.equivalent} for u in t.cuda_uses
-                    ],
-                    "devices": list(t.devices),
-                }
-                for t in self.tests
-            ],
-        }
 
 
 # --------------------------------------------------------------------------- device sets
@@ -424,8 +400,10 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
         else:
             guards, keep, machine, param = read_guards(ast.Name(d) for d in m.decorators)
             uses = None
-        test_devices = (GENERIC,) if (inst is None and not m.takes_device) else guarded(
-            devices, keep, ACCELERATOR_GUARD in guards) if inst is not None else ("not-instantiated",)
+        if inst is not None:
+            test_devices = guarded(devices, keep, ACCELERATOR_GUARD in guards)
+        else:
+            test_devices = ("not-instantiated",) if m.takes_device else (GENERIC,)
         tests.append(TestDiagnosis(m.name, m.line, m.takes_device, guards, keep, machine, uses,
                                    test_devices, param))
     diag = ClassDiagnosis(
@@ -439,20 +417,21 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
 # --------------------------------------------------------------------------- advice
 
 
-def test_target(t: TestDiagnosis) -> Optional[str]:
-    """The class value a single device test belongs in after restructuring, or None (manual)."""
+def test_target(t: TestDiagnosis, single: Optional[str] = None, convert_cuda: bool = True) -> Optional[str]:
+    """The class value a test belongs in after restructuring, or None (manual). `single`:
+    the value of a one-device only_for (every device test goes there); `convert_cuda`:
+    an @onlyCUDA test without CUDA-only APIs counts as ACCELERATOR (cuda-to-accelerator
+    will convert it); split-class, which runs after it, passes False."""
     if not t.takes_device:
         return "GENERIC"
+    if single is not None:
+        return single
     if t.guard_devices is None:
-        if t.cuda_uses is not None and t.cuda_only_apis and t.accelerator_guarded:
-            return None  # onlyAccelerator but CUDA-only API: a bug to look at
-        return "ACCELERATOR"
+        return None if (t.accelerator_guarded and t.cuda_only_apis) else "ACCELERATOR"
     if t.guard_devices == ("cpu",):
         return "CPU"
-    if t.guard_devices == ("cuda",):
-        if t.cuda_uses is None:
-            return None  # unknown whether it can become an accelerator test
-        return "CUDA" if t.cuda_only_apis else "ACCELERATOR"
+    if t.guard_devices == ("cuda",) and t.cuda_uses is not None:
+        return "ACCELERATOR" if convert_cuda and not t.cuda_only_apis else "CUDA"
     return None
 
 
@@ -518,15 +497,15 @@ def advise(diag: ClassDiagnosis, inst: Optional[Instantiation], module_known: bo
                 if added:
                     widening.append(
                         f"cuda-to-accelerator widens {', '.join(t.name for t in converts)}: adds {', '.join(added)}")
-            kinds = {targets[t.name] for t in device_tests if targets[t.name] is not None}
-            if free or len(kinds) > 1 or kinds & {"CPU", "CUDA"}:
+            kinds = {targets[t.name] for t in device_tests}
+            if None not in kinds and (free or len(kinds) > 1 or kinds & {"CPU", "CUDA"}):
                 advice.append("split-class")
         elif free:
             advice.append("split-class")
         if free and any(t.parametrized for t in free):
             manual.append("device-free tests are parametrized: a GENERIC class would need "
                           "instantiate_parametrized_tests")
-    return ClassDiagnosis(**{**diag.__dict__, "advice": tuple(advice), "manual": tuple(manual),
+    return dataclasses.replace(diag, **{"advice": tuple(advice), "manual": tuple(manual),
                              "widening": tuple(widening)})
 
 
@@ -539,15 +518,9 @@ def _why_manual(t: TestDiagnosis) -> str:
     return f"{t.name}: guard {', '.join(t.guards)} keeps {', '.join(t.guard_devices or ())}; no transform fits"
 
 
-def advice_text(names: Iterable[str]) -> str:
-    return "; ".join(f"{n}: {ADVICE[n]}" for n in names)
-
-
 def refine(decision, diag: ClassDiagnosis):
     """A classify.Decision with its advice replaced by the precise diagnosis (method bodies
     read): the transforms that fit, the widening they cause and what stays manual."""
-    import dataclasses
-
     message = decision.message.split("; fitting pattern:")[0]
     if diag.advice:
         message += f"; fitting transform: {', '.join(diag.advice)} (decouple apply --restructure auto)"

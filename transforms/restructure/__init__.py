@@ -63,7 +63,7 @@ def compose(moves: List[Move]) -> List[Move]:
     return list(current.values())
 
 
-def _summary(name: str, cls: str, moves: List[Move]) -> Finding:
+def _summary(name: str, cls: str, line: int, moves: List[Move]) -> Finding:
     targets: Dict[str, int] = {}
     for m in moves:
         targets[m.new_class] = targets.get(m.new_class, 0) + 1
@@ -72,7 +72,7 @@ def _summary(name: str, cls: str, moves: List[Move]) -> Finding:
     message = f"{cls}: {name} -> {where}"
     if widened:
         message += f"; WIDENS the devices the tests run on: adds {', '.join(widened)} (review it)"
-    return Finding(f"restructure/{name}", message, 1, WARNING if widened else INFO, cls=cls,
+    return Finding(f"restructure/{name}", message, line, WARNING if widened else INFO, cls=cls,
                    data={"moves": [_move_json(m) for m in moves]})
 
 
@@ -99,9 +99,7 @@ class Restructure:
             lines = {d.name: d.line for d in diags}
             for cls in sorted(touched, key=lambda c: lines.get(c, 0)):
                 own = [m for m in step.moves if m.old_class == cls]
-                finding = _summary(name, cls, own)
-                findings.append(Finding(finding.rule, finding.message, lines.get(cls, 1), finding.severity,
-                                        cls=cls, data=finding.data))
+                findings.append(_summary(name, cls, lines.get(cls, 1), own))
             moves += step.moves
             text, tree = step.text, ast.parse(step.text)
         if moves:

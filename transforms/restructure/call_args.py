@@ -5,7 +5,7 @@ the device sets before and after are reported per test."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from transforms import analysis, diagnosis
 from transforms.diagnosis import ClassDiagnosis

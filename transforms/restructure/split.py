@@ -34,21 +34,6 @@ class Refusal(Exception):
     """This class cannot be split safely; the message says why."""
 
 
-def target(t: diagnosis.TestDiagnosis, single: Optional[str]) -> Optional[str]:
-    """The part a test goes to; `single` is the value of a one-device only_for."""
-    if not t.takes_device:
-        return "GENERIC"
-    if single is not None:
-        return single
-    if t.guard_devices is None:
-        return None if (t.accelerator_guarded and t.cuda_only_apis) else "ACCELERATOR"
-    if t.guard_devices == ("cpu",):
-        return "CPU"
-    if t.guard_devices == ("cuda",) and t.cuda_uses is not None:
-        return "CUDA"  # cuda-to-accelerator, when selected, ran first and took the rest
-    return None
-
-
 def _names_in(nodes) -> set:
     return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
 
@@ -68,7 +53,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: Opti
         raise Refusal("the device set is unknown (a non-literal argument)")
     parts: Dict[str, List[str]] = {}
     for t in diag.tests:
-        value = target(t, single)
+        value = diagnosis.test_target(t, single, convert_cuda=False)
         if value is None:
             raise Refusal(f"{t.name}: no class fits its guards {', '.join(t.guards)}")
         if t.takes_device and not t.devices:
