@@ -29,6 +29,8 @@ from codemod.discovery import (
     read_paths_file,
 )
 from codemod.report import lintrunner
+from codemod.files import MAX_SOURCE_BYTES, SourceError, decode_source
+from codemod.report import github, sarif
 from codemod.report import text as text_report
 from codemod.result import FAILED, FileResult, RunResult
 from codemod import target
@@ -63,8 +65,21 @@ def _progress(enabled: bool):
     return wrap
 
 
-def selection_options(f):
-    """Options shared by every command that walks test files."""
+STDIN = "-"
+
+
+def stdin_quiet_options(f):
+    """`-` as the path, and --quiet: for the commands that read test files."""
+    f = click.option("-q", "--quiet", is_flag=True,
+                     help="No progress bar, no summary: only the output asked for and per-file problems.")(f)
+    return click.option("--stdin-filename", metavar="PATH",
+                        help="With `-` as the path (read the file from standard input): the path to name in "
+                             "messages and rules (default: <stdin>).")(f)
+
+
+def selection_options(f=None, *, formats=("text", "json", "github", "sarif"), default="text"):
+    """Options shared by every command that walks test files (`@selection_options`, or
+    `@selection_options(formats=..., default=...)` for a command with formats of its own)."""
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
         click.option("--from-allowlist", "allowlist", type=click.Path(),
@@ -75,7 +90,8 @@ def selection_options(f):
                      help=f"Also process the vendored folders excluded by default: {', '.join(DEFAULT_EXCLUDES)}."),
         click.option("-j", "--jobs", type=click.IntRange(1), default=None,
                      help="Worker processes (default: all cores)."),
-        click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+        click.option("--format", "fmt", type=click.Choice(list(formats)), default=default, show_default=True,
+                     help="github: workflow-command annotations; sarif: SARIF 2.1.0 (for code scanning)."),
         click.option("--classification", metavar="VALUE",
                      help="Use VALUE for every unlabelled test class instead of inferring it."),
         click.option("--set", "per_class", multiple=True, metavar="CLASS=VALUE",
@@ -83,9 +99,13 @@ def selection_options(f):
         click.option("--force", is_flag=True,
                      help="Apply a --classification/--set value even when it breaks a linter rule (reported)."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate(f) if f is not None else decorate
 
 
 def _label_transform(classification, per_class, force) -> HwLabel:
@@ -151,8 +171,27 @@ def _unknown_classes(transforms, results) -> None:
         fail(f"--set {', '.join(unknown)}: no test class of that name in the selected files; nothing written")
 
 
+def _stdin_run(mode: str, transforms, name: str | None) -> RunResult:
+    """`-`: one file read from standard input, named `name` in messages (never written)."""
+    name = name or "<stdin>"
+    data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)  # bounded, as for files
+    try:
+        if len(data) > MAX_SOURCE_BYTES:
+            raise SourceError(f"too large: more than {MAX_SOURCE_BYTES:,} bytes on standard input; not processed")
+        src = decode_source(data)
+    except SourceError as e:
+        return RunResult(mode, [FileResult(name, FAILED, reason=str(e))])
+    return RunResult(mode, [engine.process_file(name, transforms, mode, src=src)])
+
+
 def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False,
-         strict=False):
+         strict=False, stdin_filename=None, quiet=False):
+    if STDIN in paths:
+        if len(paths) > 1 or allowlist_path:
+            raise click.UsageError("`-` (standard input) must be the only path")
+        return _stdin_run(mode, transforms, stdin_filename)
+    if stdin_filename:
+        raise click.UsageError("--stdin-filename goes with `-` as the path")
     try:
         found, allowlist, stale, missing = _select(cfg, paths, allowlist_path, exclude, no_default_excludes,
                                                    missing_ok=mode == "lint")
@@ -163,7 +202,7 @@ def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, t
         # Check the --set names on a look-only pass (up to the labels), before any file is written.
         upto = next(i for i, t in enumerate(transforms) if hasattr(t, "per_class")) + 1
         _unknown_classes(transforms, engine.run_files(found.files, transforms[:upto], "classify", jobs))
-    show_progress = sys.stderr.isatty() and len(found.files) > 50
+    show_progress = not quiet and sys.stderr.isatty() and len(found.files) > 50
     root = allowlist.root if allowlist is not None else None
     results = engine.run_files(found.files, transforms, mode, jobs, _progress(show_progress),
                                display=lambda p: diff_name(p, root))
@@ -195,14 +234,21 @@ def _read_globals(path: str | None):
     return data
 
 
-def _emit(run: RunResult, fmt: str, table: bool) -> None:
+def _emit(run: RunResult, fmt: str, table: bool, quiet: bool = False) -> None:
     if fmt == "json":
         click.echo(json.dumps(run.to_json(), indent=2))
+        return
+    if fmt == "github":
+        click.echo(github.render(lintrunner.messages(run)), nl=False)
+        return
+    if fmt == "sarif":
+        click.echo(json.dumps(sarif.render(lintrunner.messages(run)), indent=2))
         return
     if table:
         click.echo(text_report.classification_table(run), nl=False)
     click.echo(text_report.problems(run), nl=False, err=True)
-    click.echo(text_report.summary(run), nl=False, err=True)
+    if not quiet:
+        click.echo(text_report.summary(run), nl=False, err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -219,37 +265,54 @@ def main() -> None:
 
 @main.command()
 @selection_options
-def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force):
-    """Show the classification of every test class, with its evidence. Writes nothing."""
+@stdin_quiet_options
+def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
+             stdin_filename, quiet):
+    """Show the classification of every test class, with its evidence. Writes nothing.
+    PATH `-` reads one file from standard input."""
     transform = _label_transform(classification, per_class, force)
-    run = _run(_config(), "classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
-    _emit(run, fmt, table=True)
+    run = _run(_config(), "classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform],
+               stdin_filename=stdin_filename, quiet=quiet)
+    _emit(run, fmt, table=True, quiet=quiet)
     sys.exit(run.exit_code())
 
 
 @main.command()
-@selection_options
+@selection_options(formats=("lintrunner", "text", "github", "sarif"), default="lintrunner")
+@stdin_quiet_options
 @click.option("--paths-file", type=click.Path(dir_okay=False),
               help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).")
 def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-         paths_file):
-    """lintrunner adapter: print LintMessage JSON lines (the label edits as an autofix
-    `replacement`, manual work and errors as messages). Writes nothing; exits 0 unless the
-    invocation itself is wrong, as lintrunner expects."""
-    if fmt != "text":
-        raise click.UsageError("lint always prints lintrunner JSON lines; --format does not apply")
+         stdin_filename, quiet, paths_file):
+    """Lint messages in the upstream test linter's severities: lintrunner LintMessage JSON
+    lines (the label edits as an autofix `replacement`), or `text` lines, GitHub annotations,
+    SARIF. Writes nothing. Exit 0 with --format lintrunner unless the invocation itself is
+    wrong (as lintrunner expects); with the other formats, 1 when any message is an error.
+    PATH `-` reads one file from standard input."""
     if paths_file is not None:
         try:
             paths = list(paths) + read_paths_file(paths_file)
         except DiscoveryError as e:
             fail(str(e))
     transform = _label_transform(classification, per_class, force)
-    run = _run(_config(), "lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform])
-    click.echo(lintrunner.render(run), nl=False)
+    run = _run(_config(), "lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform],
+               stdin_filename=stdin_filename, quiet=quiet)
+    messages = list(lintrunner.messages(run))
+    if fmt == "lintrunner":
+        click.echo(lintrunner.render(messages), nl=False)
+        sys.exit(0)
+    if fmt == "github":
+        click.echo(github.render(messages), nl=False)
+    elif fmt == "sarif":
+        click.echo(json.dumps(sarif.render(messages), indent=2))
+    else:
+        click.echo(lintrunner.render_text(messages), nl=False)
+    sys.exit(1 if any(m["severity"] == "error" for m in messages) else 0)
 
 
 @main.command()
 @selection_options
+@stdin_quiet_options
 @click.option("--diff", "show_diff", is_flag=True, help="Print unified diffs, write nothing; exit 1 if any.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a change is needed.")
 @click.option("--strict", is_flag=True,
@@ -272,13 +335,18 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
 @click.option("--map-out", "map_out", type=click.Path(dir_okay=False), default=None,
               help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).")
 def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-          show_diff, check, strict, graduate_flag, stats, torch_load, globals_file, explain, python, no_label,
-          restructure_names, map_out):
+          stdin_filename, quiet, show_diff, check, strict, graduate_flag, stats, torch_load, globals_file, explain,
+          python, no_label, restructure_names, map_out):
     """Insert hw_classification labels (and the import) where the rules allow it; with
-    --torch-load, make torch.load calls explicit too."""
+    --torch-load, make torch.load calls explicit too. PATH `-` reads one file from standard
+    input (with --diff or --check: nothing is written)."""
     if show_diff and check:
         raise click.UsageError("--diff and --check exclude each other")
     mode = "diff" if show_diff else "check" if check else "write"
+    if STDIN in paths and mode == "write":
+        raise click.UsageError("`-` (standard input) needs --diff or --check: there is no file to write")
+    if fmt in ("github", "sarif") and mode != "check":
+        raise click.UsageError(f"--format {fmt} goes with --check")
     if graduate_flag and mode != "write":
         raise click.UsageError("--graduate only makes sense when writing (drop --diff/--check)")
     cfg = _config()
@@ -316,7 +384,8 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
                 "(first released in 2.14): the labelled files will fail to import there")
         elif not no_label and info.torch_version is None:
             warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
-    run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag, strict)
+    run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag, strict,
+               stdin_filename=stdin_filename, quiet=quiet)
     run.warnings += warnings
     if map_out:
         _write_map(map_out, run)
@@ -324,7 +393,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
         for f in run.files:
             if f.diff:
                 click.echo(f.diff, nl=not f.diff.endswith("\n"))
-    _emit(run, fmt, table=False)
+    _emit(run, fmt, table=False, quiet=quiet)
     if stats and fmt == "text":
         click.echo(text_report.rule_statistics(run), nl=False, err=True)
     sys.exit(run.exit_code())

@@ -488,14 +488,16 @@ def summary(result: dict[str, Any]) -> str:
               help="Rounds of allow-and-rerun before giving up.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
               help="Seconds per pytest round.")
-def discover_globals(targets, python, out, max_iterations, timeout):
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary on stderr (errors only).")
+def discover_globals(targets, python, out, max_iterations, timeout, quiet):
     """Find the globals the torch.load calls of TARGET tests need under weights_only=True.
 
     TARGET is a test file or pytest node id.  Prints JSON (for `decouple apply
     --torch-load safe-globals|auto --globals FILE`) and a summary on stderr.
     """
     def log(msg):
-        click.echo(msg, err=True)
+        if not quiet:
+            click.echo(msg, err=True)
 
     try:
         result, status = discover(targets, python=python, max_iterations=max_iterations,
@@ -508,7 +510,8 @@ def discover_globals(targets, python, out, max_iterations, timeout):
         Path(out).write_text(text + "\n", encoding="utf-8")
     else:
         click.echo(text)
-    click.echo(summary(result), err=True)
+    if not quiet:
+        click.echo(summary(result), err=True)
     sys.exit(status)
 
 

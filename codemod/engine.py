@@ -132,11 +132,13 @@ def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, s
     return UNCHANGED, ""
 
 
-def process_file(path: str, transforms: Sequence[Transform], mode: str, display: str | None = None) -> FileResult:
+def process_file(path: str, transforms: Sequence[Transform], mode: str, display: str | None = None,
+                 src: Source | None = None) -> FileResult:
     """mode: classify (look only) | check | diff | lint (check, keeping both texts) | write.
-    `display` is the name diff headers show (default: `path`)."""
+    `display` is the name diff headers show (default: `path`). `src`: the source already read
+    (standard input; `path` is then only its name, and mode is never write)."""
     try:
-        return _process(path, transforms, mode, display or path)
+        return _process(path, transforms, mode, display or path, src)
     except RecursionError as e:
         return FileResult(path, FAILED, reason=too_deep(e))
     except Exception as e:  # per-file isolation: report, never write, go on
@@ -151,11 +153,13 @@ def too_deep(e: RecursionError) -> str:
     return f"too deeply nested for Python's parser/analysis (RecursionError{where}: {e}); not processed"
 
 
-def _process(path: str, transforms: Sequence[Transform], mode: str, display: str) -> FileResult:
-    try:
-        src: Source = read_source(path)
-    except SourceError as e:
-        return FileResult(path, FAILED, reason=str(e))
+def _process(path: str, transforms: Sequence[Transform], mode: str, display: str,
+             src: Source | None = None) -> FileResult:
+    if src is None:
+        try:
+            src = read_source(path)
+        except SourceError as e:
+            return FileResult(path, FAILED, reason=str(e))
     if not any(t.triage(src.text) for t in transforms):
         return FileResult(path, SKIPPED, reason="no test classes")
     try:

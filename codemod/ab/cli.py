@@ -30,8 +30,6 @@ cause table (codemod/ab/causes.py), and reports each cause as confirmed or not.
 Verdict and exit code: SAFE 0, REGRESSION 1, INCONCLUSIVE 3; 2 = usage or
 internal error, or a report that could not be written (the verdict is still
 printed); 130/143 = interrupted (temp roots removed).
-\b
-Merge shard results:  decouple ab merge RESULT.json... [--json/--markdown/--html/--junit PATH]
 """
 
 
@@ -41,7 +39,8 @@ class DefaultRunGroup(click.Group):
     default_cmd = "run"
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or args[0] not in self.commands:
+        # `decouple ab --help` is the group's help (listing run and merge), not run's
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
             args = [self.default_cmd, *args]
         return super().parse_args(ctx, args)
 
@@ -131,11 +130,11 @@ def repro_paths(markdown, html) -> list[Path]:
     return out
 
 
-def _write_reports(result: ABResult, json_path, markdown, html, junit, lang) -> tuple[list[str], list[Path]]:
-    """Write every report and repro.sh; return the error messages (one per file that could
+def _write_reports(result: ABResult, json_path, markdown, html, junit, lang, extra=()) -> tuple[list[str], list[Path]]:
+    """Write every report, repro.sh and the `extra` (path, text) outputs; return the error messages (one per file that could
     not be written) and the repro.sh files written."""
     errors, written = [], []
-    for path, text in _render_reports(result, json_path, markdown, html, junit, lang):
+    for path, text in [*_render_reports(result, json_path, markdown, html, junit, lang), *extra]:
         try:
             _write(path, text)
         except OSError as err:
@@ -167,19 +166,19 @@ def _report_options(f):
     return f
 
 
-def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, quiet) -> None:
+def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, quiet, extra=()) -> None:
     from codemod.ab import terminal
     from codemod.ab.compare import exit_code
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    errors, repro = _write_reports(result, json_path, markdown, html, junit, lang)
+    errors, repro = _write_reports(result, json_path, markdown, html, junit, lang, extra)
     click.echo(terminal.render(result, color=color, repro=str(repro[0]) if repro else None), nl=False)
     for err in errors:
         click.echo(f"decouple ab: error: {err} (verdict {result.verdict} above; exit {REPORT_WRITE_ERROR})", err=True)
     sys.exit(REPORT_WRITE_ERROR if errors else exit_code(result.verdict))
 
 
-@click.group(cls=DefaultRunGroup, name="ab", epilog=_EPILOG,
+@click.group(cls=DefaultRunGroup, name="ab",
              context_settings={"help_option_names": ["-h", "--help"]})
 def ab() -> None:
     """Run the ORIGINAL (A) and MODIFIED (B) versions of test files and compare them.
@@ -217,7 +216,14 @@ def ab() -> None:
 @click.option("--map-file", "map_file", type=click.Path(dir_okay=False), default=None,
               help="Read more --map entries (re:REGEX=TEMPLATE too) from a test map, e.g. the JSON "
                    "`decouple apply --restructure ... --map-out FILE` writes.")
-@click.option("--shard", metavar="I/N", help="Run only shard I of N (files by sorted path, round robin).")
+@click.option("--shard", metavar="I/N",
+              help="Run only shard I of N: files balanced by --durations (else by size), a dominating "
+                   "file split by node id. Every shard computes the same plan.")
+@click.option("--durations", "durations", multiple=True, type=click.Path(exists=True), metavar="PATH",
+              help="Recorded times for --shard: a --durations-out file, an earlier --json result, or a "
+                   "folder of them (repeatable).")
+@click.option("--durations-out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write this run's per-file and per-test times (input for a later --durations).")
 @click.option("--fsync", type=click.Choice(["none", "start", "all"]), default="none", show_default=True,
               help="fsync the capture file: never (each event is still one write(2), kept when a test "
                    "process dies), at test starts, or at every event (~1 ms each on a disk).")
@@ -232,7 +238,8 @@ def ab() -> None:
 @click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
 @_report_options
 def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_timeout, jobs, confirm,
-            mapping, map_file, shard, fsync, fork, diagnose, diagnose_budget, keep_temp, json_path, markdown, html,
+            mapping, map_file, shard, durations, durations_out, fsync, fork, diagnose, diagnose_budget, keep_temp,
+            json_path, markdown, html,
             junit, lang, color, quiet) -> None:
     """Run PATHS in arm A and arm B and compare every test.
 
@@ -241,10 +248,11 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
     """
     from codemod.ab import compare
     from codemod.ab import run as _run
+    from codemod.ab import shard as _shard
 
     if not base and not (a_root and b_root):
         raise click.UsageError("give --base REF, or both --a-root DIR and --b-root DIR")
-    check_report_paths(json_path, markdown, html, junit)
+    check_report_paths(json_path, markdown, html, junit, durations_out)
     if base and (a_root or b_root):
         raise click.UsageError("--base and --a-root/--b-root exclude each other")
     try:
@@ -256,11 +264,12 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
             timeout=timeout, file_timeout=file_timeout, jobs=jobs or (os.cpu_count() or 1),
             confirm=confirm, mapping={**compare.parse_mapping(mapping),
                                      **(compare.read_map_file(map_file) if map_file else {})}, shard=shard,
+            durations=_shard.load_durations(durations) if durations else None,
             progress=None if quiet else (lambda m: click.echo(m, err=True)), keep_temp=keep_temp,
             fsync=fsync, fork=fork,
         )
         _run.parse_shard(shard)
-    except (_run.UsageError, ValueError) as err:
+    except (_run.UsageError, ValueError) as err:  # DurationsError is a ValueError
         raise click.UsageError(str(err))
     try:
         result = _run.run_ab(opts)
@@ -285,7 +294,11 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
         traceback.print_exc()
         click.echo("decouple ab: internal error (temporary roots removed)", err=True)
         sys.exit(2)
-    _finish(result, json_path, markdown, html, junit, lang, color, quiet)
+    extra = []
+    if durations_out:
+        tests = _shard.from_result(result.to_json()).tests
+        extra.append((durations_out, _shard.durations_json(opts.file_durations, tests)))
+    _finish(result, json_path, markdown, html, junit, lang, color, quiet, extra)
 
 
 @ab.command("merge", context_settings={"help_option_names": ["-h", "--help"]})

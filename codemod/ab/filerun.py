@@ -223,11 +223,12 @@ class ArmRunner:
         procs.register(proc)
         return proc
 
-    def run_file(self, file: str, args: list[str], only: Optional[set[str]] = None) -> FileRun:
+    def run_file(self, file: str, args: list[str], only: Optional[set[str]] = None,
+                 deselect: tuple[str, ...] = ()) -> FileRun:
         res = FileRun(arm=self.spec.name, file=file)
         accs: dict[str, _TestAcc] = {}
         collected: list[str] = []
-        excluded: set[str] = set()
+        excluded: set[str] = set(deselect)   # the node ids another shard runs, then crashed tests
         t_file = time.monotonic()
         attempts = 0
         ever_collected = False

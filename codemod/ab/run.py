@@ -26,6 +26,7 @@ from typing import Callable, Optional
 
 from codemod.ab import arms as _arms
 from codemod.ab import compare as _cmp
+from codemod.ab import shard as _shard
 from codemod.ab import procs
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
 from codemod.ab.model import ABResult, ArmResult, TestComparison
@@ -103,11 +104,14 @@ class RunOptions:
     confirm: int = 2
     mapping: dict[str, str] = field(default_factory=dict)
     shard: Optional[str] = None
+    durations: Optional[_shard.Durations] = None   # recorded times that balance the shards
     cwd: Optional[str] = None
     progress: Optional[Callable[[str], None]] = None
     keep_temp: bool = False           # debugging only
     fsync: str = "none"               # plugin fsync policy: none | start | all
     fork: bool = True                 # a warm interpreter per arm (False: a fresh process per run)
+    # filled in by the run: wall seconds per file (the slower of arms A and B), for --durations-out
+    file_durations: dict[str, float] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------
@@ -336,9 +340,12 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     # files
     files_by_arm = {n: ({} if n in arm_errors else _arms.discover_files(s.root, sel)) for n, s in specs.items()}
     all_files = sorted(set(files_by_arm["A"]) | set(files_by_arm["B"]))
+    pieces = [_shard.Piece(f, 0.0) for f in all_files]
     if shard:
         i, n = shard
-        all_files = [f for k, f in enumerate(all_files) if k % n == i - 1]
+        sizes = _shard.size_in([specs[x].root for x in ("A", "B") if x not in arm_errors])
+        pieces = _shard.select(all_files, i, n, opts.durations, sizes)
+        all_files = [p.file for p in pieces]
     say(f"{len(all_files)} test file(s)" + (f" in shard {opts.shard}" if shard else ""))
 
     # warm interpreters: they import in the background while the probe and the
@@ -382,12 +389,13 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
                for n, s in specs.items()}
     jobs: list[Future] = []
     job_meta: list[tuple[str, str]] = []
-    for f in all_files:
+    for piece in pieces:
+        f = piece.file
         for name in specs:
             args = files_by_arm[name].get(f)
             if args is None:
                 continue
-            jobs.append(pool.submit(_progress_wrap, runners[name], f, args, say))
+            jobs.append(pool.submit(_progress_wrap, runners[name], f, args, say, piece))
             job_meta.append((name, f))
     _wait_all(jobs, stop)
 
@@ -403,6 +411,8 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         ar.collection_skips.update(fr.collection_skips)
         ar.crashes.extend(fr.crashes)
         ar.duration += fr.duration
+        if name in ("A", "B"):
+            opts.file_durations[f] = max(opts.file_durations.get(f, 0.0), fr.duration)
         result.warnings.extend(f"arm {name}: {n}" for n in fr.notes)
     for name, spec in specs.items():
         ar = arm_results[name]
@@ -471,8 +481,9 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     return result
 
 
-def _progress_wrap(runner: ArmRunner, f: str, args: list[str], say) -> FileRun:
-    fr = runner.run_file(f, args)
+def _progress_wrap(runner: ArmRunner, f: str, args: list[str], say, piece: _shard.Piece) -> FileRun:
+    fr = runner.run_file(f, args, only=set(piece.only) if piece.only is not None else None,
+                         deselect=piece.deselect)
     counts: dict[str, int] = {}
     for o in fr.outcomes.values():
         counts[o.outcome] = counts.get(o.outcome, 0) + 1

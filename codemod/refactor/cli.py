@@ -113,9 +113,10 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
               help="A/B: per-test limit in seconds; 0 = none.")
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="A/B: reruns of each discordant test per arm.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr: the plan or the report only.")
 def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, lang, limit, group_size, jobs,
              classification, per_class, force, torch_load, globals_file, explain, restructure_names, python, env,
-             diag, timeout, confirm):
+             diag, timeout, confirm, quiet):
     """From test files (or the allowlist) to reviewable branches: label, graduate, commit on a
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
 
@@ -142,7 +143,7 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
                             allowlist=allowlist or cfg.allowlist,
                             branch=branch, allow_dirty=allow_dirty, dry_run=dry_run, no_ab=no_ab, out=out,
                             lang=lang, limit=limit, group_size=group_size, jobs=jobs or cfg.jobs, ab=ab,
-                            say=lambda m: click.echo(m, err=True))
+                            say=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)))
     try:
         repo = open_repo(".")
         current = repo.repo.head.ref.name if not repo.repo.head.is_detached else "a detached HEAD"
@@ -170,7 +171,8 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
               help="The branch `decouple refactor` made (its commit records the changes).")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
-def pr_body(ab_json, branch, lang, output):
+@click.option("-q", "--quiet", is_flag=True, help="For uniformity: pr-body prints only the body (and errors) anyway.")
+def pr_body(ab_json, branch, lang, output, quiet):
     """Compose PR_BODY.md from a refactor commit and an A/B result (the split-machine path:
     `refactor --no-ab` here, `ab --json` on the target machine, then this). Exit: the verdict's
     code (0 SAFE, 1 REGRESSION, 3 INCONCLUSIVE), 0 without --ab, 2 on bad input."""

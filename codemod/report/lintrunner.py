@@ -1,22 +1,42 @@
-"""lintrunner's LintMessage JSON lines, one per line.
+"""Lint messages: lintrunner's LintMessage JSON lines, one per line (and the plain
+text lines the GitHub and SARIF views share the stream with).
 
 PyTorch's lint front end shows these next to its own test linter, and applies a
 message's `replacement` as the autofix (the upstream linter offers none: its
 original/replacement are always null).
+
+Severities follow the upstream linter, which reports every rule violation as an
+`error`: a test class without a valid label (the file the autofix edits, a class
+left for manual work, an invalid label), a label that breaks its value's rules
+(forced, or existing), a duplicate class or instantiation. The tool's own
+judgement beyond the linter's letter (a valid label the inference disagrees
+with, torch.load findings) keeps the finding's own severity.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from codemod.result import FAILED, RunResult
+from codemod.result import CHANGED, FAILED, RunResult
+from transforms.base import Finding
 
 CODE = "DECOUPLE"
 SEVERITY = {"error": "error", "warning": "warning", "info": "advice"}
 # Findings that describe an edit the replacement makes.
 _EDITS = ("hw/label", "hw/forced", "torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
+# Findings the upstream linter itself reports (as errors) on the file as it is.
+_UPSTREAM_ERRORS = frozenset({"hw/needs-manual", "hw/invalid-label", "hw/refused", "hw/forced",
+                              "hw/duplicate_class", "hw/duplicate_instantiation",
+                              "engine/no-autofix"})  # a file that needs labels lintrunner cannot fix
+
+
+def severity(finding: Finding) -> str:
+    """The lintrunner severity of a finding: `error` wherever the upstream linter says error."""
+    if finding.rule in _UPSTREAM_ERRORS or (finding.rule.startswith("hw/already") and finding.data.get("violations")):
+        return "error"
+    return SEVERITY[finding.severity]
 
 
 def _message(path: str, line: int | None, severity: str, name: str, description: str,
@@ -30,17 +50,29 @@ def messages(run: RunResult) -> Iterator[dict[str, Any]]:
         if f.status == FAILED:
             yield _message(f.path, None, "error", "input-error", f.reason)
             continue
-        if f.replacement is not None:
+        # lint mode keeps the texts (the autofix); a file it cannot give one for says so itself
+        if f.replacement is not None or (f.status == CHANGED and run.mode != "lint"):
             edits = [x for x in f.findings if x.rule in _EDITS]
             first = min((x.line for x in edits), default=None)
             what = "; ".join(x.message for x in edits) or "edits this file"
-            yield _message(f.path, first, "warning", "autofix", f"decouple apply: {what}",
+            # an unlabelled test class is the upstream linter's [hw_classification] error
+            level = "error" if any(x.rule.startswith("hw/") for x in edits) else "warning"
+            yield _message(f.path, first, level, "autofix", f"decouple apply: {what}",
                            f.original, f.replacement)
         for x in f.findings:
             if x.severity != "info":
                 detail = f"{x.message} (suggested: {x.fix})" if x.fix and x.data.get("patterns") else x.message
-                yield _message(f.path, x.line, SEVERITY[x.severity], x.rule, detail)
+                yield _message(f.path, x.line, severity(x), x.rule, detail)
 
 
-def render(run: RunResult) -> str:
-    return "".join(json.dumps(m) + "\n" for m in messages(run))
+def render(lint_messages: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(m) + "\n" for m in lint_messages)
+
+
+def render_text(lint_messages: Iterable[dict[str, Any]]) -> str:
+    """`path:line: severity: [name] description`, one message a line (pre-commit, terminals)."""
+    out = []
+    for m in lint_messages:
+        where = f"{m['path']}:{m['line']}" if m["line"] else m["path"]
+        out.append(f"{where}: {m['severity']}: [{m['name']}] {m['description']}\n")
+    return "".join(out)
