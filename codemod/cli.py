@@ -36,7 +36,7 @@ from codemod.result import FAILED, FileResult, RunResult
 from codemod import target
 from codemod.ab.cli import ab
 from codemod.discover_globals import discover_globals
-from transforms.classify import VALUES
+from transforms.members import MEMBERS as VALUES
 from transforms.hw_label import HwLabel
 from transforms.torch_load import MODES, TorchLoad, check_mode_supported
 from transforms import restructure

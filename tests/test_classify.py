@@ -11,16 +11,13 @@ import pytest
 
 from transforms import analysis, classify
 from transforms.analysis import UNKNOWN, analyse, may_have_test_class
-from transforms.classify import (
-    EXAMPLES,
-    VALUES,
-    check,
-    decide,
-    decision_findings,
-    infer,
-    module_findings,
-    normalise_value,
-)
+from transforms.classify import decide, decision_findings, infer, module_findings
+from transforms.members import MEMBERS
+from transforms.members import MEMBERS as VALUES
+from transforms.members import normalise_member as normalise_value
+from transforms.rules import advice
+from transforms.rules.deviations import DEVIATIONS
+from transforms.rules.linter import REGISTRY, RULES, check
 
 
 def facts(src: str, with_text: bool = True) -> analysis.ModuleFacts:
@@ -38,48 +35,72 @@ def rules(violations) -> set:
     return {v.rule for v in violations}
 
 
-# --------------------------------------------------------------------------- the example table
+# --------------------------------------------------------------------------- rule examples
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
-def test_example(example):
-    assert (example.value is not None) != bool(example.broken), (
-        "an example states either a value or the broken rules"
-    )
-    f = facts(example.source)
-    cls = f.get(example.cls)
-    assert cls is not None, f"{example.cls} not found as a test class"
-    decision = infer(cls)
-    if example.value is not None:
-        assert decision.status == "label", decision.message
-        assert decision.value == example.value
-        assert decision.inferred == example.value
-        assert check(cls, example.value) == []
+def _rule_case_list():
+    for r in REGISTRY:
+        for kind in ("valid", "invalid"):
+            for i, ex in enumerate(getattr(r, kind)):
+                yield pytest.param(r, kind, ex, id=f"{r.name}-{r.check.__name__}-{kind}{i}")
+
+
+@pytest.mark.parametrize("rule, kind, example", list(_rule_case_list()))
+def test_rule_example(rule, kind, example):
+    """Fixit style: every rule's own examples, run through that rule alone and through check()."""
+    assert example.value in rule.values
+    cls = facts(example.source).get("TestFoo")
+    assert cls is not None, "TestFoo is not a test class in the example"
+    own = rule.check(cls, example.value)
+    assert all(v.rule == rule.name and v.value == example.value for v in own)
+    if kind == "valid":
+        assert own == []
     else:
-        assert decision.status == "needs-manual", decision.message
-        assert decision.value is None
-        assert set(decision.violations) == set(VALUES)
-        for value, expected in example.broken.items():
-            assert rules(decision.violations[value]) == set(expected), value
-    for pattern in example.patterns:
-        assert pattern in decision.patterns
-    # Every decision must be JSON-friendly once turned into findings.
-    json.dumps([x.to_json() for x in decision_findings(decision)])
+        assert own, "the invalid example does not break the rule"
+        assert rule.name in rules(check(cls, example.value))
 
 
-def test_examples_cover_every_value_and_pattern():
-    values = {e.value for e in EXAMPLES if e.value}
-    assert values == set(VALUES)
-    patterns = {p for e in EXAMPLES for p in e.patterns}
-    # cuda-to-accelerator needs the method bodies: tests/test_restructure*.py cover it.
-    assert patterns | {"cuda-to-accelerator"} == set(classify.PATTERNS)
+def test_every_rule_has_examples_and_every_value_rules():
+    for r in REGISTRY:
+        assert r.valid and r.invalid, r.name
+    assert set(RULES) == set(MEMBERS)
+    names = {v: [r.name for r in RULES[v]] for v in MEMBERS}
+    assert names["GENERIC"] == ["instantiation", "device_param"]
+    assert names["ACCELERATOR"] == ["instantiation", "device_param", "decorator", "only_for"]
+    assert names["MPS"] == ["instantiation", "device_param", "only_for", "except_for", "allow_mps"]
+    assert names["CPU"] == ["instantiation", "device_param", "only_for", "except_for"]
+
+
+def _deviation_case_list():
+    for d in DEVIATIONS:
+        for i, (src, refused) in enumerate(d.fires):
+            yield pytest.param(d, src, refused, id=f"{d.name}-fires{i}")
+        for i, src in enumerate(d.quiet):
+            yield pytest.param(d, src, (), id=f"{d.name}-quiet{i}")
+
+
+@pytest.mark.parametrize("dev, source, refused", list(_deviation_case_list()))
+def test_deviation_example(dev, source, refused):
+    cls = facts(source).get("TestFoo")
+    hit = dev.find(cls)
+    if not refused:
+        assert hit is None
+        return
+    assert hit is not None and hit.deviation == dev.name
+    assert set(hit.values) == set(refused)
+    assert dev.pattern in classify.PATTERNS
+    decision = infer(cls)
+    # A deviation never lets a label through: manual work with the deviation's pattern.
+    assert decision.status == "needs-manual", decision.message
+    assert dev.pattern in decision.patterns
 
 
 def test_values_are_mutually_exclusive_on_examples():
-    for example in EXAMPLES:
-        cls = facts(example.source).get(example.cls)
+    sources = [ex.source for r in REGISTRY for ex in r.valid + r.invalid]
+    for source in sources:
+        cls = facts(source).get("TestFoo")
         passing = [v for v in VALUES if not check(cls, v)]
-        assert len(passing) <= 1, (example.name, passing)
+        assert len(passing) <= 1, (source, passing)
 
 
 # --------------------------------------------------------------------------- triage
@@ -92,6 +113,7 @@ def test_values_are_mutually_exclusive_on_examples():
         ("class T:\n    async def test_x(self): pass\n", True),
         ("class T:\n    def  test_x(self): pass\n", True),
         ("class T:\n    def\ttest_x(self): pass\n", True),
+        ("class T:\n    def testAdd(self): pass\n", True),
         ("def helper(): pass\nx = 'test_'\n", False),
         ("", False),
     ],
@@ -123,7 +145,7 @@ def test_all_parameter_kinds_are_listed():
                 pass
         """
     )
-    assert cls.test_methods[0].params == ("self", "a", "b", "args", "c", "devices", "kwargs")
+    assert cls.test_methods[0].params == ("self", "a", "b", "*args", "c", "devices", "**kwargs")
     assert cls.test_methods[0].takes_device
 
 
@@ -155,12 +177,65 @@ def test_classes_under_if_try_with_are_test_classes():
                         def test_a(self): pass
                 except Exception:
                     pass
+        for i in range(2):
+            class TestFor(TestCase):
+                def test_a(self): pass
+        else:
+            while False:
+                pass
+            else:
+                class TestWhileElse(TestCase):
+                    def test_a(self): pass
         """
     )
     names = [c.name for c in f.classes]
+    # The linter's order: try body, else, finally, then the handlers.
     assert names == [
-        "TestIf", "TestElse", "TestTry", "TestExcept", "TestTryElse", "TestFinally", "TestDeep",
+        "TestIf", "TestElse", "TestTry", "TestTryElse", "TestFinally", "TestExcept", "TestDeep",
+        "TestFor", "TestWhileElse",
     ]
+
+
+def test_try_star_and_match_are_not_scanned():
+    f = facts(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        try:
+            class TestHidden(TestCase):
+                def test_b(self): pass
+        except* ValueError:
+            instantiate_device_type_tests(TestA, globals())
+        match X:
+            case 1:
+                instantiate_device_type_tests(TestA, globals(), only_for="cpu")
+        """
+    )
+    (cls,) = f.classes
+    assert cls.instantiations == ()
+    assert sorted(i.line for i in cls.hidden_instantiations) == [8, 11]
+    assert {c.name: c.reason for c in f.ignored} == {"TestHidden": analysis.REASON_UNSCANNED}
+
+
+def test_redefined_class_keeps_the_last_definition_and_last_call():
+    f = facts(
+        """
+        class TestA(TestCase):
+            def test_a(self): pass
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals(), only_for="cpu")
+        instantiate_device_type_tests(TestA, globals(), except_for="cpu")
+        """
+    )
+    (cls,) = f.classes
+    assert cls.line == 4
+    assert cls.instantiation.except_for == ("cpu",)
+    assert f.duplicate_classes == (("TestA", (2, 4)),)
+    assert f.duplicate_instantiations == (("TestA", (6, 7)),)
+    assert {c.name: (c.line, c.reason) for c in f.ignored} == {"TestA": (2, analysis.REASON_REDEFINED)}
+    assert check(cls, "ACCELERATOR") == []  # the last call decides
+    assert rules(check(cls, "CPU")) == {"only_for", "except_for"}
 
 
 def test_helper_base_and_nested_classes_are_ignored_with_reason():
@@ -180,9 +255,6 @@ def test_helper_base_and_nested_classes_are_ignored_with_reason():
             class TestFactory(TestCase):
                 def test_d(self): pass
             return TestFactory
-        for i in range(2):
-            class TestLoop(TestCase):
-                def test_e(self): pass
         """
     )
     assert [c.name for c in f.classes] == ["TestReal"]
@@ -192,22 +264,25 @@ def test_helper_base_and_nested_classes_are_ignored_with_reason():
         "TestInFunction": analysis.REASON_NESTED,
         "TestInClass": analysis.REASON_NESTED,
         "TestFactory": analysis.REASON_NESTED,
-        "TestLoop": analysis.REASON_LOOP,
     }
     assert "MyModule" not in reasons  # plain helpers are not noise-reported
     assert [c.line for c in f.ignored] == sorted(c.line for c in f.ignored)
 
 
-def test_only_test_underscore_methods_make_a_test_class():
+def test_methods_starting_with_test_make_a_test_class():
     f = facts(
         """
         class TestOld(TestCase):
             def testFoo(self): pass
             test_attr = 1
+        class TestHelpers(TestCase):
+            def _test_x(self): pass
+            def helper_test(self): pass
         """
     )
-    assert f.classes == ()
-    assert [c.name for c in f.ignored] == ["TestOld"]
+    assert [c.name for c in f.classes] == ["TestOld"]
+    assert [m.name for m in f.classes[0].test_methods] == ["testFoo"]
+    assert [c.name for c in f.ignored] == ["TestHelpers"]
 
 
 def test_class_facts_fields():
@@ -301,7 +376,7 @@ def _inst(call: str, header: str = "") -> analysis.Instantiation:
         (", only_for=get_devices()", UNKNOWN),
         (", only_for=f'{dev}'", UNKNOWN),
         (", only_for=['cuda', DEV]", UNKNOWN),
-        (", None, 'cpu'", ("cpu",)),  # positional slot of only_for
+        (", None, 'cpu'", None),  # positional: invisible to the linter
     ],
 )
 def test_only_for_forms(arg, expected):
@@ -320,13 +395,19 @@ def test_except_for_and_flags():
     assert inst.form == "name"
     assert inst.text.startswith("instantiate_device_type_tests(TestA, globals()")
     inst = _inst("instantiate_device_type_tests(TestA, globals(), allow_mps=False, allow_xpu=None)")
-    assert inst.allow_mps is False and inst.allow_xpu is None
+    # A literal None is not a bool: the linter reads it as non-literal and skips the check.
+    assert inst.allow_mps is False and inst.allow_xpu == UNKNOWN
+    assert _inst("instantiate_device_type_tests(TestA, globals())").allow_mps is None
 
 
-def test_double_star_kwargs_make_unseen_options_unknown():
+def test_options_out_of_the_linters_sight_are_recorded_apart():
     inst = _inst("instantiate_device_type_tests(TestA, globals(), except_for=None, **kw)")
-    assert inst.except_for is None
-    assert inst.only_for == UNKNOWN
+    assert inst.except_for is None and inst.only_for is None  # what the linter sees
+    assert inst.star is True and inst.positional == ()
+    inst = _inst("instantiate_device_type_tests(TestA, globals(), None, 'cuda', False, True)")
+    assert inst.positional == ("except_for", "only_for", "allow_mps")
+    assert inst.only_for is None and inst.allow_mps is None
+    assert _inst("instantiate_device_type_tests(TestA, *args)").star is True
 
 
 def test_attribute_form_inside_if_main_block_counts():
@@ -425,7 +506,7 @@ def test_existing_labels(stmt, valid, member, problem_part):
         assert problem_part in label.problem
 
 
-def test_label_assigned_twice_is_invalid():
+def test_label_assigned_twice_first_one_counts():
     cls = one(
         """
         class TestA(TestCase):
@@ -434,7 +515,21 @@ def test_label_assigned_twice_is_invalid():
             def test_a(self): pass
         """
     )
-    assert not cls.label.valid and "more than once" in cls.label.problem
+    # The linter reads the first; the second is remembered for a warning.
+    assert cls.label.valid and cls.label.shadowed_by == (4,)
+    d = decide(cls)
+    assert d.status == "already-disagrees" and "line 4" in d.message
+
+
+def test_multi_target_label_is_invisible_to_the_linter():
+    cls = one(
+        """
+        class TestA(TestCase):
+            x = hw_classification = HardwareClassification.GENERIC
+            def test_a(self): pass
+        """
+    )
+    assert not cls.label.valid and "together" in cls.label.problem
 
 
 
@@ -475,7 +570,16 @@ def test_class_level_only_decorator_is_flagged():
         instantiate_device_type_tests(TestA, globals())
         """
     )
-    assert rules(check(cls, "ACCELERATOR")) == {"decorator"}
+    # The linter checks method decorators only; the tool refuses ACCELERATOR all the same.
+    assert check(cls, "ACCELERATOR") == []
+    d = infer(cls)
+    assert d.status == "needs-manual" and d.value is None
+    assert d.patterns[0] == "cuda-to-accelerator"
+    assert "would accept ACCELERATOR" in d.message and "@onlyCPU" in d.message
+    assert [r.deviation for r in d.refusals] == ["class-only-decorator"]
+    forced = decide(cls, "ACCELERATOR", force=True)
+    assert forced.status == "forced"
+    assert decide(cls, "ACCELERATOR").status == "refused"
 
 
 def test_generic_rules_messages_name_lines():
@@ -487,7 +591,7 @@ def test_generic_rules_messages_name_lines():
         """
     )
     found = check(cls, "GENERIC")
-    assert [(v.rule, v.line) for v in found] == [("instantiation", 4), ("device_param", 3)]
+    assert [(v.rule, v.line) for v in found] == [("instantiation", 2), ("device_param", 3)]
     assert "line 4" in found[0].message
     assert "test_a(self, device)" in found[1].message
 
@@ -565,7 +669,7 @@ def test_evidence_texts():
     assert "line 4: instantiate_device_type_tests(TestA, globals(), only_for='cpu')" in texts
     generic = one("class TestA(TestCase):\n    def test_a(self): pass\n")
     texts = [e.text for e in infer(generic).evidence]
-    assert "not instantiated anywhere" in texts
+    assert "not instantiated anywhere the linter looks" in texts
     assert any(t.startswith("no test method takes device/devices") for t in texts)
 
 
@@ -733,5 +837,139 @@ def test_module_findings_duplicates():
 
 
 def test_module_facts_are_json_friendly():
-    src = EXAMPLES[0].source
+    src = REGISTRY[0].valid[0].source
     json.dumps(asdict(analyse(ast.parse(src), src)))
+
+
+# --------------------------------------------------------------------------- parity corner cases
+
+
+def test_non_literal_allow_mps_skips_the_check_and_labels_mps():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals(), only_for="mps", allow_mps=MACOS_VERSION >= 15)
+        """
+    )
+    d = infer(cls)
+    assert (d.status, d.value) == ("label", "MPS")
+
+
+def test_positional_only_for_is_manual_work_with_keyword_advice():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals(), None, "cuda")
+        """
+    )
+    assert check(cls, "ACCELERATOR") == []  # what the linter would accept ...
+    d = infer(cls)
+    assert d.status == "needs-manual"  # ... is refused: the tests run on CUDA only
+    assert d.patterns[0] == "keyword-args"
+    assert "by position" in d.message and "keyword" in d.message
+    assert "keyword-args" in classify.PATTERNS
+
+
+def test_star_kwargs_is_manual_work():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        instantiate_device_type_tests(TestA, globals(), **OPTIONS)
+        """
+    )
+    d = infer(cls)
+    assert d.status == "needs-manual" and d.patterns[0] == "keyword-args"
+
+
+def test_generic_class_that_needs_a_gpu_is_labelled_with_a_warning():
+    cls = one(
+        """
+        class TestA(TestCase):
+            @unittest.skipIf(not TEST_CUDA, "no cuda")
+            def test_a(self):
+                pass
+        """
+    )
+    d = infer(cls)
+    assert (d.status, d.value) == ("label", "GENERIC")
+    assert d.warnings and "skipIf(not TEST_CUDA" in d.warnings[0].text
+    found = decision_findings(d)
+    assert [f.rule for f in found] == ["hw/label", "hw/generic-needs-gpu"]
+    assert found[1].severity == "warning" and "skipIf(not TEST_CUDA" in found[1].message
+
+
+def test_class_gpu_guard_counts_too():
+    cls = one(
+        """
+        @skipUnless(torch.cuda.is_available(), "cuda")
+        class TestA(TestCase):
+            def test_a(self):
+                pass
+        """
+    )
+    assert cls.gpu_guards and infer(cls).warnings
+
+
+def test_duplicate_instantiation_of_a_non_test_class_is_an_error_and_manual_work():
+    from transforms.hw_label import HwLabel
+
+    src = textwrap.dedent(
+        """
+        from torch.testing._internal.common_utils import TestCase
+        class Helper:
+            pass
+        class TestA(TestCase):
+            def test_a(self): pass
+        instantiate_device_type_tests(Helper, globals())
+        instantiate_device_type_tests(Helper, globals())
+        """
+    )
+    result = HwLabel().run(src, ast.parse(src))
+    dup = [f for f in result.findings if f.rule == "hw/duplicate_instantiation"]
+    assert len(dup) == 1 and dup[0].severity == "error" and dup[0].line == 8
+    assert result.manual == 1  # apply exits 1
+    assert "hw_classification = HardwareClassification.GENERIC" in result.text
+
+
+def test_lint_module_predicts_the_linters_messages():
+    from transforms.rules.linter import lint_module
+
+    f = facts(
+        """
+        class TestA(TestCase):
+            hw_classification = HardwareClassification.GENERIC
+            def test_a(self, device): pass
+        class TestA(TestCase):
+            hw_classification = HardwareClassification.CUDA
+            def test_a(self, device): pass
+        class TestB(TestCase):
+            def testB(self): pass
+        instantiate_device_type_tests(TestA, globals(), only_for="cpu")
+        instantiate_device_type_tests(TestA, globals(), only_for="cuda")
+        """
+    )
+    got = [(m.name, m.line) for m in lint_module(f)]
+    assert got == [("[duplicate_class]", 5), ("[hw_classification]", 8), ("[duplicate_instantiation]", 11)]
+
+
+# --------------------------------------------------------------------------- advice (facts only)
+
+
+@pytest.mark.parametrize("call, extra, expected", [
+    ("instantiate_device_type_tests(TestA, globals(), only_for=('cuda', 'xpu'))", "", ("drop-only-for",)),
+    ("instantiate_device_type_tests(TestA, globals(), only_for=('cpu', 'cuda'))", "", ("drop-only-for",)),
+    ("instantiate_device_type_tests(TestA, globals(), None, ('cuda', 'xpu'))", "", ("keyword-args",)),
+    ("instantiate_device_type_tests(TestA, globals(), only_for=DEVICES)", "", ("inline-only-for",)),
+    ("instantiate_device_type_tests(TestA, globals())", "    @onlyCPU\n    def test_b(self, device): pass\n",
+     ("split-class",)),
+    ("instantiate_device_type_tests(TestA, globals())", "    def test_b(self): pass\n", ("split-class",)),
+])
+def test_advice_from_the_facts(call, extra, expected):
+    cls = one("class TestA(TestCase):\n    def test_a(self, device): pass\n" + extra + call + "\n")
+    d = infer(cls)
+    assert d.status == "needs-manual"
+    assert d.patterns[: len(expected)] == expected
+    assert all(p in classify.PATTERNS for p in d.patterns)

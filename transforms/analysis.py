@@ -5,20 +5,31 @@ parse) and never edits anything.  `analyse(tree)` turns a parsed module into a
 `ModuleFacts` value made of plain frozen dataclasses, which `classify.py` checks
 against the linter's rules and the CLI can dump as JSON (`dataclasses.asdict`).
 
-What counts as a test class follows PyTorch's test linter: a class defined at
-module level (also under module-level `if` / `with` / `try` blocks, in any of
-their branches, recursively) whose own body defines `test_*` methods (`def` or
-`async def`).  Classes without such methods, and classes nested in functions
-or other classes, are not checked; they are reported in `ModuleFacts.ignored`
-so that a user can see why nothing happened to them.
+What counts as a test class follows PyTorch's test linter exactly: a class in a
+scanned statement (the module body and, at any depth, the bodies of `if`/`else`,
+`try` (body, else, finally, then the `except` handlers, in that order), `with`,
+`for`/`else` and `while`/`else`) whose own body defines a method (`def` or
+`async def`) whose name starts with `test`.  A class defined twice counts once:
+the last definition is the one the linter checks.  Classes without such
+methods, classes nested in functions or classes, classes under `try/except*`
+or `match` (the linter does not look there) and earlier definitions of a
+redefined class are not checked; they are reported in `ModuleFacts.ignored`.
+
+Instantiation options (`only_for`, `except_for`, `allow_mps`, `allow_xpu`) are
+read the linter's way, as keyword arguments only; what the linter cannot see
+(the same options passed positionally or through `*args`/`**kwargs`, a call
+under `try/except*`) is recorded separately so the rules can refuse a label
+the linter would check against the wrong facts.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, List, Optional, Tuple, Union
+
+from transforms.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
 __all__ = [
     "COMMON_UTILS",
@@ -38,12 +49,6 @@ __all__ = [
     "may_have_test_class",
 ]
 
-# The enum, its home and its members (values are the lowercase names).
-ENUM_NAME = "HardwareClassification"
-COMMON_UTILS = "torch.testing._internal.common_utils"
-MEMBERS = ("GENERIC", "ACCELERATOR", "CPU", "CUDA", "MPS", "XPU")
-HW_ATTRIBUTE = "hw_classification"
-
 # Parameter names through which instantiate_device_type_tests passes the device.
 DEVICE_PARAMS = ("device", "devices")
 
@@ -56,11 +61,12 @@ INSTANTIATE_PARAMETRIZED = "instantiate_parametrized_tests"
 # Reasons given for classes that are not test classes.
 REASON_HELPER = "no test methods (helper base)"
 REASON_NESTED = "nested in function/class"
-REASON_LOOP = "defined inside a module-level for/while loop"
+REASON_UNSCANNED = "under try/except* or match (the linter does not scan there)"
+REASON_REDEFINED = "redefined later in the file (only the last definition is linted)"
 
 # Positional slots of instantiate_device_type_tests(generic_test_class, scope,
 # except_for=None, only_for=None, include_lazy=False, allow_mps=False,
-# allow_xpu=False); keywords are by far the common spelling.
+# allow_xpu=False).  The linter reads these options as keywords only.
 _POSITIONAL_SLOTS = {2: "except_for", 3: "only_for", 5: "allow_mps", 6: "allow_xpu"}
 
 # Device strings worth flagging when a test hard-codes them ("cpu" is left out:
@@ -68,36 +74,47 @@ _POSITIONAL_SLOTS = {2: "except_for", 3: "only_for", 5: "allow_mps", 6: "allow_x
 _HARDCODED_DEVICE = re.compile(r"^(cuda|xpu|mps)(:\d+)?$")
 _DEVICE_METHODS = {"cuda": "cuda", "xpu": "xpu", "mps": "mps"}
 
-_TRY_TYPES: Tuple[type, ...] = (ast.Try,)
+# Blocks the linter does not enter although module-level code runs there.
+_UNSCANNED_TYPES: Tuple[type, ...] = (ast.Match,)
 if hasattr(ast, "TryStar"):  # Python 3.11+
-    _TRY_TYPES = _TRY_TYPES + (ast.TryStar,)  # type: ignore[attr-defined]
+    _UNSCANNED_TYPES = _UNSCANNED_TYPES + (ast.TryStar,)  # type: ignore[attr-defined]
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 # only_for / except_for: None (absent or literal None), a tuple of strings, or UNKNOWN.
 DeviceList = Union[None, Tuple[str, ...], str]
-# allow_mps / allow_xpu: None (absent), a bool literal, or UNKNOWN.
+# allow_mps / allow_xpu: None (absent), a bool literal, or UNKNOWN (anything else,
+# a literal None included: the linter skips the check then).
 Flag = Union[None, bool, str]
 
 
 @dataclass(frozen=True)
 class TestMethod:
-    """A `test_*` method defined directly in a test class body."""
+    """A method whose name starts with `test`, defined directly in a test class body."""
 
     __test__ = False  # not a pytest test class
 
     name: str
     line: int  # the `def` line
-    params: Tuple[str, ...]  # every parameter name, `self` included
+    params: Tuple[str, ...]  # every parameter, `self` included; `*args`/`**kw` with their stars
     is_async: bool
     decorators: Tuple[str, ...]  # dotted names; a call is rendered by its callee
     # Device names the body hard-codes ("cuda", "xpu", "mps"), from string
     # literals such as "cuda" / "cuda:0" and calls such as `.cuda()`.
     hardcoded_devices: Tuple[str, ...] = ()
+    # Decorators that skip the test without a GPU (`skipIf(not TEST_CUDA, ...)`), as written.
+    gpu_guards: Tuple[str, ...] = ()
 
     @property
     def takes_device(self) -> bool:
+        """The linter's test: a positional-only, normal or keyword-only parameter named
+        device/devices (`*devices` and `**device` are rendered with their stars)."""
         return any(p in DEVICE_PARAMS for p in self.params)
+
+    @property
+    def decorator_names(self) -> Tuple[str, ...]:
+        """The name the linter matches: the last part of a name, attribute or callee."""
+        return tuple(d.rsplit(".", 1)[-1] for d in self.decorators)
 
     def signature(self) -> str:
         return f"{self.name}({', '.join(self.params)})"
@@ -105,7 +122,11 @@ class TestMethod:
 
 @dataclass(frozen=True)
 class Instantiation:
-    """A module-level `instantiate_device_type_tests(Cls, ...)` statement."""
+    """A module-level `instantiate_device_type_tests(Cls, ...)` statement.
+
+    The four options are what the linter sees: keyword arguments only.
+    `positional` names the options passed by position and `star` is true when
+    `*args`/`**kwargs` may carry any of them: facts the linter does not see."""
 
     line: int
     target: str  # the class name
@@ -115,6 +136,14 @@ class Instantiation:
     allow_xpu: Flag = None
     form: str = "name"  # "name" or "attribute" (module.instantiate_device_type_tests)
     text: str = ""  # the call, as `ast.unparse` renders it
+    positional: Tuple[str, ...] = ()
+    star: bool = False
+    # What Python passes for the options given by position (the linter does not see these).
+    positional_values: Tuple[Tuple[str, object], ...] = ()
+
+    def actual(self, option: str) -> object:
+        """The value Python uses for `option`: positional if given so, else the keyword's."""
+        return dict(self.positional_values).get(option, getattr(self, option))
 
 
 @dataclass(frozen=True)
@@ -126,6 +155,8 @@ class ExistingLabel:
     form: str  # source text of the value
     valid: bool
     problem: Optional[str] = None
+    # Later assignments in the same body: Python keeps the last, the linter reads the first.
+    shadowed_by: Tuple[int, ...] = ()
 
     def render(self) -> str:
         return f"{HW_ATTRIBUTE} = {self.form}"
@@ -155,14 +186,27 @@ class TestClassFacts:
     first_stmt_line: int  # first body statement's first line, decorators included
     test_methods: Tuple[TestMethod, ...]
     other_methods: Tuple[str, ...]
-    instantiations: Tuple[Instantiation, ...] = ()
+    instantiations: Tuple[Instantiation, ...] = ()  # every scanned call, in the linter's order
     parametrized: Tuple[int, ...] = ()  # lines of instantiate_parametrized_tests(Cls)
     label: Optional[ExistingLabel] = None
     nested_in: None = None
+    # Calls the linter cannot see (under try/except* or match).
+    hidden_instantiations: Tuple[Instantiation, ...] = ()
+    # Class decorators that skip everything without a GPU (`skipIf(not TEST_CUDA, ...)`).
+    gpu_guards: Tuple[str, ...] = ()
 
     @property
     def instantiated(self) -> bool:
         return bool(self.instantiations)
+
+    @property
+    def instantiation(self) -> Optional[Instantiation]:
+        """The call the linter checks: the last one."""
+        return self.instantiations[-1] if self.instantiations else None
+
+    @property
+    def decorator_names(self) -> Tuple[str, ...]:
+        return tuple(d.rsplit(".", 1)[-1] for d in self.decorators)
 
 
 @dataclass(frozen=True)
@@ -183,18 +227,19 @@ class ModuleFacts:
 
 # --------------------------------------------------------------------------- triage
 
-_DEF_TEST = re.compile(r"\bdef\s+test_")
+_DEF_TEST = re.compile(r"\bdef\s+test")
 
 
 def may_have_test_class(text: str) -> bool:
     """Cheap substring pre-check: False means "certainly no test method here".
 
-    `async def test_x` contains `def test_` too; the regex fallback catches the
+    A test method is any name starting with `test` (`testAdd` counts).
+    `async def testx` contains `def test` too; the regex fallback catches the
     rare `def  test_x` spelled with extra blanks or a tab.
     """
-    if "def test_" in text:
+    if "def test" in text:
         return True
-    return "test_" in text and _DEF_TEST.search(text) is not None
+    return "test" in text and _DEF_TEST.search(text) is not None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -226,31 +271,64 @@ def _first_line(node: ast.stmt) -> int:
 
 
 def _module_level(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
-    """Module-level statements, descending into if / with / try blocks."""
+    """The statements the linter scans, in its order: module level, and at any depth
+    the bodies of if/else, try (body, else, finally, then handlers), with, for/else
+    and while/else."""
     for stmt in stmts:
         yield stmt
-        if isinstance(stmt, ast.If):
+        if isinstance(stmt, (ast.If, ast.For, ast.While)):
             yield from _module_level(stmt.body)
             yield from _module_level(stmt.orelse)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif isinstance(stmt, ast.With):
             yield from _module_level(stmt.body)
-        elif isinstance(stmt, _TRY_TYPES):
-            yield from _module_level(stmt.body)  # type: ignore[attr-defined]
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.Try):
+            yield from _module_level(stmt.body)
+            yield from _module_level(stmt.orelse)
+            yield from _module_level(stmt.finalbody)
+            for handler in stmt.handlers:
                 yield from _module_level(handler.body)
-            yield from _module_level(stmt.orelse)  # type: ignore[attr-defined]
-            yield from _module_level(stmt.finalbody)  # type: ignore[attr-defined]
 
 
 def _params(args: ast.arguments) -> Tuple[str, ...]:
     names = [a.arg for a in args.posonlyargs]
     names += [a.arg for a in args.args]
     if args.vararg is not None:
-        names.append(args.vararg.arg)
+        names.append("*" + args.vararg.arg)
     names += [a.arg for a in args.kwonlyargs]
     if args.kwarg is not None:
-        names.append(args.kwarg.arg)
+        names.append("**" + args.kwarg.arg)
     return tuple(names)
+
+
+_GPU_FLAGS = {"TEST_CUDA", "TEST_GPU", "TEST_MULTIGPU", "TEST_CUDNN"}
+
+
+def _needs_gpu(test: ast.expr) -> bool:
+    """`TEST_CUDA`, `common_cuda.TEST_CUDA`, `torch.cuda.is_available()` and the like."""
+    if isinstance(test, ast.Call):
+        name = dotted_name(test.func) or ""
+        return name.endswith("cuda.is_available") or name.endswith("cuda.device_count")
+    name = dotted_name(test)
+    return name is not None and name.rsplit(".", 1)[-1] in _GPU_FLAGS
+
+
+def _gpu_guards(decorators: List[ast.expr]) -> Tuple[str, ...]:
+    """Decorators that skip unless a GPU is there: skipIf(not TEST_CUDA), skipUnless(TEST_GPU)."""
+    found = []
+    for dec in decorators:
+        if not (isinstance(dec, ast.Call) and dec.args):
+            continue
+        callee = (dotted_name(dec.func) or "").rsplit(".", 1)[-1]
+        cond = dec.args[0]
+        if callee == "skipIf" and isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
+            hit = _needs_gpu(cond.operand)
+        elif callee == "skipUnless":
+            hit = _needs_gpu(cond)
+        else:
+            hit = False
+        if hit:
+            found.append(ast.unparse(dec))
+    return tuple(found)
 
 
 def _hardcoded_devices(fn: ast.AST) -> Tuple[str, ...]:
@@ -298,11 +376,12 @@ def _test_method(
         is_async=isinstance(fn, ast.AsyncFunctionDef),
         decorators=tuple(_render_decorator(d) for d in fn.decorator_list),
         hardcoded_devices=hardcoded,
+        gpu_guards=_gpu_guards(fn.decorator_list),
     )
 
 
 def _is_test_name(name: str) -> bool:
-    return name.startswith("test_")
+    return name.startswith("test")
 
 
 def _defines_tests(cls: ast.ClassDef) -> bool:
@@ -333,11 +412,18 @@ def _label_value(value: Optional[ast.expr]) -> Tuple[Optional[str], str, Optiona
     return member, form, None
 
 
+def _is_attribute(target: ast.expr) -> bool:
+    return isinstance(target, ast.Name) and target.id == HW_ATTRIBUTE
+
+
 def _label_of(stmt: ast.stmt) -> Optional[ExistingLabel]:
     if isinstance(stmt, ast.Assign):
-        if not any(isinstance(t, ast.Name) and t.id == HW_ATTRIBUTE for t in stmt.targets):
+        if not any(_is_attribute(t) for t in stmt.targets):
             return None
         member, form, problem = _label_value(stmt.value)
+        if len(stmt.targets) > 1:
+            # `a = hw_classification = X.Y`: the linter skips such a statement.
+            problem = "assigned together with other names (the linter reads only `hw_classification = ...`)"
     elif isinstance(stmt, ast.AnnAssign):
         if not (isinstance(stmt.target, ast.Name) and stmt.target.id == HW_ATTRIBUTE):
             return None
@@ -356,20 +442,18 @@ def _label_of(stmt: ast.stmt) -> Optional[ExistingLabel]:
 
 
 def _class_label(cls: ast.ClassDef) -> Optional[ExistingLabel]:
+    """The linter's reading: the first single-target assignment decides (a multi-target
+    one is skipped by it, and reported here only when nothing else decides)."""
     labels = [lab for lab in map(_label_of, cls.body) if lab is not None]
     if not labels:
         return None
-    first = labels[0]
-    if len(labels) > 1:
-        lines = ", ".join(str(lab.line) for lab in labels)
-        return ExistingLabel(
-            line=first.line,
-            member=first.member,
-            form=first.form,
-            valid=False,
-            problem=f"{HW_ATTRIBUTE} assigned more than once (lines {lines})",
-        )
-    return first
+    multi = "assigned together"
+    deciding = [lab for lab in labels if not (lab.problem or "").startswith(multi)]
+    if not deciding:
+        return labels[0]
+    first = deciding[0]
+    later = tuple(lab.line for lab in labels if lab.line > first.line)
+    return replace(first, shadowed_by=later) if later else first
 
 
 # --------------------------------------------------------------------------- calls
@@ -393,8 +477,8 @@ def _device_list(node: ast.expr) -> DeviceList:
 
 
 def _flag(node: ast.expr) -> Flag:
-    """True/False for a bool literal, None for a literal None (same as absent), else UNKNOWN."""
-    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, bool)):
+    """True/False for a bool literal, else UNKNOWN (a literal None too, as the linter reads it)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
         return node.value
     return UNKNOWN
 
@@ -413,26 +497,21 @@ def _instantiation(call: ast.Call, form: str) -> Optional[Instantiation]:
     if not call.args or not isinstance(call.args[0], ast.Name):
         return None
     values = {"except_for": None, "only_for": None, "allow_mps": None, "allow_xpu": None}
-    starred = False
+    positional = []
+    given = []
+    star = False
     for index, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
-            starred = True
-            break
-        slot = _POSITIONAL_SLOTS.get(index)
-        if slot is not None:
-            values[slot] = _device_list(arg) if slot.endswith("_for") else _flag(arg)
-    seen = set()
+            star = True
+        elif index in _POSITIONAL_SLOTS:
+            slot = _POSITIONAL_SLOTS[index]
+            positional.append(slot)
+            given.append((slot, _device_list(arg) if slot.endswith("_for") else _flag(arg)))
     for kw in call.keywords:
-        if kw.arg is None:  # **kwargs may carry any of them
-            starred = True
+        if kw.arg is None:
+            star = True
         elif kw.arg in values:
-            seen.add(kw.arg)
             values[kw.arg] = _device_list(kw.value) if kw.arg.endswith("_for") else _flag(kw.value)
-    if starred:
-        # *args / **kwargs may supply anything we did not see spelled out.
-        for slot in values:
-            if slot not in seen and values[slot] is None:
-                values[slot] = UNKNOWN
     return Instantiation(
         line=call.lineno,
         target=call.args[0].id,
@@ -442,6 +521,9 @@ def _instantiation(call: ast.Call, form: str) -> Optional[Instantiation]:
         allow_xpu=values["allow_xpu"],
         form=form,
         text=ast.unparse(call),
+        positional=tuple(positional),
+        star=star,
+        positional_values=tuple(given),
     )
 
 
@@ -474,6 +556,22 @@ def _nested_test_classes(node: ast.AST) -> Iterator[ast.ClassDef]:
         stack.extend(_child_statements(stmt))
 
 
+def _hidden_instantiations(block: ast.stmt) -> Iterator[Instantiation]:
+    """instantiate_device_type_tests calls at any depth of a block the linter skips
+    (function and class bodies excluded: those do not run at import)."""
+    stack = list(_child_statements(block))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            name, form = _call_kind(stmt.value)
+            if name == INSTANTIATE_DEVICE:
+                inst = _instantiation(stmt.value, form)
+                if inst is not None:
+                    yield inst
+        elif not isinstance(stmt, (ast.ClassDef,) + _FUNCTION_TYPES):
+            stack.extend(_child_statements(stmt))
+
+
 def _duplicates(pairs: Iterable[Tuple[str, int]]) -> Tuple[Tuple[str, Tuple[int, ...]], ...]:
     lines: dict = {}
     for name, line in pairs:
@@ -493,6 +591,7 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
     helper_nodes = []
     nested = []
     instantiations = []
+    hidden = []
     parametrized: dict = {}
 
     for stmt in _module_level(tree.body):
@@ -514,12 +613,21 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
                     parametrized.setdefault(args[0].id, []).append(stmt.lineno)
         elif isinstance(stmt, _FUNCTION_TYPES):
             nested.extend((c, REASON_NESTED) for c in _nested_test_classes(stmt))
-        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            nested.extend((c, REASON_LOOP) for c in _nested_test_classes(stmt))
+        elif isinstance(stmt, _UNSCANNED_TYPES):
+            nested.extend((c, REASON_UNSCANNED) for c in _nested_test_classes(stmt))
+            hidden.extend(_hidden_instantiations(stmt))
+
+    # A class defined twice: the linter checks the last definition only.
+    last = {node.name: node for node in class_nodes}
+    redefined = [node for node in class_nodes if last[node.name] is not node]
+    kept = [node for node in class_nodes if last[node.name] is node]
 
     by_target: dict = {}
     for inst in instantiations:
         by_target.setdefault(inst.target, []).append(inst)
+    hidden_by_target: dict = {}
+    for inst in hidden:
+        hidden_by_target.setdefault(inst.target, []).append(inst)
 
     classes = tuple(
         _class_facts(
@@ -527,8 +635,9 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
             tuple(by_target.get(node.name, ())),
             tuple(parametrized.get(node.name, ())),
             lines,
+            tuple(hidden_by_target.get(node.name, ())),
         )
-        for node in class_nodes
+        for node in kept
     )
 
     test_names = {c.name for c in classes}
@@ -539,13 +648,14 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
         if _looks_like_test_helper(node, base_names, test_names)
     ]
     ignored += [IgnoredClass(node.name, node.lineno, reason) for node, reason in nested]
+    ignored += [IgnoredClass(node.name, node.lineno, REASON_REDEFINED) for node in redefined]
     ignored.sort(key=lambda c: c.line)
 
     return ModuleFacts(
         classes=classes,
         ignored=tuple(ignored),
         instantiations=tuple(instantiations),
-        duplicate_classes=_duplicates((c.name, c.line) for c in classes),
+        duplicate_classes=_duplicates((c.name, c.lineno) for c in class_nodes),
         duplicate_instantiations=_duplicates((i.target, i.line) for i in instantiations),
     )
 
@@ -572,6 +682,7 @@ def _class_facts(
     instantiations: Tuple[Instantiation, ...],
     parametrized: Tuple[int, ...],
     lines: Optional[List[str]] = None,
+    hidden: Tuple[Instantiation, ...] = (),
 ) -> TestClassFacts:
     body = node.body
     docstring_end = None
@@ -604,4 +715,6 @@ def _class_facts(
         parametrized=parametrized,
         label=_class_label(node),
         nested_in=None,
+        hidden_instantiations=hidden,
+        gpu_guards=_gpu_guards(node.decorator_list),
     )

@@ -1,58 +1,37 @@
-"""The rule table: which `HardwareClassification` value a test class satisfies.
+"""Decisions: which `HardwareClassification` value a test class gets, and why.
 
-Each value owns a few small rule functions, registered in `RULES`; each rule
-looks at a `TestClassFacts` and returns `Violation`s named exactly as PyTorch's
-test linter prints them (`instantiation`, `device_param`, `decorator`,
-`only_for`, `except_for`, `allow_mps`, `allow_xpu`).  `check(cls, value)` runs
-the rules of one value; `infer(cls)` picks the value whose rules all pass (the
-rules make the values mutually exclusive, so at most one does) and otherwise
-explains, per candidate value, what breaks and which restructuring pattern
-fits.  `decide(cls, override, force)` adds existing labels and user overrides
-on top.  Findings for the engine come from `decision_findings` and
-`module_findings`.
-
-`EXAMPLES` is a table of self-describing cases (source, class, expected value
-or expected broken rules) that the test-suite runs, Fixit style.
+The linter's rules live in `transforms.rules.linter` (a registry with examples),
+the deliberate deviations from them in `transforms.rules.deviations`, the
+restructuring advice in `transforms.rules.advice`.  Here they are combined:
+`infer(cls)` picks the value whose rules all pass and that no deviation refuses
+(the rules make the values mutually exclusive, so at most one does) and
+otherwise explains, per candidate value, what breaks and which restructuring
+fits; `decide(cls, override, force)` adds existing labels and user overrides.
+Findings for the engine come from `decision_findings` and `module_findings`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from dataclasses import asdict, dataclass, field, replace
+from typing import Dict, List, Mapping, Optional, Tuple
 
-from transforms.analysis import (
-    ENUM_NAME,
-    HW_ATTRIBUTE,
-    UNKNOWN,
-    Instantiation,
-    ModuleFacts,
-    TestClassFacts,
-)
-from transforms import diagnosis
+from transforms.analysis import Instantiation, ModuleFacts, TestClassFacts
 from transforms.base import ERROR, INFO, WARNING, Finding
+from transforms.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS, normalise_member
+from transforms.rules.advice import PATTERNS, pick_patterns
+from transforms.rules.deviations import Refusal, deviation, refusals
+from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS, Violation, check
 
 __all__ = [
-    "DEVICE_VALUES",
-    "EXAMPLES",
-    "PATTERNS",
-    "RULES",
     "STATUSES",
-    "VALUES",
     "Decision",
     "Evidence",
-    "Example",
-    "Violation",
-    "check",
     "decide",
     "decision_findings",
     "evidence",
     "infer",
     "module_findings",
-    "normalise_value",
 ]
-
-VALUES = ("GENERIC", "ACCELERATOR", "CPU", "CUDA", "MPS", "XPU")
-DEVICE_VALUES = ("CPU", "CUDA", "MPS", "XPU")
 
 # Decision statuses, their finding severities.
 STATUSES = {
@@ -65,27 +44,8 @@ STATUSES = {
     "refused": ERROR,
 }
 
-# Restructuring advice: the transforms of transforms/restructure/ (and inject-device), one
-# line each; which ones fit a class is decided by transforms/diagnosis.py.
-PATTERNS = diagnosis.ADVICE
-
 # How many test methods to list by name in evidence before summarising.
 _EVIDENCE_LIMIT = 8
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken linter rule: `value` is the classification, `rule` the linter's name."""
-
-    value: str
-    rule: str
-    message: str
-    line: int
-
-    @property
-    def code(self) -> str:
-        """The linter's spelling: `ACCELERATOR[decorator]`."""
-        return f"{self.value}[{self.rule}]"
 
 
 @dataclass(frozen=True)
@@ -107,241 +67,15 @@ class Decision:
     violations: Dict[str, Tuple[Violation, ...]] = field(default_factory=dict)
     patterns: Tuple[str, ...] = ()
     message: str = ""
+    # Deliberate deviations that refused a value the linter would accept.
+    refusals: Tuple[Refusal, ...] = ()
+    # Warnings about a label the rules allow but that may mislead (GENERIC tests needing a GPU).
+    warnings: Tuple[Evidence, ...] = ()
 
     @property
     def edits(self) -> bool:
         """True when the class gets a `hw_classification` line."""
         return self.status in ("label", "forced")
-
-
-# --------------------------------------------------------------------------- rules
-
-Rule = Callable[[TestClassFacts, str], List[Violation]]
-
-
-def _fmt_devices(value: object) -> str:
-    if value == UNKNOWN:
-        return "a non-literal value"
-    if isinstance(value, tuple):
-        return repr(value[0]) if len(value) == 1 else repr(value)
-    return repr(value)
-
-
-def _not_instantiated(cls: TestClassFacts, value: str) -> List[Violation]:
-    if cls.instantiations:
-        return [
-            Violation(
-                value,
-                "instantiation",
-                f"{value} classes must not be instantiated, but {cls.name} is passed to "
-                f"instantiate_device_type_tests at line {inst.line}",
-                inst.line,
-            )
-            for inst in cls.instantiations
-        ]
-    return []
-
-
-def _instantiated(cls: TestClassFacts, value: str) -> List[Violation]:
-    if cls.instantiations:
-        return []
-    extra = ""
-    if cls.parametrized:
-        lines = ", ".join(map(str, cls.parametrized))
-        extra = f" (instantiate_parametrized_tests at line {lines} does not count)"
-    return [
-        Violation(
-            value,
-            "instantiation",
-            f"{value} classes must be passed to instantiate_device_type_tests, "
-            f"but {cls.name} is not instantiated anywhere{extra}",
-            cls.line,
-        )
-    ]
-
-
-def _no_device_param(cls: TestClassFacts, value: str) -> List[Violation]:
-    return [
-        Violation(
-            value,
-            "device_param",
-            f"{value} test methods must not take device/devices, but "
-            f"{m.signature()} at line {m.line} does",
-            m.line,
-        )
-        for m in cls.test_methods
-        if m.takes_device
-    ]
-
-
-def _device_param(cls: TestClassFacts, value: str) -> List[Violation]:
-    return [
-        Violation(
-            value,
-            "device_param",
-            f"{value} test methods must take device or devices, but "
-            f"{m.signature()} at line {m.line} does not",
-            m.line,
-        )
-        for m in cls.test_methods
-        if not m.takes_device
-    ]
-
-
-def _is_only_decorator(name: str) -> bool:
-    last = name.rsplit(".", 1)[-1]
-    return last.startswith("only") and last != "onlyAccelerator"
-
-
-def _no_only_decorator(cls: TestClassFacts, value: str) -> List[Violation]:
-    found = [
-        Violation(
-            value,
-            "decorator",
-            f"{value} classes may not use @{d} (only @onlyAccelerator is allowed), "
-            f"found on class {cls.name} at line {cls.line}",
-            cls.line,
-        )
-        for d in cls.decorators
-        if _is_only_decorator(d)
-    ]
-    found += [
-        Violation(
-            value,
-            "decorator",
-            f"{value} classes may not use @{d} (only @onlyAccelerator is allowed), "
-            f"found on {m.name} at line {m.line}",
-            m.line,
-        )
-        for m in cls.test_methods
-        for d in m.decorators
-        if _is_only_decorator(d)
-    ]
-    return found
-
-
-def _no_only_for(cls: TestClassFacts, value: str) -> List[Violation]:
-    return [
-        Violation(
-            value,
-            "only_for",
-            f"{value} classes must not restrict devices with only_for (use except_for), "
-            f"but line {inst.line} passes only_for={_fmt_devices(inst.only_for)}",
-            inst.line,
-        )
-        for inst in cls.instantiations
-        if inst.only_for is not None
-    ]
-
-
-def _only_for_exactly(cls: TestClassFacts, value: str) -> List[Violation]:
-    want = value.lower()
-    found = []
-    for inst in cls.instantiations:
-        if inst.only_for == (want,):
-            continue
-        if inst.only_for is None:
-            what = "passes no only_for"
-        elif inst.only_for == UNKNOWN:
-            what = "passes only_for that is not a literal"
-        else:
-            what = f"passes only_for={_fmt_devices(inst.only_for)}"
-        found.append(
-            Violation(
-                value,
-                "only_for",
-                f"{value} classes need only_for={want!r} (exactly that one device, lowercase), "
-                f"but line {inst.line} {what}",
-                inst.line,
-            )
-        )
-    return found
-
-
-def _no_except_for(cls: TestClassFacts, value: str) -> List[Violation]:
-    return [
-        Violation(
-            value,
-            "except_for",
-            f"{value} classes must not pass except_for, "
-            f"but line {inst.line} passes except_for={_fmt_devices(inst.except_for)}",
-            inst.line,
-        )
-        for inst in cls.instantiations
-        if inst.except_for is not None
-    ]
-
-
-def _allow_flag(flag: str) -> Rule:
-    def rule(cls: TestClassFacts, value: str) -> List[Violation]:
-        found = []
-        for inst in cls.instantiations:
-            got = getattr(inst, flag)
-            if got is True:
-                continue
-            what = "omits it" if got is None else (
-                "passes a non-literal value" if got == UNKNOWN else f"passes {flag}={got!r}"
-            )
-            found.append(
-                Violation(
-                    value,
-                    flag,
-                    f"{value} classes need {flag}=True, but line {inst.line} {what}",
-                    inst.line,
-                )
-            )
-        return found
-
-    rule.__name__ = f"_{flag}"
-    return rule
-
-
-_DEVICE_RULES: Tuple[Tuple[str, Rule], ...] = (
-    ("instantiation", _instantiated),
-    ("device_param", _device_param),
-    ("only_for", _only_for_exactly),
-    ("except_for", _no_except_for),
-)
-
-# value -> ((rule name, rule), ...), in the order the linter reports them.
-RULES: Mapping[str, Tuple[Tuple[str, Rule], ...]] = {
-    "GENERIC": (
-        ("instantiation", _not_instantiated),
-        ("device_param", _no_device_param),
-    ),
-    "ACCELERATOR": (
-        ("instantiation", _instantiated),
-        ("device_param", _device_param),
-        ("decorator", _no_only_decorator),
-        ("only_for", _no_only_for),
-    ),
-    "CPU": _DEVICE_RULES,
-    "CUDA": _DEVICE_RULES,
-    "MPS": _DEVICE_RULES + (("allow_mps", _allow_flag("allow_mps")),),
-    "XPU": _DEVICE_RULES + (("allow_xpu", _allow_flag("allow_xpu")),),
-}
-
-
-def normalise_value(name: str) -> str:
-    """'cuda' -> 'CUDA'; also accepts 'HardwareClassification.CUDA'. ValueError otherwise."""
-    text = str(name).strip()
-    if text.startswith(ENUM_NAME + "."):
-        text = text[len(ENUM_NAME) + 1 :]
-    upper = text.upper()
-    if upper not in VALUES:
-        raise ValueError(
-            f"unknown classification {name!r}: expected one of {', '.join(VALUES)}"
-        )
-    return upper
-
-
-def check(cls: TestClassFacts, value: str) -> List[Violation]:
-    """Every rule of `value` that `cls` breaks (empty: the label would pass the linter)."""
-    value = normalise_value(value)
-    found: List[Violation] = []
-    for _name, rule in RULES[value]:
-        found.extend(rule(cls, value))
-    return found
 
 
 # --------------------------------------------------------------------------- evidence
@@ -362,7 +96,9 @@ def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
         for inst in cls.instantiations:
             out.append(Evidence(inst.line, f"line {inst.line}: {_call_text(inst)}"))
     else:
-        out.append(Evidence(None, "not instantiated anywhere"))
+        out.append(Evidence(None, "not instantiated anywhere the linter looks"))
+    for inst in cls.hidden_instantiations:
+        out.append(Evidence(inst.line, f"line {inst.line}: {_call_text(inst)} (under try/except* or match)"))
     for line in cls.parametrized:
         out.append(
             Evidence(
@@ -403,11 +139,11 @@ def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
                     Evidence(None, f"... and {len(group) - _EVIDENCE_LIMIT} more {kind} device")
                 )
     for d in cls.decorators:
-        if _is_only_decorator(d):
+        if d.rsplit(".", 1)[-1] in FORBIDDEN_ONLY_DECORATORS:
             out.append(Evidence(cls.line, f"line {cls.line}: @{d} on class {cls.name}"))
     for m in cls.test_methods:
         for d in m.decorators:
-            if _is_only_decorator(d):
+            if d.rsplit(".", 1)[-1] in FORBIDDEN_ONLY_DECORATORS:
                 out.append(Evidence(m.line, f"line {m.line}: @{d} on {m.name}"))
     hardcoded = [m for m in cls.test_methods if m.hardcoded_devices and not m.takes_device]
     for m in hardcoded[:_EVIDENCE_LIMIT]:
@@ -420,15 +156,21 @@ def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
 
 
 def _all_violations(cls: TestClassFacts) -> Dict[str, Tuple[Violation, ...]]:
-    return {value: tuple(check(cls, value)) for value in VALUES}
+    return {value: tuple(check(cls, value)) for value in MEMBERS}
 
 
-def _patterns(
-    cls: TestClassFacts, violations: Mapping[str, Tuple[Violation, ...]]
-) -> Tuple[str, ...]:
-    """Restructuring transforms that fit `cls` (from its facts; hw_label refines them with
-    the method bodies, see diagnosis.refine)."""
-    return diagnosis.diagnose_facts(cls).advice
+def _needs_gpu_warnings(cls: TestClassFacts) -> Tuple[Evidence, ...]:
+    """Why a class the rules call GENERIC looks like it needs a GPU: hard-coded device
+    strings / .cuda() calls and skip-unless-GPU guards."""
+    out: List[Evidence] = []
+    for guard in cls.gpu_guards:
+        out.append(Evidence(cls.line, f"line {cls.line}: class {cls.name} is guarded by @{guard}"))
+    for m in cls.test_methods:
+        for guard in m.gpu_guards:
+            out.append(Evidence(m.line, f"line {m.line}: {m.name} is guarded by @{guard}"))
+        if m.hardcoded_devices:
+            out.append(Evidence(m.line, f"line {m.line}: {m.name} hard-codes {', '.join(m.hardcoded_devices)}"))
+    return tuple(out)
 
 
 def _rules_summary(violations: Tuple[Violation, ...]) -> str:
@@ -456,8 +198,8 @@ def _closest(cls: TestClassFacts, violations: Mapping[str, Tuple[Violation, ...]
 
     def key(value: str) -> Tuple[int, int, int, int]:
         vs = violations[value]
-        rank = 0 if value in named else (2 if value in DEVICE_VALUES else 1)
-        return (rank, len({v.rule for v in vs}), len(vs), VALUES.index(value))
+        rank = 0 if value in named else (2 if value in DEVICE_MEMBERS else 1)
+        return (rank, len({v.rule for v in vs}), len(vs), MEMBERS.index(value))
 
     return sorted(violations, key=key)
 
@@ -467,72 +209,58 @@ def _count(n: int, noun: str) -> str:
 
 
 def infer(cls: TestClassFacts) -> Decision:
-    """The value whose rules all pass, ignoring any existing label and override."""
+    """The value whose rules all pass and that no deviation refuses, ignoring any existing
+    label and override."""
     ev = evidence(cls)
     violations = _all_violations(cls)
-    passing = [v for v in VALUES if not violations[v]]
-    unknown_only_for = [i for i in cls.instantiations if i.only_for == UNKNOWN]
-
-    if unknown_only_for:
-        inst = unknown_only_for[0]
-        return Decision(
-            cls.name,
-            cls.line,
-            "needs-manual",
-            None,
-            None,
-            ev,
-            violations,
-            _patterns(cls, violations),
-            f"{cls.name}: only_for is not a literal (line {inst.line}: {_call_text(inst)}); "
-            "cannot tell which devices the tests run on",
-        )
+    found = tuple(refusals(cls))
+    refused = {v for r in found for v in r.values}
+    accepted = [v for v in MEMBERS if not violations[v]]  # by the linter (at most one)
+    passing = [v for v in accepted if v not in refused]
 
     if len(passing) == 1:
         value = passing[0]
-        patterns: Tuple[str, ...] = ()
         message = f"{cls.name}: {value} (all {value} rules pass)"
-        if value == "GENERIC":
-            hard = sorted({d for m in cls.test_methods for d in m.hardcoded_devices})
-            if hard:
-                # The rules pass, but a GENERIC test that hard-codes a device is suspicious.
-                patterns = ("inject-device",)
-                message += (
-                    f"; note: tests hard-code {', '.join(hard)}, consider inject-device "
-                    "(ACCELERATOR) instead"
-                )
-        return Decision(
-            cls.name, cls.line, "label", value, value, ev, {}, patterns, message
-        )
+        warnings = _needs_gpu_warnings(cls) if value == "GENERIC" else ()
+        patterns: Tuple[str, ...] = ("inject-device",) if warnings else ()
+        if warnings:
+            # The rules pass, but a GENERIC label on tests that need a GPU misleads.
+            message += (f"; warning: the tests look like they need a GPU ({warnings[0].text}), "
+                        "consider inject-device (ACCELERATOR)")
+        return Decision(cls.name, cls.line, "label", value, value, ev, {}, patterns, message,
+                        warnings=warnings)
 
-    if len(passing) > 1:  # cannot happen with the current rules; kept honest
-        return Decision(
-            cls.name,
-            cls.line,
-            "needs-manual",
-            None,
-            None,
-            ev,
-            violations,
-            (),
-            f"{cls.name}: ambiguous, several values pass ({', '.join(passing)})",
-        )
+    if accepted:  # the linter would accept it, but a deliberate deviation refuses it
+        value = accepted[0]
+        hits = tuple(r for r in found if value in r.values)
+        patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in hits))
+        patterns += tuple(p for p in pick_patterns(cls, violations) if p not in patterns)
+        why = "; ".join(f"{r.message}: {deviation(r.deviation).why}" for r in hits)
+        message = (f"{cls.name}: the linter would accept {value}, but the label would be false "
+                   f"({why}); not labelled")
+        return Decision(cls.name, cls.line, "needs-manual", None, None, ev, violations,
+                        patterns, message + f"; fitting pattern: {', '.join(patterns)}", hits)
 
-    patterns = _patterns(cls, violations)
-    order = _closest(cls, violations)
-    parts = [f"{v} breaks {_rules_summary(violations[v])}" for v in order[:2]]
-    message = f"{cls.name}: no classification satisfies the rules ({'; '.join(parts)})"
+    patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in found))
+    patterns += tuple(p for p in pick_patterns(cls, violations) if p not in patterns)
+    inst = cls.instantiation
+    if inst is not None and inst.only_for == "unknown":
+        message = (f"{cls.name}: only_for is not a literal (line {inst.line}: {_call_text(inst)}); "
+                   "cannot tell which devices the tests run on")
+    else:
+        order = _closest(cls, violations)
+        parts = [f"{v} breaks {_rules_summary(violations[v])}" for v in order[:2]]
+        message = f"{cls.name}: no classification satisfies the rules ({'; '.join(parts)})"
     if patterns:
-        message += f"; fitting pattern: {', '.join(patterns)}"  # diagnosis.refine rewrites this
-    return Decision(
-        cls.name, cls.line, "needs-manual", None, None, ev, violations, patterns, message
-    )
+        message += f"; fitting pattern: {', '.join(patterns)}"
+    return Decision(cls.name, cls.line, "needs-manual", None, None, ev, violations, patterns,
+                    message, found)
 
 
 def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = False) -> Decision:
     """What to do with `cls`: inference, existing label and override (`--classification`,
     `--set Cls=X`) combined. Raises ValueError for an unknown override name."""
-    wanted = normalise_value(override) if override is not None else None
+    wanted = normalise_member(override) if override is not None else None
     inferred = infer(cls)
     ev = inferred.evidence
 
@@ -556,6 +284,20 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
         own = tuple(check(cls, current))
         violations = {current: own} if own else {}
         broken = f"; the label breaks {_rules_summary(own)}" if own else ""
+        false = [r for r in inferred.refusals if current in r.values]
+        if false and not own:
+            return Decision(
+                cls.name, cls.line, "already-disagrees", current, inferred.inferred, ev, {},
+                inferred.patterns,
+                f"{cls.name}: already labelled {current} at line {label.line}; the linter accepts it, "
+                f"but {false[0].message}: {deviation(false[0].deviation).why} (left untouched)",
+                tuple(false))
+        if label.shadowed_by and not own:
+            lines = ", ".join(map(str, label.shadowed_by))
+            return Decision(
+                cls.name, cls.line, "already-disagrees", current, inferred.inferred, ev, {}, (),
+                f"{cls.name}: {HW_ATTRIBUTE} is assigned again at line {lines}: the linter reads the "
+                f"first ({current}, line {label.line}), Python keeps the last (left untouched)")
         if wanted is not None and wanted != current:
             return Decision(
                 cls.name,
@@ -598,7 +340,9 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
         return inferred
 
     own = tuple(check(cls, wanted))
-    if not own:
+    false = tuple(r for r in inferred.refusals if wanted in r.values)
+    if not own and not false:
+        warnings = _needs_gpu_warnings(cls) if wanted == "GENERIC" else ()
         return Decision(
             cls.name,
             cls.line,
@@ -609,8 +353,18 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
             {},
             inferred.patterns,
             f"{cls.name}: {wanted} (requested; all {wanted} rules pass)",
+            warnings=warnings,
         )
-    patterns = _patterns(cls, _all_violations(cls))
+    patterns = inferred.patterns or pick_patterns(cls, _all_violations(cls))
+    if not own:  # the linter accepts it; a deliberate deviation says it is false
+        why = f"{false[0].message}: {deviation(false[0].deviation).why}"
+        if force:
+            return Decision(cls.name, cls.line, "forced", wanted, inferred.inferred, ev, {}, patterns,
+                            f"{cls.name}: {wanted} forced although it is false ({why}); the linter "
+                            "accepts it", false)
+        return Decision(cls.name, cls.line, "refused", None, inferred.inferred, ev, {}, patterns,
+                        f"{cls.name}: requested {wanted} would pass the linter but is false ({why}); "
+                        "not applied (use --force to write it anyway)", false)
     rules = _rules_summary(own)
     if force:
         return Decision(
@@ -639,6 +393,13 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
     )
 
 
+def keep_deviation_advice(decision: Decision) -> Decision:
+    """After diagnosis.refine replaced the advice: the deviations' own patterns come first."""
+    own = tuple(deviation(r.deviation).pattern for r in decision.refusals)
+    patterns = tuple(dict.fromkeys(own + decision.patterns))
+    return replace(decision, patterns=patterns) if patterns != decision.patterns else decision
+
+
 # --------------------------------------------------------------------------- findings
 
 
@@ -663,8 +424,9 @@ def decision_findings(decision: Decision) -> List[Finding]:
         "evidence": [asdict(e) for e in decision.evidence],
         "violations": _violation_dicts(decision.violations),
         "patterns": list(decision.patterns),
+        "deviations": [asdict(r) for r in decision.refusals],
     }
-    return [
+    out = [
         Finding(
             rule=f"hw/{decision.status}",
             message=decision.message,
@@ -677,6 +439,22 @@ def decision_findings(decision: Decision) -> List[Finding]:
             data=data,
         )
     ]
+    if decision.warnings and decision.edits:
+        out.append(
+            Finding(
+                rule="hw/generic-needs-gpu",
+                message=(
+                    f"{decision.cls_name}: labelled GENERIC as the rules demand, but its tests look "
+                    f"like they need a GPU ({'; '.join(e.text for e in decision.warnings)}); consider "
+                    "inject-device and ACCELERATOR"
+                ),
+                line=decision.line,
+                severity=WARNING,
+                cls=decision.cls_name,
+                data={"evidence": [asdict(e) for e in decision.warnings]},
+            )
+        )
+    return out
 
 
 def module_findings(facts: ModuleFacts) -> List[Finding]:
@@ -687,7 +465,8 @@ def module_findings(facts: ModuleFacts) -> List[Finding]:
         out.append(
             Finding(
                 rule="hw/duplicate_class",
-                message=f"test class {name} is defined {len(lines)} times (lines {shown})",
+                message=(f"test class {name} is defined {len(lines)} times (lines {shown}); "
+                         "only the last definition is linted"),
                 line=lines[1],
                 severity=ERROR,
                 cls=name,
@@ -701,7 +480,7 @@ def module_findings(facts: ModuleFacts) -> List[Finding]:
                 rule="hw/duplicate_instantiation",
                 message=(
                     f"{name} is passed to instantiate_device_type_tests {len(lines)} times "
-                    f"(lines {shown})"
+                    f"(lines {shown}); only the last call is linted"
                 ),
                 line=lines[1],
                 severity=ERROR,
@@ -711,225 +490,3 @@ def module_findings(facts: ModuleFacts) -> List[Finding]:
         )
     out.sort(key=lambda f: f.line)
     return out
-
-
-# --------------------------------------------------------------------------- examples
-
-
-@dataclass(frozen=True)
-class Example:
-    """A self-describing case: `value` for a labelled class, else `broken` maps candidate
-    values to the rules they must break (needs-manual) and `patterns` lists the patterns
-    that must be suggested."""
-
-    name: str
-    source: str
-    cls: str
-    value: Optional[str] = None
-    broken: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
-    patterns: Tuple[str, ...] = ()
-
-
-_IMPORTS = (
-    "from torch.testing._internal.common_utils import TestCase, run_tests\n"
-    "from torch.testing._internal.common_device_type import (\n"
-    "    instantiate_device_type_tests, onlyCUDA, onlyAccelerator, dtypes)\n"
-)
-
-
-def _ex(name: str, body: str, cls: str = "TestFoo", **expect) -> Example:
-    return Example(name=name, source=_IMPORTS + body, cls=cls, **expect)
-
-
-EXAMPLES: Tuple[Example, ...] = (
-    _ex(
-        "generic-plain",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self):\n"
-        "        self.assertEqual(1 + 1, 2)\n",
-        value="GENERIC",
-    ),
-    _ex(
-        "accelerator-except-cpu",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "    @dtypes(torch.float)\n"
-        "    def test_mul(self, device, dtype):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), except_for='cpu')\n",
-        value="ACCELERATOR",
-    ),
-    _ex(
-        "accelerator-plain-with-onlyAccelerator",
-        "class TestFoo(TestCase):\n"
-        "    @onlyAccelerator\n"
-        "    def test_add(self, devices):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals())\n",
-        value="ACCELERATOR",
-    ),
-    _ex(
-        "cpu-only",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for='cpu')\n",
-        value="CPU",
-    ),
-    _ex(
-        "cuda-only-list",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for=['cuda'])\n",
-        value="CUDA",
-    ),
-    _ex(
-        "mps-needs-allow-mps",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for=('mps',), allow_mps=True)\n",
-        value="MPS",
-    ),
-    _ex(
-        "mps-without-allow-mps",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for='mps')\n",
-        broken={"MPS": ("allow_mps",), "ACCELERATOR": ("only_for",)},
-    ),
-    _ex(
-        "xpu-with-allow-xpu",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for='xpu', allow_xpu=True)\n",
-        value="XPU",
-    ),
-    _ex(
-        "mixed-device-and-plain",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "    def test_shape(self):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals())\n",
-        broken={"GENERIC": ("instantiation", "device_param"), "ACCELERATOR": ("device_param",)},
-        patterns=("split-class",),
-    ),
-    _ex(
-        "multi-device-only-for",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for=('cuda', 'xpu'))\n",
-        broken={"ACCELERATOR": ("only_for",), "CUDA": ("only_for",)},
-        patterns=("drop-only-for",),
-    ),
-    _ex(
-        "cpu-and-cuda-whitelist-keeps-cpu",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for=('cpu', 'cuda'))\n",
-        broken={"ACCELERATOR": ("only_for",), "CPU": ("only_for",)},
-        patterns=("drop-only-for",),
-    ),
-    _ex(
-        "positional-only-for",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), None, ('cuda', 'xpu'))\n",
-        broken={"CUDA": ("only_for",), "ACCELERATOR": ("only_for",)},
-        patterns=("keyword-args", "drop-only-for"),
-    ),
-    _ex(
-        "onlycpu-tests-need-a-cpu-class",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "    @onlyCPU\n"
-        "    def test_sub(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals())\n",
-        broken={"ACCELERATOR": ("decorator",), "CPU": ("only_for",)},
-        patterns=("split-class",),
-    ),
-    _ex(
-        "onlycuda-guard",
-        "class TestFoo(TestCase):\n"
-        "    @onlyCUDA\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals())\n",
-        # Whether it becomes @onlyAccelerator or moves to a CUDA class depends on the
-        # torch.cuda APIs the body uses: only the precise diagnosis (hw_label) can tell.
-        broken={"ACCELERATOR": ("decorator",), "CUDA": ("only_for",)},
-    ),
-    _ex(
-        "instantiated-hardcoded-cuda",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self):\n"
-        "        x = torch.ones(2, device='cuda')\n"
-        "instantiate_device_type_tests(TestFoo, globals(), except_for='cpu')\n",
-        broken={"GENERIC": ("instantiation",), "ACCELERATOR": ("device_param",)},
-        patterns=("inject-device",),
-    ),
-    _ex(
-        "only-for-variable",
-        "DEVICES = ('cuda',)\n"
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for=DEVICES)\n",
-        broken={"ACCELERATOR": ("only_for",), "CUDA": ("only_for",)},
-        patterns=("inline-only-for",),
-    ),
-    _ex(
-        "cpu-with-except-for",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for='cpu', except_for='cuda')\n",
-        broken={"CPU": ("except_for",), "ACCELERATOR": ("only_for",)},
-    ),
-    _ex(
-        "only-for-uppercase",
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "instantiate_device_type_tests(TestFoo, globals(), only_for='CUDA')\n",
-        broken={"CUDA": ("only_for",), "ACCELERATOR": ("only_for",)},
-    ),
-    _ex(
-        "parametrized-is-not-device-instantiation",
-        "from torch.testing._internal.common_utils import instantiate_parametrized_tests\n"
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self):\n"
-        "        pass\n"
-        "instantiate_parametrized_tests(TestFoo)\n",
-        value="GENERIC",
-    ),
-    _ex(
-        "attribute-form-under-if",
-        "import torch.testing._internal.common_device_type as cdt\n"
-        "class TestFoo(TestCase):\n"
-        "    def test_add(self, device):\n"
-        "        pass\n"
-        "if True:\n"
-        "    cdt.instantiate_device_type_tests(TestFoo, globals(), only_for='cpu')\n",
-        value="CPU",
-    ),
-    _ex(
-        "device-param-not-instantiated",
-        "class TestFoo(TestCase):\n"
-        "    @parametrize('device', ['cpu', 'cuda'])\n"
-        "    def test_add(self, device):\n"
-        "        pass\n",
-        broken={"GENERIC": ("device_param",), "ACCELERATOR": ("instantiation",)},
-    ),
-)

@@ -196,7 +196,7 @@ def instantiated_devices(
 def class_devices(inst: Optional[Instantiation]) -> Optional[Tuple[str, ...]]:
     if inst is None:
         return (GENERIC,)
-    return instantiated_devices(inst.only_for, inst.except_for, inst.allow_mps, inst.allow_xpu)
+    return instantiated_devices(*(inst.actual(o) for o in ("only_for", "except_for", "allow_mps", "allow_xpu")))
 
 
 def guarded(devices: Optional[Tuple[str, ...]], guard_devices: Optional[Tuple[str, ...]],
@@ -371,8 +371,8 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
             call = parsed.value if isinstance(parsed, ast.Expr) and isinstance(parsed.value, ast.Call) else None
         except SyntaxError:
             call = None
-    only_for = inst.only_for if inst is not None else None
-    except_for = inst.except_for if inst is not None else None
+    only_for = inst.actual("only_for") if inst is not None else None  # positional ones too
+    except_for = inst.actual("except_for") if inst is not None else None
     name = literal = None
     if call is not None:
         arg = _keyword(call, "only_for")
@@ -386,7 +386,7 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
             except_for = literals[arg.id][1]
     devices = (
         class_devices(inst) if inst is None else
-        instantiated_devices(only_for, except_for, inst.allow_mps, inst.allow_xpu)
+        instantiated_devices(only_for, except_for, inst.actual("allow_mps"), inst.actual("allow_xpu"))
     )
     fns = {}
     if node is not None:
@@ -408,7 +408,7 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
                                    test_devices, param))
     diag = ClassDiagnosis(
         name=cls.name, line=cls.line, instantiation=inst.text if inst is not None else None,
-        positional=positional_slots(call) if call is not None else (), only_for=inst.only_for if inst else None,
+        positional=positional_slots(call) if call is not None else (), only_for=inst.actual("only_for") if inst else None,
         only_for_name=name, only_for_literal=literal, devices=devices or ("unknown",), tests=tuple(tests),
     )
     return advise(diag, inst, module_known=literals is not None)

@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
+from transforms.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
+
 if TYPE_CHECKING:  # pragma: no cover
     import libcst
 
@@ -46,11 +48,8 @@ __all__ = [
     "strip_hw_edits",
 ]
 
-COMMON_UTILS = "torch.testing._internal.common_utils"
 INTERNAL_PACKAGE = "torch.testing._internal"
-ENUM_NAME = "HardwareClassification"
-ATTRIBUTE = "hw_classification"
-MEMBERS = frozenset({"GENERIC", "ACCELERATOR", "CPU", "CUDA", "MPS", "XPU"})
+ATTRIBUTE = HW_ATTRIBUTE
 LINE_LENGTH = 88
 BLACK_INDENT = "    "
 BOM = "\ufeff"
@@ -797,7 +796,7 @@ def add_labels(
     for lineno, value in sorted(labels.items()):
         if value not in MEMBERS:
             raise ValueError(
-                f"unknown {ENUM_NAME} member {value!r} (expected one of {sorted(MEMBERS)})"
+                f"unknown {ENUM_NAME} member {value!r} (expected one of {list(MEMBERS)})"
             )
         cls = classes.get(lineno)
         if cls is None:

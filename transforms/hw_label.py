@@ -37,13 +37,14 @@ class HwLabel:
         findings = classify.module_findings(facts)
         overrides = dict(self.per_class)
         labels: dict[int, str] = {}
-        manual = 0
+        # A duplicate class or instantiation fails the linter whatever the labels: a human's job.
+        manual = len(findings)
         precise = None
         for cls in facts.classes:
             decision = classify.decide(cls, overrides.get(cls.name, self.classification), self.force)
             if decision.status in _MANUAL | {"forced"}:  # advice from the method bodies too
                 precise = precise or {d.line: d for d in diagnosis.diagnose(tree, text)}
-                decision = diagnosis.refine(decision, precise[cls.line])
+                decision = classify.keep_deviation_advice(diagnosis.refine(decision, precise[cls.line]))
             findings.extend(classify.decision_findings(decision))
             if decision.status in ("label", "forced"):
                 labels[cls.line] = decision.value

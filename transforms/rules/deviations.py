@@ -1,0 +1,117 @@
+"""Deliberate deviations: labels the linter would accept but that are false.
+
+The linter checks the letter of a file; in a few places the letter hides what
+Python does.  There the tool refuses the label the linter would accept, reports
+manual work with the restructuring that makes letter and meaning agree, and
+says why.  Each deviation is a small pure function with its own examples
+(`fires`: modules where it refuses the listed values for `TestFoo`; `quiet`:
+modules where it refuses nothing), run by the tests.  The README lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+from transforms.analysis import TestClassFacts
+from transforms.members import MEMBERS
+from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS
+
+__all__ = ["DEVIATIONS", "Deviation", "Refusal", "deviation", "refusals"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    deviation: str  # the Deviation's name
+    values: Tuple[str, ...]  # the values refused
+    message: str  # what was found, where
+    line: int
+
+
+@dataclass(frozen=True)
+class Deviation:
+    name: str
+    why: str  # why the linter's verdict would be wrong (README, messages)
+    pattern: str  # the fitting restructuring, a key of advice.PATTERNS
+    find: Callable[[TestClassFacts], Optional[Refusal]]
+    fires: Tuple[Tuple[str, Tuple[str, ...]], ...]  # (module source, values refused)
+    quiet: Tuple[str, ...]  # module sources where nothing is refused
+
+
+_HEAD = "class TestFoo(TestCase):\n    def test_a(self, device):\n        pass\n"
+_PLAIN = "class TestFoo(TestCase):\n    def test_a(self):\n        pass\n"
+
+
+def _options_out_of_sight(cls: TestClassFacts) -> Optional[Refusal]:
+    for inst in cls.instantiations:
+        if inst.positional or inst.star:
+            what = (f"passes {', '.join(inst.positional)} by position" if inst.positional
+                    else "passes *args / **kwargs")
+            return Refusal("options-out-of-sight", MEMBERS,
+                           f"line {inst.line}: instantiate_device_type_tests {what}", inst.line)
+    return None
+
+
+def _class_only_decorator(cls: TestClassFacts) -> Optional[Refusal]:
+    names = [n for n in cls.decorator_names if n in FORBIDDEN_ONLY_DECORATORS]
+    if not names:
+        return None
+    return Refusal("class-only-decorator", ("ACCELERATOR",),
+                   f"line {cls.line}: class {cls.name} is decorated with @{names[0]}", cls.line)
+
+
+def _hidden_instantiation(cls: TestClassFacts) -> Optional[Refusal]:
+    if cls.instantiations or not cls.hidden_instantiations:
+        return None
+    inst = cls.hidden_instantiations[0]
+    return Refusal("hidden-instantiation", MEMBERS,
+                   f"line {inst.line}: {cls.name} is instantiated only under try/except* or match",
+                   inst.line)
+
+
+DEVIATIONS: Tuple[Deviation, ...] = (
+    Deviation(
+        "options-out-of-sight",
+        "the linter reads only_for/except_for/allow_* as keyword arguments only; passed by "
+        "position or through *args/**kwargs they still restrict the devices, so the linter "
+        "would check the label against options it cannot see",
+        "keyword-args",
+        _options_out_of_sight,
+        fires=(
+            (_HEAD + "instantiate_device_type_tests(TestFoo, globals(), None, 'cuda')\n", MEMBERS),
+            (_HEAD + "instantiate_device_type_tests(TestFoo, globals(), **OPTS)\n", MEMBERS),
+            (_HEAD + "instantiate_device_type_tests(TestFoo, *ARGS)\n", MEMBERS),
+        ),
+        quiet=(_HEAD + "instantiate_device_type_tests(TestFoo, globals(), only_for='cuda')\n",),
+    ),
+    Deviation(
+        "class-only-decorator",
+        "the linter checks @onlyCUDA-style guards on test methods only; on the class they "
+        "still skip every test outside that device, so ACCELERATOR would be false",
+        "cuda-to-accelerator",
+        _class_only_decorator,
+        fires=(("@onlyOn(['cuda'])\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n",
+                ("ACCELERATOR",)),),
+        quiet=("@onlyAccelerator\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n",),
+    ),
+    Deviation(
+        "hidden-instantiation",
+        "the linter does not look inside try/except* or match blocks; a class instantiated "
+        "only there would pass as GENERIC although its tests run per device",
+        "move-instantiation",
+        _hidden_instantiation,
+        fires=((_PLAIN + "try:\n    pass\nexcept* ValueError:\n"
+                "    instantiate_device_type_tests(TestFoo, globals())\n", MEMBERS),),
+        quiet=(_PLAIN + "try:\n    instantiate_device_type_tests(TestFoo, globals())\n"
+               "except ValueError:\n    pass\n",),
+    ),
+)
+
+
+def refusals(cls: TestClassFacts) -> List[Refusal]:
+    """Every deviation that applies to `cls`."""
+    return [r for r in (d.find(cls) for d in DEVIATIONS) if r is not None]
+
+
+def deviation(name: str) -> Deviation:
+    return next(d for d in DEVIATIONS if d.name == name)
