@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from codemod import engine
+from codemod import engine, linter_gate
 from codemod.config import Config, ConfigError, load_config
 from codemod.discovery import (
     DEFAULT_EXCLUDES,
@@ -108,6 +108,15 @@ def selection_options(f=None, *, formats=("text", "json", "github", "sarif"), de
     return decorate(f) if f is not None else decorate
 
 
+def gate_options(f):
+    """--linter (every command that labels); --python where the command has none of its own."""
+    return click.option(
+        "--linter", "linter", metavar="auto|PATH|off", default=None,
+        help="Gate: run the checkout's own test linter (tools/linter/adapters/test_linter.py, found "
+             "above the paths with auto) on the would-be outputs first; a file it rejects is not "
+             "written nor graduated. Default: [tool.decouple] linter, else auto.")(f)
+
+
 def _label_transform(classification, per_class, force) -> HwLabel:
     overrides = []
     for item in per_class:
@@ -185,7 +194,7 @@ def _stdin_run(mode: str, transforms, name: str | None) -> RunResult:
 
 
 def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False,
-         strict=False, stdin_filename=None, quiet=False):
+         strict=False, stdin_filename=None, quiet=False, linter=None, python=None):
     if STDIN in paths:
         if len(paths) > 1 or allowlist_path:
             raise click.UsageError("`-` (standard input) must be the only path")
@@ -204,11 +213,18 @@ def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, t
         _unknown_classes(transforms, engine.run_files(found.files, transforms[:upto], "classify", jobs))
     show_progress = not quiet and sys.stderr.isatty() and len(found.files) > 50
     root = allowlist.root if allowlist is not None else None
+    gate = (linter or cfg.linter or "auto") if transforms else "off"
+    try:
+        linters, ungated = linter_gate.resolve(gate, found.files)
+    except linter_gate.GateError as e:
+        fail(f"linter gate: {e}")
     results = engine.run_files(found.files, transforms, mode, jobs, _progress(show_progress),
-                               display=lambda p: diff_name(p, root))
+                               display=lambda p: diff_name(p, root), staged=bool(linters))
     _unknown_classes(transforms, results)
     results += [FileResult(p, FAILED, reason="no such file or folder") for p in missing]
     run = RunResult(mode, results, strict=strict)
+    if gate != "off":
+        _gate(run, gate, linters, ungated, python or cfg.python or sys.executable)
     if stale:
         run.warnings.append(f"{len(stale)} allowlist entries name files that do not exist: {', '.join(stale)}")
     if found.excluded:
@@ -217,6 +233,21 @@ def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, t
         done = {f.path for f in results if f.fully_classified and f.status != "failed"}
         run.graduated = graduate(allowlist, done)
     return run
+
+
+def _gate(run: RunResult, setting: str, linters, ungated, python: str) -> None:
+    """Judge the staged outputs with the checkout's linter, then write what it accepts."""
+    try:
+        linter_gate.gate_run(run, setting, linters, ungated, python)
+    except linter_gate.GateError as e:
+        fail(f"linter gate: {e} (nothing was written)")
+    if not linters:
+        return  # nothing was staged: the engine wrote as usual
+    for f in run.files:
+        if run.mode == "write":
+            engine.write_staged(f)
+        if run.mode != "lint" or f.replacement == f.original:
+            f.original = f.replacement = None  # lint keeps the texts of files it would change
 
 
 def _read_globals(path: str | None):
@@ -265,14 +296,17 @@ def main() -> None:
 
 @main.command()
 @selection_options
+@gate_options
+@click.option("--python", "python", metavar="PATH", help="Interpreter that runs the linter gate "
+              "(default: [tool.decouple] python, else this one).")
 @stdin_quiet_options
 def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-             stdin_filename, quiet):
+             stdin_filename, quiet, linter, python):
     """Show the classification of every test class, with its evidence. Writes nothing.
     PATH `-` reads one file from standard input."""
     transform = _label_transform(classification, per_class, force)
     run = _run(_config(), "classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform],
-               stdin_filename=stdin_filename, quiet=quiet)
+               stdin_filename=stdin_filename, quiet=quiet, linter=linter, python=python)
     _emit(run, fmt, table=True, quiet=quiet)
     sys.exit(run.exit_code())
 
@@ -282,8 +316,11 @@ def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classifi
 @stdin_quiet_options
 @click.option("--paths-file", type=click.Path(dir_okay=False),
               help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).")
+@gate_options
+@click.option("--python", "python", metavar="PATH", help="Interpreter that runs the linter gate "
+              "(default: [tool.decouple] python, else this one).")
 def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-         stdin_filename, quiet, paths_file):
+         stdin_filename, quiet, paths_file, linter, python):
     """Lint messages in the upstream test linter's severities: lintrunner LintMessage JSON
     lines (the label edits as an autofix `replacement`), or `text` lines, GitHub annotations,
     SARIF. Writes nothing. Exit 0 with --format lintrunner unless the invocation itself is
@@ -296,7 +333,7 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
             fail(str(e))
     transform = _label_transform(classification, per_class, force)
     run = _run(_config(), "lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform],
-               stdin_filename=stdin_filename, quiet=quiet)
+               stdin_filename=stdin_filename, quiet=quiet, linter=linter, python=python)
     messages = list(lintrunner.messages(run))
     if fmt == "lintrunner":
         click.echo(lintrunner.render(messages), nl=False)
@@ -334,9 +371,10 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
                    f"{', '.join(restructure.REGISTRY)} (opt-in; see README).")
 @click.option("--map-out", "map_out", type=click.Path(dir_okay=False), default=None,
               help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).")
+@gate_options
 def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
           stdin_filename, quiet, show_diff, check, strict, graduate_flag, stats, torch_load, globals_file, explain,
-          python, no_label, restructure_names, map_out):
+          python, no_label, restructure_names, map_out, linter):
     """Insert hw_classification labels (and the import) where the rules allow it; with
     --torch-load, make torch.load calls explicit too. PATH `-` reads one file from standard
     input (with --diff or --check: nothing is written)."""
@@ -385,7 +423,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
         elif not no_label and info.torch_version is None:
             warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
     run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag, strict,
-               stdin_filename=stdin_filename, quiet=quiet)
+               stdin_filename=stdin_filename, quiet=quiet, linter=linter, python=explicit_python)
     run.warnings += warnings
     if map_out:
         _write_map(map_out, run)

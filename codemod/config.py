@@ -5,6 +5,7 @@ Recognised keys (all optional):
     jobs = 2
     python = "/path/to/python"     # target interpreter (A/B runs, torch probes)
     allowlist = "tools/linter/adapters/test_linter_allowlist.json"
+    linter = "auto"                # the gate: auto | off | path to test_linter.py
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-KNOWN_KEYS = {"exclude", "jobs", "python", "allowlist"}
+KNOWN_KEYS = {"exclude", "jobs", "python", "allowlist", "linter"}
 
 
 class ConfigError(Exception):
@@ -31,6 +32,7 @@ class Config:
     jobs: int | None = None
     python: str | None = None
     allowlist: str | None = None
+    linter: str | None = None
 
 
 def find_pyproject(start: str) -> str | None:
@@ -68,7 +70,7 @@ def load_config(start: str = ".") -> Config:
         if not isinstance(section["jobs"], int) or section["jobs"] < 1:
             raise ConfigError(f"{path}: [tool.decouple] jobs must be a positive integer")
         cfg.jobs = section["jobs"]
-    for key in ("python", "allowlist"):
+    for key in ("python", "allowlist", "linter"):
         if key in section:
             if not isinstance(section[key], str):
                 raise ConfigError(f"{path}: [tool.decouple] {key} must be a string")

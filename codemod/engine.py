@@ -133,12 +133,14 @@ def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, s
 
 
 def process_file(path: str, transforms: Sequence[Transform], mode: str, display: str | None = None,
-                 src: Source | None = None) -> FileResult:
+                 src: Source | None = None, staged: bool = False) -> FileResult:
     """mode: classify (look only) | check | diff | lint (check, keeping both texts) | write.
     `display` is the name diff headers show (default: `path`). `src`: the source already read
-    (standard input; `path` is then only its name, and mode is never write)."""
+    (standard input; `path` is then only its name, and mode is never write). `staged`: keep the
+    input and the would-be output (`original`/`replacement`, also when equal) and write nothing,
+    whatever the mode; `write_staged` writes later (the linter gate sits in between)."""
     try:
-        return _process(path, transforms, mode, display or path, src)
+        return _process(path, transforms, mode, display or path, src, staged)
     except RecursionError as e:
         return FileResult(path, FAILED, reason=too_deep(e))
     except Exception as e:  # per-file isolation: report, never write, go on
@@ -154,7 +156,7 @@ def too_deep(e: RecursionError) -> str:
 
 
 def _process(path: str, transforms: Sequence[Transform], mode: str, display: str,
-             src: Source | None = None) -> FileResult:
+             src: Source | None = None, staged: bool = False) -> FileResult:
     if src is None:
         try:
             src = read_source(path)
@@ -172,6 +174,8 @@ def _process(path: str, transforms: Sequence[Transform], mode: str, display: str
     changed = new_text != src.text
     status, reason = _bucket(findings, manual, changed)
     result = FileResult(path, status, reason, findings, manual, fully_classified=_linter_clean(findings))
+    if staged:
+        result.original, result.replacement = src.text, new_text
     if not changed or mode == "classify":
         return result
     result.findings += [_with_path(f, path) for f in verify(src.text, tree, new_text, new_tree, transforms, path)]
@@ -179,7 +183,7 @@ def _process(path: str, transforms: Sequence[Transform], mode: str, display: str
         result.diff = unified_diff(display, src.text, new_text)
     if mode == "lint":
         _offer_replacement(result, src, new_text)
-    if mode == "write":
+    if mode == "write" and not staged:
         write_atomic(path, new_text.encode(src.encoding), expect=src)
         result.written = True
     return result
@@ -200,6 +204,21 @@ def _offer_replacement(result: FileResult, src: Source, new_text: str) -> None:
             f"replacement would corrupt; run `decouple apply` on it instead", 1, "warning", path=result.path))
 
 
+def write_staged(result: FileResult) -> None:
+    """Write a staged result's output, unless the file changed on disk since it was read
+    (then the result becomes a failure and nothing is written)."""
+    if result.replacement is None or result.replacement == result.original:
+        return
+    try:
+        src = read_source(result.path)
+        if src.text != result.original:
+            raise OSError(f"{result.path} changed on disk while it was being processed; not written")
+        write_atomic(result.path, result.replacement.encode(src.encoding), expect=src)
+        result.written = True
+    except (OSError, SourceError) as e:
+        result.status, result.reason = FAILED, f"not written: {e}"
+
+
 def _with_path(f: Finding, path: str) -> Finding:
     return replace(f, path=path)
 
@@ -209,16 +228,17 @@ def _with_path(f: Finding, path: str) -> Finding:
 _worker_args: tuple = ()
 
 
-def _init_worker(transforms, mode) -> None:
+def _init_worker(transforms, mode, staged=False) -> None:
     global _worker_args
-    _worker_args = (transforms, mode)
+    _worker_args = (transforms, mode, staged)
 
 
 def _work(item: tuple[str, str]) -> bytes:
     """Pickled here, so that a result that cannot cross the process boundary (a RecursionError
     while pickling it) is that file's failure, not the pool's."""
     path, display = item
-    result = process_file(path, *_worker_args, display=display)
+    transforms, mode, staged = _worker_args
+    result = process_file(path, transforms, mode, display, staged=staged)
     try:
         return pickle.dumps(result)
     except RecursionError as e:
@@ -234,18 +254,20 @@ def run_files(
     jobs: int | None = None,
     progress: Callable[[Iterable[FileResult], int], Iterable[FileResult]] | None = None,
     display: Callable[[str], str] | None = None,
+    staged: bool = False,
 ) -> list[FileResult]:
     """Process every path; results come back sorted by path whatever the parallelism.
-    `display(path)` is the name diff headers show (default: the path itself)."""
+    `display(path)` is the name diff headers show (default: the path itself); `staged`: see
+    process_file."""
     jobs = jobs or os.cpu_count() or 1
     items = [(p, display(p) if display else p) for p in sorted(paths)]
     # A pool costs ~100 ms to start: not worth it for a handful of files.
     if jobs == 1 or len(items) < 8:
-        it: Iterable[FileResult] = (process_file(p, transforms, mode, d) for p, d in items)
+        it: Iterable[FileResult] = (process_file(p, transforms, mode, d, staged=staged) for p, d in items)
         results = list(progress(it, len(items)) if progress else it)
     else:
         ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-        with ctx.Pool(jobs, initializer=_init_worker, initargs=(transforms, mode)) as pool:
+        with ctx.Pool(jobs, initializer=_init_worker, initargs=(transforms, mode, staged)) as pool:
             chunks = max(1, min(16, len(items) // (jobs * 8)))
             it = (pickle.loads(b) for b in pool.imap_unordered(_work, items, chunksize=chunks))
             results = list(progress(it, len(items)) if progress else it)

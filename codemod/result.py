@@ -51,6 +51,8 @@ class RunResult:
     graduated: list[str] = field(default_factory=list)   # allowlist entries removed
     warnings: list[str] = field(default_factory=list)
     strict: bool = False                    # --strict: manual work fails --check/--diff too
+    # The linter gate's summary (codemod/linter_gate.py), None when the gate is off.
+    linter_gate: dict[str, Any] | None = None
 
     def count(self) -> Counter:
         return Counter(f.status for f in self.files)
@@ -83,5 +85,6 @@ class RunResult:
             "rules": dict(sorted(self.rule_counts().items())),
             "graduated": self.graduated,
             "warnings": self.warnings,
+            "linter_gate": self.linter_gate,
             "files": [f.to_json() for f in self.files],
         }

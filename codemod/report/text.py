@@ -85,9 +85,30 @@ def summary(result: RunResult) -> str:
             line += f" ({partial} changed file(s) among them)"
     if result.graduated:
         line += f"\ngraduated from the allowlist: {len(result.graduated)} file(s)"
+    line += gate_summary(result)
     for w in result.warnings:
         line += f"\nwarning: {w}"
     return line + "\n"
+
+
+def gate_summary(result: RunResult) -> str:
+    """The linter gate's line(s): what judged the outputs, how many it rejected and why."""
+    gate = result.linter_gate
+    if gate is None:
+        return ""
+    out = ""
+    if gate["checked"]:
+        linters = ", ".join(_rel(p) for p in gate["linters"])
+        rejected = gate["rejected"]
+        out += (f"\nlinter gate ({linters}): {gate['checked']} file(s) checked, {gate['agree']} agree with "
+                f"the tool, {gate['disagree']} disagree")
+        if rejected:
+            verb = "not written nor graduated" if result.mode == "write" else "not to be written"
+            out += f"; {len(rejected)} rejected by the linter ({verb}): " + ", ".join(_rel(p) for p in rejected)
+    if gate["unjudged"]:
+        out += (f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate['unjudged']} file(s): "
+                "not gated")
+    return out
 
 
 def rule_statistics(result: RunResult) -> str:

@@ -1,0 +1,261 @@
+"""The linter gate: run the checkout's own test linter on the would-be outputs before
+anything is written or graduated.
+
+The linter file is the user's; it is copied, never modified.  It skips the files
+its allowlist names and finds the repository root from its own location, so it
+runs on a temporary mirror: a copy of the linter at
+`tools/linter/adapters/test_linter.py`, an empty allowlist beside it, and each
+would-be output at its repository-relative path (a file outside the repository
+goes under `_outside/<n>/`, keeping its name, which is all the linter reads).
+
+Each file's real messages are compared with what the tool's own rules predict
+for the same text (`transforms.rules.linter.lint_module`).  A file the linter
+rejects with a message the tool did not predict is a rejection: it is not
+written and not graduated, and it carries the linter's own messages.  A
+predicted message the linter does not print (the checkout's linter is looser)
+is a disagreement too, but harmless for writing; only a file with no linter
+error at all is graduated.  A linter that crashes, hangs or prints anything but
+LintMessage JSON lines is a `GateError`: the run stops before writing (exit 2).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+
+from transforms.analysis import analyse
+from transforms.rules.linter import lint_module
+
+LINTER_REL = os.path.join("tools", "linter", "adapters", "test_linter.py")
+ALLOWLIST_NAME = "test_linter_allowlist.json"
+# The upstream linter takes every file on one command line; keep each call well below ARG_MAX.
+_CHUNK = 400
+_TIMEOUT = 600  # seconds per call; generous, a busy 2-core machine is slow
+
+
+class GateError(Exception):
+    """The linter could not be run or its output could not be read."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One error the linter printed about a file."""
+
+    name: str  # "[only_for]"
+    line: int | None
+    description: str
+
+
+@dataclass
+class FileVerdict:
+    path: str
+    messages: list[Message] = field(default_factory=list)  # every error the linter printed
+    unexpected: list[Message] = field(default_factory=list)  # ... that the tool did not predict
+    missing: list[tuple[str, int]] = field(default_factory=list)  # predicted, not printed
+
+    @property
+    def rejected(self) -> bool:
+        """The linter rejects something the tool claims is fine: do not write."""
+        return bool(self.unexpected)
+
+    @property
+    def clean(self) -> bool:
+        return not self.messages
+
+    @property
+    def disagrees(self) -> bool:
+        return bool(self.unexpected or self.missing)
+
+
+def find_linter(start: str) -> str | None:
+    """`tools/linter/adapters/test_linter.py` in `start` or the nearest folder above it."""
+    cur = os.path.abspath(start)
+    if not os.path.isdir(cur):
+        cur = os.path.dirname(cur)
+    while True:
+        candidate = os.path.join(cur, LINTER_REL)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return None
+        cur = parent
+
+
+def repo_root(linter: str) -> str:
+    """The folder the linter treats as the repository root (three levels above its folder)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(linter)))))
+
+
+def predicted(text: str) -> set[tuple[str, int]]:
+    """The (name, line) pairs the tool's rules expect the linter to print for `text`."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {("[parse_error]", 0)}
+    return {(m.name, m.line) for m in lint_module(analyse(tree, text))}
+
+
+def _mirror_paths(root: str, mirror: str, paths: list[str]) -> dict[str, str]:
+    """user path -> its place in the mirror."""
+    out = {}
+    for n, path in enumerate(paths):
+        rel = os.path.relpath(os.path.abspath(path), root)
+        if rel.startswith(os.pardir + os.sep) or rel == os.pardir or os.path.isabs(rel):
+            rel = os.path.join("_outside", str(n), os.path.basename(path))
+        out[path] = os.path.join(mirror, rel)
+    return out
+
+
+def _parse_output(stdout: str, where: str) -> list[dict]:
+    messages = []
+    for raw in stdout.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            msg = json.loads(raw)
+        except json.JSONDecodeError:
+            raise GateError(f"{where} printed something that is not a LintMessage JSON line: {raw[:200]!r}") from None
+        if not isinstance(msg, dict) or not {"path", "name", "severity"} <= set(msg):
+            raise GateError(f"{where} printed a JSON line that is not a LintMessage: {raw[:200]!r}")
+        messages.append(msg)
+    return messages
+
+
+def run_linter(linter: str, python: str, outputs: dict[str, bytes]) -> dict[str, FileVerdict]:
+    """Run `linter` under `python` on `outputs` (user path -> would-be bytes); one verdict per path.
+
+    Raises GateError when the linter cannot be run or misbehaves."""
+    root = repo_root(linter)
+    with tempfile.TemporaryDirectory(prefix="decouple-gate-") as mirror:
+        adapters = os.path.join(mirror, os.path.dirname(LINTER_REL))
+        os.makedirs(adapters)
+        shutil.copyfile(linter, os.path.join(mirror, LINTER_REL))
+        with open(os.path.join(adapters, ALLOWLIST_NAME), "w", encoding="utf-8") as f:
+            f.write("[]\n")
+        places = _mirror_paths(root, mirror, list(outputs))
+        for path, data in outputs.items():
+            os.makedirs(os.path.dirname(places[path]), exist_ok=True)
+            with open(places[path], "wb") as f:
+                f.write(data)
+        back = {os.path.realpath(p): user for user, p in places.items()}
+        verdicts = {path: FileVerdict(path) for path in outputs}
+        files = list(places.values())
+        for i in range(0, len(files), _CHUNK):
+            for msg in _call(python, os.path.join(mirror, LINTER_REL), files[i : i + _CHUNK], mirror, linter):
+                if msg.get("severity") != "error":
+                    continue  # the [allowlist_hint] advice and anything milder
+                raw_path = msg["path"] if os.path.isabs(msg["path"]) else os.path.join(mirror, msg["path"])
+                user = back.get(os.path.realpath(raw_path))
+                if user is None:
+                    raise GateError(f"{linter} reported an error for a file it was not given: {msg['path']}")
+                line = msg.get("line")
+                verdicts[user].messages.append(
+                    Message(str(msg["name"]), line if isinstance(line, int) else None,
+                            str(msg.get("description") or "")))
+    for path, verdict in verdicts.items():
+        text = outputs[path].decode("utf-8", "replace")
+        expected = predicted(text)
+        seen = set()
+        for m in verdict.messages:
+            key = (m.name, m.line if m.line is not None else 0)
+            seen.add(key)
+            if key not in expected:
+                verdict.unexpected.append(m)
+        verdict.missing = sorted(expected - seen)
+    return verdicts
+
+
+def _call(python: str, script: str, files: list[str], cwd: str, shown: str) -> list[dict]:
+    try:
+        proc = subprocess.run([python, script, *files], cwd=cwd, capture_output=True, text=True,
+                              timeout=_TIMEOUT, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        raise GateError(f"cannot run {python}: {e.strerror or e}") from None
+    except subprocess.TimeoutExpired:
+        raise GateError(f"{shown} did not finish within {_TIMEOUT} s") from None
+    messages = _parse_output(proc.stdout, shown)
+    # The upstream linter exits 0 with or without findings; an older one may exit 1 with them.
+    if proc.returncode not in (0, 1) or (proc.returncode == 1 and not messages):
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise GateError(f"{shown} failed (exit {proc.returncode}): {tail}")
+    return messages
+
+
+# --------------------------------------------------------------------------- on a run
+
+
+def resolve(setting: str, paths: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """setting auto|off|PATH -> ({linter: [paths it judges]}, paths no linter was found for)."""
+    if setting == "off":
+        return {}, []
+    if setting != "auto":
+        if not os.path.isfile(setting):
+            raise GateError(f"--linter {setting}: no such file")
+        return {os.path.abspath(setting): list(paths)}, []
+    groups: dict[str, list[str]] = {}
+    orphans = []
+    cache: dict[str, str | None] = {}
+    for path in paths:
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in cache:
+            cache[folder] = find_linter(folder)
+        if cache[folder] is None:
+            orphans.append(path)
+        else:
+            groups.setdefault(cache[folder], []).append(path)
+    return groups, orphans
+
+
+def gate_run(run, setting: str, groups: dict[str, list[str]], orphans: list[str], python: str) -> None:
+    """Judge the staged results of `run` (a codemod RunResult) with the linters `resolve`
+    found: mark the rejected ones (findings with the linter's messages, not written, not
+    graduated) and record a summary in `run.linter_gate`. Raises GateError."""
+    from codemod.files import SourceError, read_source
+    from codemod.result import FAILED, NEEDS_MANUAL
+    from transforms.base import ERROR, WARNING, Finding
+
+    by_path = {r.path: r for r in run.files if r.status != FAILED and r.replacement is not None}
+    summary = {"setting": setting, "linters": sorted(groups), "checked": 0, "agree": 0,
+               "disagree": 0, "rejected": [], "unjudged": len(orphans)}
+    for linter, all_paths in groups.items():
+        paths = [p for p in all_paths if p in by_path]  # skipped and failed files are not judged
+        outputs = {}
+        for path in paths:
+            r = by_path[path]
+            try:
+                encoding = read_source(path).encoding
+            except SourceError:
+                encoding = "utf-8"
+            text = r.replacement
+            if encoding == "utf-8-sig" and text.startswith("\ufeff"):
+                encoding = "utf-8"  # lint mode keeps the BOM in the text (lintrunner's form)
+            outputs[path] = text.encode(encoding)
+        for path, verdict in run_linter(linter, python, outputs).items():
+            r = by_path[path]
+            summary["checked"] += 1
+            summary["agree" if not verdict.disagrees else "disagree"] += 1
+            if not verdict.clean:
+                r.fully_classified = False  # never graduate what the linter rejects
+            for name, line in verdict.missing:
+                r.findings.append(Finding(
+                    "gate/looser", f"the tool expects the linter to report {name} here, "
+                    f"but {linter} does not", line, WARNING, path=path))
+            if not verdict.rejected:
+                continue
+            summary["rejected"].append(path)
+            for m in verdict.unexpected:
+                r.findings.append(Finding(
+                    "gate/rejected", f"{linter} rejects the would-be output: {m.name} {m.description}",
+                    m.line or 1, ERROR, path=path, data={"linter": linter, "name": m.name}))
+            r.status = NEEDS_MANUAL
+            r.manual += 1
+            r.diff = ""
+            r.replacement = r.original  # nothing to write, nothing to offer as an autofix
+    run.linter_gate = summary
+

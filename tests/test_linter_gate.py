@@ -1,0 +1,163 @@
+"""The linter gate, with stand-in linters written for these tests (never the upstream one).
+
+Each stand-in is a small script placed at tools/linter/adapters/test_linter.py of a
+temporary checkout. It rejects the files whose basename it was told to reject,
+reporting the path it was given relative to its own repository root, so the tests
+also see that the gate ran it on a mirror laid out like the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from codemod import linter_gate
+from codemod.cli import main
+
+GENERIC = "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
+LABEL = "hw_classification = HardwareClassification.GENERIC"
+
+STAND_IN = '''\
+import json, os, sys
+from pathlib import Path
+ROOT = Path(__file__).resolve().parents[3]
+REJECT = {reject!r}
+MODE = {mode!r}
+allowlist = json.loads((Path(__file__).parent / "test_linter_allowlist.json").read_text())
+if MODE == "garbage":
+    print("this is not JSON")
+    sys.exit(0)
+if MODE == "crash":
+    raise RuntimeError("stand-in linter crashed")
+for name in sys.argv[1:]:
+    rel = os.path.relpath(name, ROOT)
+    if os.path.basename(name) in REJECT:
+        print(json.dumps({{"path": name, "line": 2, "char": None, "code": "TEST_LINTER",
+                          "severity": "error", "name": "[stand_in]", "original": None,
+                          "replacement": None,
+                          "description": f"chosen for rejection: {{rel}} allowlist={{allowlist}}"}}))
+'''
+
+
+def make_checkout(root, reject=(), mode="normal", files=("test_a.py", "test_b.py")):
+    linter = root / "tools" / "linter" / "adapters" / "test_linter.py"
+    linter.parent.mkdir(parents=True)
+    linter.write_text(STAND_IN.format(reject=sorted(reject), mode=mode))
+    allowlist = linter.parent / "test_linter_allowlist.json"
+    entries = [f"test/{name}" for name in files]
+    allowlist.write_text(json.dumps(entries, indent=2) + "\n")
+    (root / "test").mkdir()
+    for name in files:
+        (root / "test" / name).write_text(GENERIC)
+    return linter, allowlist
+
+
+def cli(*args, cwd):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def test_rejected_file_is_neither_written_nor_graduated(tmp_path):
+    linter, allowlist = make_checkout(tmp_path, reject={"test_b.py"})
+    linter_bytes = linter.read_bytes()
+    r = cli("apply", "--from-allowlist", str(allowlist), "--graduate", "--python", sys.executable,
+            "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 1, r.output
+    assert LABEL in (tmp_path / "test" / "test_a.py").read_text()
+    assert (tmp_path / "test" / "test_b.py").read_text() == GENERIC  # not written
+    assert json.loads(allowlist.read_text()) == ["test/test_b.py"]  # only test_a graduated
+    assert linter.read_bytes() == linter_bytes  # the user's linter is never touched
+    out = r.output
+    # The linter's own message, on the mirror laid out like the checkout, with an empty allowlist.
+    assert "[stand_in] chosen for rejection: test/test_b.py allowlist=[]" in out
+    assert "linter gate (tools/linter/adapters/test_linter.py): 2 file(s) checked" in out
+    assert "1 rejected by the linter (not written nor graduated): test/test_b.py" in out
+
+
+def test_auto_finds_the_linter_above_the_paths_and_diff_drops_rejected(tmp_path):
+    make_checkout(tmp_path, reject={"test_a.py"})
+    r = cli("apply", "--diff", "test", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 1
+    assert "b/test/test_b.py" in r.output and "b/test/test_a.py" not in r.output
+    assert "[stand_in]" in r.output
+
+
+def test_json_carries_the_gate_summary_and_findings(tmp_path):
+    make_checkout(tmp_path, reject={"test_a.py"})
+    r = cli("classify", "--format", "json", "test", "-j", "1", cwd=tmp_path)
+    data = json.loads(r.output)
+    gate = data["linter_gate"]
+    assert gate["checked"] == 2 and gate["rejected"] == [os.path.join("test", "test_a.py")]
+    rejected = [f for f in data["files"] if f["path"].endswith("test_a.py")][0]
+    assert [x["rule"] for x in rejected["findings"]].count("gate/rejected") == 1
+    assert rejected["status"] == "needs-manual"
+
+
+def test_lint_offers_no_autofix_the_linter_rejects(tmp_path):
+    make_checkout(tmp_path, reject={"test_a.py"})
+    r = cli("lint", "test/test_a.py", "test/test_b.py", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 0
+    msgs = [json.loads(line) for line in r.output.splitlines()]
+    autofix = {m["path"] for m in msgs if m["name"] == "autofix"}
+    assert autofix == {"test/test_b.py"}
+    gate = [m for m in msgs if m["name"] == "gate/rejected"]
+    assert len(gate) == 1 and gate[0]["severity"] == "error" and gate[0]["path"] == "test/test_a.py"
+
+
+@pytest.mark.parametrize("mode, words", [("garbage", "not a LintMessage JSON line"),
+                                          ("crash", "stand-in linter crashed")])
+def test_misbehaving_linter_is_exit_2_and_nothing_is_written(tmp_path, mode, words):
+    make_checkout(tmp_path, mode=mode)
+    r = cli("apply", "test", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert words in r.output and "nothing was written" in r.output
+    assert (tmp_path / "test" / "test_a.py").read_text() == GENERIC
+
+
+def test_off_and_config_and_no_linter_found(tmp_path):
+    make_checkout(tmp_path, reject={"test_a.py", "test_b.py"})
+    r = cli("apply", "--linter", "off", "--check", "test", "-j", "1", cwd=tmp_path)
+    assert "linter gate" not in r.output
+    (tmp_path / "pyproject.toml").write_text('[tool.decouple]\nlinter = "off"\n')
+    r = cli("apply", "test", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 0 and LABEL in (tmp_path / "test" / "test_a.py").read_text()
+
+
+def test_no_linter_found_is_said_once(tmp_path):
+    (tmp_path / "test_c.py").write_text(GENERIC)
+    (tmp_path / "test_d.py").write_text(GENERIC)
+    r = cli("apply", "--check", "test_c.py", "test_d.py", "-j", "1", cwd=tmp_path)
+    assert r.output.count("linter gate") == 1
+    assert "linter gate: no tools/linter/adapters/test_linter.py above 2 file(s): not gated" in r.output
+
+
+def test_explicit_linter_path_and_missing_path(tmp_path):
+    linter, _ = make_checkout(tmp_path, reject={"test_b.py"})
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "test_x.py").write_text(GENERIC)
+    r = cli("apply", "--check", "--linter", str(linter), str(other / "test_x.py"), "-j", "1", cwd=other)
+    assert "1 file(s) checked" in r.output  # a file outside the checkout is mirrored under _outside/
+    r = cli("apply", "--check", "--linter", str(tmp_path / "nope.py"), "test", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_predicted_messages_are_not_rejections():
+    """The linter's errors the tool already expects (a class left for manual work) do not block."""
+    text = textwrap.dedent(
+        """
+        class TestA(TestCase):
+            def test_a(self, device): pass
+            def test_b(self): pass
+        """
+    )
+    assert linter_gate.predicted(text) == {("[hw_classification]", 2)}
