@@ -161,3 +161,18 @@ def test_predicted_messages_are_not_rejections():
         """
     )
     assert linter_gate.predicted(text) == {("[hw_classification]", 2)}
+
+
+def test_lint_reports_duplicates_as_errors_and_apply_exits_1(tmp_path):
+    (tmp_path / "test_dup.py").write_text(
+        GENERIC + GENERIC + "instantiate_device_type_tests(Helper, globals())\n"
+        "instantiate_device_type_tests(Helper, globals())\n")
+    r = cli("lint", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    names = {m["name"]: m for m in map(json.loads, r.output.splitlines())}
+    assert names["hw/duplicate_class"]["severity"] == "error" and names["hw/duplicate_class"]["line"] == 4
+    assert names["hw/duplicate_instantiation"]["line"] == 8
+    r = cli("apply", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 1
+    # The last definition is the one the linter checks: it got the label.
+    assert (tmp_path / "test_dup.py").read_text().count(LABEL) == 1
+    assert (tmp_path / "test_dup.py").read_text().index(LABEL) > len(GENERIC)

@@ -47,6 +47,10 @@ EXCEPT_FOR = [None, None, "except_for='cpu'", "except_for=('cpu',)", "except_for
               "except_for=None"]
 FLAGS = [None, None, "{}=True", "{}=False", "{}=None", "{}=HAS_IT"]
 
+CLEAN_OPTIONS = ["", "except_for='cpu'", "only_for='cpu'", "only_for='cuda'", "only_for=['cuda']",
+                 "only_for='mps', allow_mps=True", "only_for=('xpu',), allow_xpu=True",
+                 "only_for='mps', allow_mps=MACOS_15"]
+
 # Where a class or an instantiation goes: (opening lines, indent, visible to the linter?)
 SCANNED = ["module", "if", "else", "try", "except", "tryelse", "finally", "with", "for", "forelse",
            "while", "whileelse"]
@@ -87,7 +91,7 @@ def _class(rng: random.Random, name: str) -> tuple[str, dict]:
         lines.append("    " + rng.choice(LABELS).format(rng.choice(MEMBERS)) + "\n")
     device_style = rng.random()
     for i in range(rng.randint(1, 3)):
-        params, _ = rng.choice(PARAMS[:3] if device_style < 0.35 else PARAMS[:1] if device_style < 0.6
+        params, _ = rng.choice(PARAMS[1:3] if device_style < 0.4 else PARAMS[:1] if device_style < 0.7
                                else PARAMS)
         mdec, gpu_guard = rng.choice(METHOD_DECORATORS)
         body, gpu_body = rng.choice(BODIES)
@@ -112,6 +116,10 @@ def _call(rng: random.Random, name: str) -> tuple[str, bool]:
     elif r < 0.12:
         args += ["*EXTRA"]
         hidden_options = True
+    if rng.random() < 0.5:  # the shapes real files use: the rules can pass
+        args.append(rng.choice(CLEAN_OPTIONS))
+        func = rng.choice(["instantiate_device_type_tests", "cdt.instantiate_device_type_tests"])
+        return f"{func}({', '.join(a for a in args if a)})\n", hidden_options
     for choices in (ONLY_FOR, EXCEPT_FOR):
         opt = rng.choice(choices)
         if opt:
