@@ -142,7 +142,7 @@ def generate(rng: random.Random) -> tuple[str, dict]:
     for name in names:
         where = rng.choice(SCANNED + ["module"] * 6 + (["trystar", "match", "function"] if rng.random() < 0.1 else []))
         text, t = _class(rng, name)
-        if rng.random() < 0.05:  # defined twice: the last one counts
+        if rng.random() < 0.05 and where in SCANNED:  # defined twice: the last one counts
             parts.append(wrap(rng.choice(SCANNED), _class(rng, name)[0]))
         parts.append(wrap(where, text))
         t["scanned"] = where not in HIDDEN + ["function"]
