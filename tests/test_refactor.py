@@ -434,3 +434,41 @@ def test_commit_message_round_trips_odd_paths_and_branch_names_are_valid(repo):
     assert branch == "hw-classification/my-dir-test_-n-code-and-1-more"
     git(repo, "check-ref-format", "--branch", branch)
     assert plan.parse_commit_message("Fix a bug\n\nDecouple-Base: " + "a" * 40) is None
+
+
+REJECTING_LINTER = '''\
+import json, os, sys
+for name in sys.argv[1:]:
+    if os.path.basename(name) == "test_beta.py":
+        print(json.dumps({"path": name, "line": 1, "char": None, "code": "TEST_LINTER", "severity": "error",
+                          "name": "[stand_in]", "original": None, "replacement": None,
+                          "description": "rejected by the checkout's own linter"}))
+'''
+
+
+def test_the_base_commits_linter_gates_what_is_committed_and_graduated(repo):
+    write(repo, "tools/linter/adapters/test_linter.py", REJECTING_LINTER)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the checkout's linter")
+    code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--limit", "3", "--group-size", "5",
+                         "--no-ab", "--branch", "gated", "--python", sys.executable)
+    assert code == 0, out
+    changed = git(repo, "diff", "--name-only", "gated^", "gated").split()
+    assert "test/test_beta.py" not in changed and "test/test_alpha.py" in changed
+    assert "test/test_beta.py" in json.loads(blob(repo, "gated", ALLOWLIST))  # not graduated
+    skipped = json.load(open(".decouple-out/batch.json"))["skipped"]
+    beta = [s for s in skipped if s["path"] == "test/test_beta.py"]
+    assert beta and "[stand_in] rejected by the checkout's own linter" in beta[0]["reason"]
+    # --linter off: the same file goes in
+    code, out = decouple("refactor", "test/test_beta.py", "--no-ab", "--linter", "off", "--branch", "ungated")
+    assert code == 0, out
+    assert "test/test_beta.py" in git(repo, "diff", "--name-only", "ungated^", "ungated").split()
+
+
+def test_a_linter_that_cannot_run_is_exit_2_and_no_branch(repo):
+    write(repo, "tools/linter/adapters/test_linter.py", "print('not json')\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a broken linter")
+    code, out = decouple("refactor", "test/test_alpha.py", "--no-ab", "--python", sys.executable)
+    assert code == 2 and "linter gate:" in out and "not a LintMessage" in out
+    assert "hw-classification/test_alpha" not in git(repo, "branch", "--list")

@@ -114,9 +114,13 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="A/B: reruns of each discordant test per arm.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr: the plan or the report only.")
+@click.option("--linter", metavar="auto|PATH|off", default=None,
+              help="Gate: the base commit's own tools/linter/adapters/test_linter.py (auto), or PATH, judges "
+                   "every would-be output under --python; a file it rejects is not committed nor graduated. "
+                   "Default: [tool.decouple] linter, else auto.")
 def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, lang, limit, group_size, jobs,
              classification, per_class, force, torch_load, globals_file, explain, restructure_names, python, env,
-             diag, timeout, confirm, quiet):
+             diag, timeout, confirm, quiet, linter):
     """From test files (or the allowlist) to reviewable branches: label, graduate, commit on a
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
 
@@ -143,6 +147,7 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
                             allowlist=allowlist or cfg.allowlist,
                             branch=branch, allow_dirty=allow_dirty, dry_run=dry_run, no_ab=no_ab, out=out,
                             lang=lang, limit=limit, group_size=group_size, jobs=jobs or cfg.jobs, ab=ab,
+                            linter=linter or cfg.linter or "auto",
                             say=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)))
     try:
         repo = open_repo(".")

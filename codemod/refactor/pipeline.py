@@ -45,6 +45,7 @@ class Options:
     group_size: Optional[int] = None
     jobs: Optional[int] = None
     ab: dict = field(default_factory=dict)  # RunOptions fields: python, env, diags, timeout, confirm, jobs
+    linter: str = "auto"                    # the gate: auto (the base commit's linter) | PATH | off
     say: Callable[[str], None] = lambda _m: None
 
 
@@ -280,7 +281,11 @@ def plan_groups(repo: Repo, opts: Options, base: str):
     for i in range(0, len(candidates), chunk):
         if len(picked) >= limit:
             break
-        plans.update(_plan.plan_at(repo, base, candidates[i:i + chunk], opts.transforms, opts.jobs))
+        try:
+            plans.update(_plan.plan_at(repo, base, candidates[i:i + chunk], opts.transforms, opts.jobs,
+                                       opts.linter, opts.ab.get("python")))
+        except _plan.GateFailed as e:
+            raise RefactorError(f"linter gate: {e} (no branch made)") from None
         for rel in candidates[i:i + chunk]:
             p = plans[rel]
             if len(picked) >= limit:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from codemod import engine
+from codemod import engine, linter_gate
 from codemod.discovery import DEFAULT_EXCLUDES, excluded_by
 from codemod.refactor.gitrepo import Repo
-from codemod.result import ALREADY, CHANGED, FAILED, SKIPPED
+from codemod.result import ALREADY, CHANGED, FAILED, SKIPPED, RunResult
 
 TRACKING_ISSUE = "pytorch/pytorch#185590"
 TITLE_PREFIX = "[Testcase Refactoring] Add hw_classification in "
@@ -93,6 +94,10 @@ class FilePlan:
         return "the linter would still reject it"
 
 
+class GateFailed(Exception):
+    """The checkout's linter could not be run or its output could not be read."""
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -112,6 +117,9 @@ def _from_result(path: str, fr) -> FilePlan:
             plan.moves += [Moved(m["transform"], m["test"], m["old_class"], m["new_class"], bool(m["old_instantiated"]),
                                  bool(m["new_instantiated"]), tuple(m["before"]), tuple(m["after"]))
                            for m in x.data.get("moves", [])]
+        elif x.rule == "gate/rejected":
+            plan.manual.append(ManualClass(x.cls or "(file)", x.line, _one_line(x.message),
+                                           "see the linter's message"))
         elif x.rule.startswith("restructure/") and x.severity != "error":
             plan.restructured.append(_one_line(x.message))
     if fr.manual and not plan.manual:  # e.g. a torch.load call left for a human
@@ -119,11 +127,23 @@ def _from_result(path: str, fr) -> FilePlan:
     return plan
 
 
-def plan_at(repo: Repo, commit: str, paths: list[str], transforms, jobs: int | None) -> dict[str, FilePlan]:
-    """Run the engine (diff mode) over `paths` as they are at `commit`."""
+def plan_at(repo: Repo, commit: str, paths: list[str], transforms, jobs: int | None,
+            linter: str = "off", python: str | None = None) -> dict[str, FilePlan]:
+    """Run the engine (diff mode) over `paths` as they are at `commit`; with a linter gate
+    (`auto`: the base commit's own tools/linter/adapters/test_linter.py; or a PATH), a file
+    that linter rejects is planned as manual work (not committed, not graduated)."""
     plans: dict[str, FilePlan] = {}
     stage = tempfile.mkdtemp(prefix="decouple-plan-")
     try:
+        if linter == "auto":
+            # The linter the PR's CI runs is the one at the base commit: stage it beside the
+            # files, where `linter_gate.resolve` finds it by walking up.
+            source = repo.blob(commit, linter_gate.LINTER_REL.replace(os.sep, "/"))
+            if source is not None:
+                full = os.path.join(stage, linter_gate.LINTER_REL)
+                os.makedirs(os.path.dirname(full))
+                with open(full, "wb") as f:
+                    f.write(source)
         staged: dict[str, str] = {}
         for rel in paths:
             if excluded_by(rel, DEFAULT_EXCLUDES):
@@ -138,7 +158,17 @@ def plan_at(repo: Repo, commit: str, paths: list[str], transforms, jobs: int | N
             with open(full, "wb") as f:
                 f.write(data)
             staged[full] = rel
-        for fr in engine.run_files(list(staged), transforms, "diff", jobs):
+        try:
+            groups, _ = linter_gate.resolve(linter, list(staged))
+        except linter_gate.GateError as e:
+            raise GateFailed(str(e)) from None
+        results = engine.run_files(list(staged), transforms, "diff", jobs, staged=bool(groups))
+        if groups:
+            try:
+                linter_gate.gate_run(RunResult("diff", results), linter, groups, [], python or sys.executable)
+            except linter_gate.GateError as e:
+                raise GateFailed(str(e)) from None
+        for fr in results:
             rel = staged[fr.path]
             plan = _from_result(rel, fr)
             plan.diff = fr.diff.replace(f"a/{fr.path}", f"a/{rel}").replace(f"b/{fr.path}", f"b/{rel}")
