@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -42,7 +43,7 @@ from transforms.torch_load import MODES, TorchLoad, check_mode_supported
 from transforms import restructure
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"decouple: error: {message}", err=True)
     sys.exit(code)
 
@@ -118,7 +119,7 @@ def gate_options(f):
 
 
 def _label_transform(classification, per_class, force) -> HwLabel:
-    overrides = []
+    overrides: list[tuple[str, str]] = []
     for item in per_class:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():

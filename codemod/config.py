@@ -11,12 +11,13 @@ Recognised keys (all optional):
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 KNOWN_KEYS = {"exclude", "jobs", "python", "allowlist", "linter"}
 

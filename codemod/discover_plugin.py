@@ -39,7 +39,7 @@ ENV_ALLOW = "DECOUPLE_SAFE_GLOBALS"
 MAX_MESSAGE = 4000
 MAX_LONGREPR = 20000
 
-_state = {
+_state: dict = {
     "torch_version": None,
     "tests": {},          # nodeid -> record
     "resolved": {},       # dotted -> {"module", "qualname"} | {"error"}

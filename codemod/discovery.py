@@ -66,7 +66,7 @@ def _git_files(folder: str) -> list[str] | None:
 
 
 def _walk_files(folder: str) -> list[str]:
-    found = []
+    found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         found.extend(os.path.join(dirpath, f) for f in filenames if f.endswith(".py"))

@@ -167,7 +167,8 @@ def _process(path: str, transforms: Sequence[Transform], mode: str, display: str
     try:
         tree = ast.parse(src.text, filename=path)
     except (SyntaxError, ValueError) as e:
-        where = f"line {e.lineno}: " if getattr(e, "lineno", None) else ""
+        lineno = getattr(e, "lineno", None)
+        where = f"line {lineno}: " if lineno else ""
         return FileResult(path, FAILED, reason=f"syntax error: {where}{getattr(e, 'msg', e)}")
     new_text, new_tree, findings, manual = _run_transforms(src.text, tree, transforms, path)
     findings = [_with_path(f, path) for f in findings]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Iterable, Iterator, List, Optional, Tuple, Union
 
 from transforms.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
@@ -77,7 +77,7 @@ _DEVICE_METHODS = {"cuda": "cuda", "xpu": "xpu", "mps": "mps"}
 # Blocks the linter does not enter although module-level code runs there.
 _UNSCANNED_TYPES: Tuple[type, ...] = (ast.Match,)
 if hasattr(ast, "TryStar"):  # Python 3.11+
-    _UNSCANNED_TYPES = _UNSCANNED_TYPES + (ast.TryStar,)  # type: ignore[attr-defined]
+    _UNSCANNED_TYPES = _UNSCANNED_TYPES + (ast.TryStar,)
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -352,7 +352,7 @@ _LINE_END = re.compile(r"\r\n?|\n")  # the line ends `ast` counts
 _HARDCODED_TEXT = re.compile(r"""["'](cuda|xpu|mps)(?::\d+)?["']|\.(cuda|xpu|mps)\(""")
 
 
-def _hardcoded_devices_text(lines: List[str], fn: ast.AST) -> Tuple[str, ...]:
+def _hardcoded_devices_text(lines: List[str], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Tuple[str, ...]:
     """Same question as `_hardcoded_devices`, answered by a regex over the source
     lines of `fn` (about 5x cheaper than walking its expressions; may also see
     quoted device names in comments, which is fine for a hint)."""
@@ -496,7 +496,7 @@ def _call_kind(call: ast.Call) -> Tuple[Optional[str], str]:
 def _instantiation(call: ast.Call, form: str) -> Optional[Instantiation]:
     if not call.args or not isinstance(call.args[0], ast.Name):
         return None
-    values = {"except_for": None, "only_for": None, "allow_mps": None, "allow_xpu": None}
+    values: dict[str, Any] = {"except_for": None, "only_for": None, "allow_mps": None, "allow_xpu": None}
     positional = []
     given = []
     star = False
@@ -589,7 +589,7 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
     lines = _LINE_END.split(text) if text is not None else None
     class_nodes = []
     helper_nodes = []
-    nested = []
+    nested: list[tuple[ast.ClassDef, str]] = []
     instantiations = []
     hidden = []
     parametrized: dict = {}

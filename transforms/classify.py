@@ -183,7 +183,7 @@ def _rules_summary(violations: Tuple[Violation, ...]) -> str:
 
 def _named_devices(cls: TestClassFacts) -> set:
     """Device values named (in any case) by a literal only_for."""
-    named = set()
+    named: set[str] = set()
     for inst in cls.instantiations:
         if isinstance(inst.only_for, tuple):
             named.update(d.upper() for d in inst.only_for)

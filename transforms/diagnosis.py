@@ -301,16 +301,16 @@ def module_literals(tree: ast.Module) -> Dict[str, Tuple[ast.Assign, Tuple[str, 
                 stores[bound] = stores.get(bound, 0) + 2
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             stores[node.name] = stores.get(node.name, 0) + 2
-    out = {}
+    out: dict[str, tuple[ast.Assign, tuple[str, ...]]] = {}
     for stmt in tree.body:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name) and stores.get(stmt.targets[0].id) == 1):
             value = stmt.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                out[stmt.targets[0].id] = (stmt, (value.value,))
+                out[stmt.targets[0].id] = (stmt, (str(value.value),))
             elif isinstance(value, (ast.Tuple, ast.List)) and value.elts and all(
                     isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
-                out[stmt.targets[0].id] = (stmt, tuple(e.value for e in value.elts))
+                out[stmt.targets[0].id] = (stmt, tuple(str(e.value) for e in value.elts if isinstance(e, ast.Constant)))
     return out
 
 
@@ -505,8 +505,7 @@ def advise(diag: ClassDiagnosis, inst: Optional[Instantiation], module_known: bo
         if free and any(t.parametrized for t in free):
             manual.append("device-free tests are parametrized: a GENERIC class would need "
                           "instantiate_parametrized_tests")
-    return dataclasses.replace(diag, **{"advice": tuple(advice), "manual": tuple(manual),
-                             "widening": tuple(widening)})
+    return dataclasses.replace(diag, advice=tuple(advice), manual=tuple(manual), widening=tuple(widening))
 
 
 def _why_manual(t: TestDiagnosis) -> str:

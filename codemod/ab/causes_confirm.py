@@ -65,7 +65,8 @@ def diagnose(result: ABResult, opts, run_ab: Callable, DiagSpec, budget: float =
     record the findings in `result.causes`. `run_ab` and `DiagSpec` are the runner's."""
     todo = plan(result)
     if todo:
-        specs, paths = [], []
+        specs: list = []
+        paths: list[str] = []
         taken = {a.name for a in result.arms}
         for exp, base, nodeids in todo:
             name = f"diagnose-{exp.name}" + ("" if base == "A" else "-b")

@@ -674,11 +674,11 @@ def merge(results: Sequence[ABResult]) -> ABResult:
             out.env_set.setdefault(k, v)
         out.mapping.update(r.mapping)
         for d in r.diagnostics:
-            mine = next((x for x in out.diagnostics if x.name == d.name), None)
-            if mine is None:
+            known_diag = next((x for x in out.diagnostics if x.name == d.name), None)
+            if known_diag is None:
                 out.diagnostics.append(d)
             else:
-                mine.changed.update(d.changed)
+                known_diag.changed.update(d.changed)
         for k in getattr(r, "warnings", []) or []:
             if k not in warnings:
                 warnings.append(k)

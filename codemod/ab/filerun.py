@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from codemod.ab import arms as _arms
 from codemod.ab import procs
@@ -206,7 +206,7 @@ class ArmRunner:
 
     def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[str]):
         """A pytest process: forked by the warm interpreter, or a fresh `python -m pytest`."""
-        proc = None
+        proc: Any = None   # a ForkedProcess or a Popen: both poll/wait/kill
         if self.server is not None:
             try:
                 proc = self.server.start(argv, self.spec.root, env, log)

@@ -271,7 +271,7 @@ def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no co
                 sys.modules["__main__"] = main
                 code = pytest.console_main()
         except SystemExit as exc:
-            code = exc.code
+            code = exc.code  # type: ignore[assignment]  # _exit_status maps str/None like the interpreter does
         code = _exit_status(code)
     except BaseException:  # noqa: BLE001 - report and exit like a dying interpreter
         try:

@@ -52,8 +52,8 @@ def check_python(python: str) -> dict:
     except OSError as err:
         raise UsageError(f"--python {python}: cannot run it ({err})") from None
     if proc.returncode != 0:
-        err = (proc.stderr or proc.stdout).strip().splitlines()
-        last = err[-1] if err else f"exit code {proc.returncode}"
+        output = (proc.stderr or proc.stdout).strip().splitlines()
+        last = output[-1] if output else f"exit code {proc.returncode}"
         if "pytest" in last and ("No module named" in last or "ModuleNotFoundError" in last):
             raise UsageError(f"--python {python}: pytest is not installed for this interpreter ({last})")
         raise UsageError(f"--python {python}: cannot run it ({last})")

@@ -240,7 +240,7 @@ def _build(tp: Any, value: Any) -> Any:
     if origin is Optional or (origin is not None and type(None) in get_args(tp)):
         inner = [a for a in get_args(tp) if a is not type(None)][0]
         return _build(inner, value)
-    if is_dataclass(tp):
+    if isinstance(tp, type) and is_dataclass(tp):
         if not isinstance(value, dict):
             raise TypeError(f"{tp.__name__}: expected an object, got {type(value).__name__}")
         hints = get_type_hints(tp)

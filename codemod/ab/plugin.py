@@ -77,7 +77,7 @@ def _message(exc: BaseException) -> str:
 
 
 def _chain(exc: BaseException) -> list:
-    out = []
+    out: list = []
     seen = {id(exc)}
     cur = exc
     while len(out) < _CHAIN_DEPTH:

@@ -27,14 +27,14 @@ def _first_line(err: BaseException) -> str:
 
 
 def _backends() -> dict:
-    out = {}
+    out: dict = {}
     try:
         from importlib import metadata
     except ImportError:  # pragma: no cover - python < 3.8
         return out
     try:
         eps = metadata.entry_points()
-        group = eps.select(group="torch.backends") if hasattr(eps, "select") else eps.get("torch.backends", [])
+        group = eps.select(group="torch.backends") if hasattr(eps, "select") else eps.get("torch.backends", [])  # type: ignore[arg-type]
         for ep in group:
             dist = getattr(ep, "dist", None)
             name = getattr(dist, "name", None) or ep.name

@@ -19,7 +19,7 @@ from typing import Optional
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None
 
 
 class UsageError(Exception):

@@ -246,9 +246,9 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
             }
         else:
             a_root, b_root = Path(opts.a_root).resolve(), Path(opts.b_root).resolve()
-            for r, flag in ((a_root, "--a-root"), (b_root, "--b-root")):
-                if not r.is_dir():
-                    raise UsageError(f"{flag} {r} is not a directory")
+            for root, flag in ((a_root, "--a-root"), (b_root, "--b-root")):
+                if not root.is_dir():
+                    raise UsageError(f"{flag} {root} is not a directory")
             sel = _arms.Selection(paths=[p.strip("/") for p in opts.paths],
                                   common=_arms.common_dir(opts.paths))
             for p in sel.paths:

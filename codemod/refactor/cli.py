@@ -28,7 +28,7 @@ def _transforms(classification, per_class, force, torch_load, globals_file, expl
     from transforms import restructure
     from transforms.torch_load import TorchLoad, check_mode_supported
 
-    transforms = [cli._label_transform(classification, per_class, force)]
+    transforms: list = [cli._label_transform(classification, per_class, force)]
     if restructure_names:
         try:
             selected = restructure.parse_selection(restructure_names)

@@ -124,8 +124,8 @@ def render(result: ABResult) -> str:
             totals[counter] += 1
 
     for el in (root, suite):
-        for key, value in totals.items():
-            el.set(key, str(value))
+        for key, total in totals.items():
+            el.set(key, str(total))
         el.set("time", f"{(arm_b.duration if arm_b and arm_b.duration else time_total):.3f}")
     if result.started:
         suite.set("timestamp", _x(result.started))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from typing import Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from codemod.ab import causes
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, CauseFinding, Environment, TestComparison
@@ -528,9 +528,9 @@ def tests_cell(nodeids: Sequence[str], f: Fmt) -> str:
         f.say("kv", k=head, v=f.tests(list(nodeids)))
 
 
-def diagnostic_changes(result: ABResult) -> list[tuple[object, str, str, list[str]]]:
+def diagnostic_changes(result: ABResult) -> list[tuple[Any, str, str, list[str]]]:
     """(diagnostic, outcome in its base arm, outcome in it, node ids), grouped."""
-    out: dict[tuple[str, str, str], tuple[object, list[str]]] = {}
+    out: dict[tuple[str, str, str], tuple[Any, list[str]]] = {}
     for d in result.diagnostics:
         for nid, v in sorted(d.changed.items()):
             before = v[0] if v else None

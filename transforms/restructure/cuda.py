@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import List, Optional, Set
+from typing import Any, List, Optional, Set
 
 from transforms import analysis, diagnosis
 from transforms.diagnosis import ACCELERATOR_GUARD, CUDA_EQUIVALENTS
@@ -22,14 +22,14 @@ def convertible(t: diagnosis.TestDiagnosis) -> bool:
             and t.cuda_uses is not None and not t.cuda_only_apis)
 
 
-def _only_cuda(fn: ast.AST) -> Optional[ast.expr]:
+def _only_cuda(fn: Any) -> Optional[ast.expr]:
     for dec in fn.decorator_list:
         if analysis.dotted_name(dec) is not None and analysis.dotted_name(dec).rsplit(".", 1)[-1] == "onlyCUDA":
             return dec
     return None
 
 
-def _cuda_attrs(fn: ast.AST) -> List[ast.Attribute]:
+def _cuda_attrs(fn: Any) -> List[ast.Attribute]:
     return [node for stmt in fn.body for node in ast.walk(stmt)
             if isinstance(node, ast.Attribute) and analysis.dotted_name(node.value) == "torch.cuda"]
 
@@ -65,7 +65,7 @@ def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> O
 
 def normaliser(names: Set[str]):
     """The AST version of the edit, applied to an original test for the inventory check."""
-    def normalise(fn: ast.AST) -> ast.AST:
+    def normalise(fn: Any) -> ast.AST:
         if getattr(fn, "name", None) not in names:
             return fn
         fn = copy.deepcopy(fn)

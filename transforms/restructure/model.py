@@ -130,5 +130,5 @@ def map_document(moves_by_path: Dict[str, List[Move]]) -> dict:
 
 def moves_from_json(items: Iterable[dict]) -> List[Move]:
     fields = Move.__dataclass_fields__
-    return [Move(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in item.items() if k in fields})
+    return [Move(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in item.items() if k in fields})  # type: ignore[arg-type]
             for item in items]

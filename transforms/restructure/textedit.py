@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable, List, Sequence, Tuple
+from typing import Any, Iterable, List, Sequence, Tuple
 
 from transforms.hw_edit import split_lines
 
@@ -28,10 +28,10 @@ class Lines:
         line = self.lines[lineno - 1]
         return self.starts[lineno - 1] + len(line.encode("utf-8")[:col].decode("utf-8", "replace"))
 
-    def start(self, node: ast.AST) -> int:
+    def start(self, node: Any) -> int:  # any node with positions (stmt, expr, alias, keyword, ...)
         return self.offset(node.lineno, node.col_offset)
 
-    def end(self, node: ast.AST) -> int:
+    def end(self, node: Any) -> int:
         return self.offset(node.end_lineno, node.end_col_offset)
 
     def segment(self, node: ast.AST) -> str:

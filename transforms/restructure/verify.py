@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from transforms import analysis, classify
 
@@ -37,7 +37,7 @@ def _is_instantiation(stmt: ast.stmt) -> bool:
 def _rest(stmts: list, skip: set, imports: frozenset = frozenset()) -> list:
     """The module without the given classes and instantiation calls (bodies of if/try kept),
     and without the names in `imports` in from-imports of common_device_type."""
-    out = []
+    out: list[Any] = []
     for stmt in stmts:
         if isinstance(stmt, ast.ImportFrom) and stmt.module == DEVICE_TYPE and imports:
             kept = [a for a in stmt.names if a.name not in imports]
