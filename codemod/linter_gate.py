@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from typing import Any
 from dataclasses import dataclass, field
 
 from transforms.analysis import analyse
@@ -221,7 +222,7 @@ def gate_run(run, setting: str, groups: dict[str, list[str]], orphans: list[str]
     from transforms.base import ERROR, WARNING, Finding
 
     by_path = {r.path: r for r in run.files if r.status != FAILED and r.replacement is not None}
-    summary = {"setting": setting, "linters": sorted(groups), "checked": 0, "agree": 0,
+    summary: dict[str, Any] = {"setting": setting, "linters": sorted(groups), "checked": 0, "agree": 0,
                "disagree": 0, "rejected": [], "unjudged": len(orphans)}
     for linter, all_paths in groups.items():
         paths = [p for p in all_paths if p in by_path]  # skipped and failed files are not judged

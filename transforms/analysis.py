@@ -591,7 +591,7 @@ def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
     helper_nodes = []
     nested: list[tuple[ast.ClassDef, str]] = []
     instantiations = []
-    hidden = []
+    hidden: list = []
     parametrized: dict = {}
 
     for stmt in _module_level(tree.body):

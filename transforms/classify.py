@@ -340,8 +340,8 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
         return inferred
 
     own = tuple(check(cls, wanted))
-    false = tuple(r for r in inferred.refusals if wanted in r.values)
-    if not own and not false:
+    false_refusals = tuple(r for r in inferred.refusals if wanted in r.values)
+    if not own and not false_refusals:
         warnings = _needs_gpu_warnings(cls) if wanted == "GENERIC" else ()
         return Decision(
             cls.name,
@@ -357,14 +357,14 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
         )
     patterns = inferred.patterns or pick_patterns(cls, _all_violations(cls))
     if not own:  # the linter accepts it; a deliberate deviation says it is false
-        why = f"{false[0].message}: {deviation(false[0].deviation).why}"
+        why = f"{false_refusals[0].message}: {deviation(false_refusals[0].deviation).why}"
         if force:
             return Decision(cls.name, cls.line, "forced", wanted, inferred.inferred, ev, {}, patterns,
                             f"{cls.name}: {wanted} forced although it is false ({why}); the linter "
-                            "accepts it", false)
+                            "accepts it", false_refusals)
         return Decision(cls.name, cls.line, "refused", None, inferred.inferred, ev, {}, patterns,
                         f"{cls.name}: requested {wanted} would pass the linter but is false ({why}); "
-                        "not applied (use --force to write it anyway)", false)
+                        "not applied (use --force to write it anyway)", false_refusals)
     rules = _rules_summary(own)
     if force:
         return Decision(
