@@ -18,8 +18,10 @@ from typing import NoReturn
 
 import click
 
-from codemod import engine, linter_gate
+from codemod import engine, linter_gate, target
+from codemod.ab.cli import ab
 from codemod.config import Config, ConfigError, load_config
+from codemod.discover_globals import discover_globals
 from codemod.discovery import (
     DEFAULT_EXCLUDES,
     DiscoveryError,
@@ -29,18 +31,14 @@ from codemod.discovery import (
     read_allowlist,
     read_paths_file,
 )
-from codemod.report import lintrunner
 from codemod.files import MAX_SOURCE_BYTES, SourceError, decode_source
-from codemod.report import github, sarif
+from codemod.report import github, lintrunner, sarif
 from codemod.report import text as text_report
 from codemod.result import FAILED, FileResult, RunResult
-from codemod import target
-from codemod.ab.cli import ab
-from codemod.discover_globals import discover_globals
-from transforms.members import MEMBERS as VALUES
-from transforms.hw_label import HwLabel
-from transforms.torch_load import MODES, TorchLoad, check_mode_supported
 from transforms import restructure
+from transforms.hw_label import HwLabel
+from transforms.members import MEMBERS as VALUES
+from transforms.torch_load import MODES, TorchLoad, check_mode_supported
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -71,11 +69,18 @@ STDIN = "-"
 
 def stdin_quiet_options(f):
     """`-` as the path, and --quiet: for the commands that read test files."""
-    f = click.option("-q", "--quiet", is_flag=True,
-                     help="No progress bar, no summary: only the output asked for and per-file problems.")(f)
-    return click.option("--stdin-filename", metavar="PATH",
-                        help="With `-` as the path (read the file from standard input): the path to name in "
-                             "messages and rules (default: <stdin>).")(f)
+    f = click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        help="No progress bar, no summary: only the output asked for and per-file problems.",
+    )(f)
+    return click.option(
+        "--stdin-filename",
+        metavar="PATH",
+        help="With `-` as the path (read the file from standard input): the path to name in "
+        "messages and rules (default: <stdin>).",
+    )(f)
 
 
 def selection_options(f=None, *, formats=("text", "json", "github", "sarif"), default="text"):
@@ -83,22 +88,51 @@ def selection_options(f=None, *, formats=("text", "json", "github", "sarif"), de
     `@selection_options(formats=..., default=...)` for a command with formats of its own)."""
     options = [
         click.argument("paths", nargs=-1, type=click.Path()),
-        click.option("--from-allowlist", "allowlist", type=click.Path(),
-                     help="Take the files listed in the upstream test_linter_allowlist.json."),
-        click.option("--exclude", multiple=True, metavar="GLOB",
-                     help="Skip files matching GLOB (repeatable; added to [tool.decouple] exclude)."),
-        click.option("--no-default-excludes", is_flag=True,
-                     help=f"Also process the vendored folders excluded by default: {', '.join(DEFAULT_EXCLUDES)}."),
-        click.option("-j", "--jobs", type=click.IntRange(1), default=None,
-                     help="Worker processes (default: all cores)."),
-        click.option("--format", "fmt", type=click.Choice(list(formats)), default=default, show_default=True,
-                     help="github: workflow-command annotations; sarif: SARIF 2.1.0 (for code scanning)."),
-        click.option("--classification", metavar="VALUE",
-                     help="Use VALUE for every unlabelled test class instead of inferring it."),
-        click.option("--set", "per_class", multiple=True, metavar="CLASS=VALUE",
-                     help="Use VALUE for the test class CLASS (repeatable)."),
-        click.option("--force", is_flag=True,
-                     help="Apply a --classification/--set value even when it breaks a linter rule (reported)."),
+        click.option(
+            "--from-allowlist",
+            "allowlist",
+            type=click.Path(),
+            help="Take the files listed in the upstream test_linter_allowlist.json.",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Skip files matching GLOB (repeatable; added to [tool.decouple] exclude).",
+        ),
+        click.option(
+            "--no-default-excludes",
+            is_flag=True,
+            help=f"Also process the vendored folders excluded by default: {', '.join(DEFAULT_EXCLUDES)}.",
+        ),
+        click.option(
+            "-j", "--jobs", type=click.IntRange(1), default=None, help="Worker processes (default: all cores)."
+        ),
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(list(formats)),
+            default=default,
+            show_default=True,
+            help="github: workflow-command annotations; sarif: SARIF 2.1.0 (for code scanning).",
+        ),
+        click.option(
+            "--classification",
+            metavar="VALUE",
+            help="Use VALUE for every unlabelled test class instead of inferring it.",
+        ),
+        click.option(
+            "--set",
+            "per_class",
+            multiple=True,
+            metavar="CLASS=VALUE",
+            help="Use VALUE for the test class CLASS (repeatable).",
+        ),
+        click.option(
+            "--force",
+            is_flag=True,
+            help="Apply a --classification/--set value even when it breaks a linter rule (reported).",
+        ),
     ]
 
     def decorate(f):
@@ -112,10 +146,14 @@ def selection_options(f=None, *, formats=("text", "json", "github", "sarif"), de
 def gate_options(f):
     """--linter (every command that labels); --python where the command has none of its own."""
     return click.option(
-        "--linter", "linter", metavar="auto|PATH|off", default=None,
+        "--linter",
+        "linter",
+        metavar="auto|PATH|off",
+        default=None,
         help="Gate: run the checkout's own test linter (tools/linter/adapters/test_linter.py, found "
-             "above the paths with auto) on the would-be outputs first; a file it rejects is not "
-             "written nor graduated. Default: [tool.decouple] linter, else auto.")(f)
+        "above the paths with auto) on the would-be outputs first; a file it rejects is not "
+        "written nor graduated. Default: [tool.decouple] linter, else auto.",
+    )(f)
 
 
 def _label_transform(classification, per_class, force) -> HwLabel:
@@ -194,8 +232,22 @@ def _stdin_run(mode: str, transforms, name: str | None) -> RunResult:
     return RunResult(mode, [engine.process_file(name, transforms, mode, src=src)])
 
 
-def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, transforms, graduate_flag=False,
-         strict=False, stdin_filename=None, quiet=False, linter=None, python=None):
+def _run(
+    cfg,
+    mode,
+    paths,
+    allowlist_path,
+    exclude,
+    no_default_excludes,
+    jobs,
+    transforms,
+    graduate_flag=False,
+    strict=False,
+    stdin_filename=None,
+    quiet=False,
+    linter=None,
+    python=None,
+):
     if STDIN in paths:
         if len(paths) > 1 or allowlist_path:
             raise click.UsageError("`-` (standard input) must be the only path")
@@ -203,8 +255,9 @@ def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, t
     if stdin_filename:
         raise click.UsageError("--stdin-filename goes with `-` as the path")
     try:
-        found, allowlist, stale, missing = _select(cfg, paths, allowlist_path, exclude, no_default_excludes,
-                                                   missing_ok=mode == "lint")
+        found, allowlist, stale, missing = _select(
+            cfg, paths, allowlist_path, exclude, no_default_excludes, missing_ok=mode == "lint"
+        )
     except DiscoveryError as e:
         fail(str(e))
     jobs = jobs or cfg.jobs
@@ -219,8 +272,15 @@ def _run(cfg, mode, paths, allowlist_path, exclude, no_default_excludes, jobs, t
         linters, ungated = linter_gate.resolve(gate, found.files)
     except linter_gate.GateError as e:
         fail(f"linter gate: {e}")
-    results = engine.run_files(found.files, transforms, mode, jobs, _progress(show_progress),
-                               display=lambda p: diff_name(p, root), staged=bool(linters))
+    results = engine.run_files(
+        found.files,
+        transforms,
+        mode,
+        jobs,
+        _progress(show_progress),
+        display=lambda p: diff_name(p, root),
+        staged=bool(linters),
+    )
     _unknown_classes(transforms, results)
     results += [FileResult(p, FAILED, reason="no such file or folder") for p in missing]
     run = RunResult(mode, results, strict=strict)
@@ -298,16 +358,45 @@ def main() -> None:
 @main.command()
 @selection_options
 @gate_options
-@click.option("--python", "python", metavar="PATH", help="Interpreter that runs the linter gate "
-              "(default: [tool.decouple] python, else this one).")
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Interpreter that runs the linter gate (default: [tool.decouple] python, else this one).",
+)
 @stdin_quiet_options
-def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-             stdin_filename, quiet, linter, python):
+def classify(
+    paths,
+    allowlist,
+    exclude,
+    no_default_excludes,
+    jobs,
+    fmt,
+    classification,
+    per_class,
+    force,
+    stdin_filename,
+    quiet,
+    linter,
+    python,
+):
     """Show the classification of every test class, with its evidence. Writes nothing.
     PATH `-` reads one file from standard input."""
     transform = _label_transform(classification, per_class, force)
-    run = _run(_config(), "classify", paths, allowlist, exclude, no_default_excludes, jobs, [transform],
-               stdin_filename=stdin_filename, quiet=quiet, linter=linter, python=python)
+    run = _run(
+        _config(),
+        "classify",
+        paths,
+        allowlist,
+        exclude,
+        no_default_excludes,
+        jobs,
+        [transform],
+        stdin_filename=stdin_filename,
+        quiet=quiet,
+        linter=linter,
+        python=python,
+    )
     _emit(run, fmt, table=True, quiet=quiet)
     sys.exit(run.exit_code())
 
@@ -315,13 +404,34 @@ def classify(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classifi
 @main.command()
 @selection_options(formats=("lintrunner", "text", "github", "sarif"), default="lintrunner")
 @stdin_quiet_options
-@click.option("--paths-file", type=click.Path(dir_okay=False),
-              help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).")
+@click.option(
+    "--paths-file",
+    type=click.Path(dir_okay=False),
+    help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).",
+)
 @gate_options
-@click.option("--python", "python", metavar="PATH", help="Interpreter that runs the linter gate "
-              "(default: [tool.decouple] python, else this one).")
-def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-         stdin_filename, quiet, paths_file, linter, python):
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Interpreter that runs the linter gate (default: [tool.decouple] python, else this one).",
+)
+def lint(
+    paths,
+    allowlist,
+    exclude,
+    no_default_excludes,
+    jobs,
+    fmt,
+    classification,
+    per_class,
+    force,
+    stdin_filename,
+    quiet,
+    paths_file,
+    linter,
+    python,
+):
     """Lint messages in the upstream test linter's severities: lintrunner LintMessage JSON
     lines (the label edits as an autofix `replacement`), or `text` lines, GitHub annotations,
     SARIF. Writes nothing. Exit 0 with --format lintrunner unless the invocation itself is
@@ -333,8 +443,20 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
         except DiscoveryError as e:
             fail(str(e))
     transform = _label_transform(classification, per_class, force)
-    run = _run(_config(), "lint", paths, allowlist, exclude, no_default_excludes, jobs, [transform],
-               stdin_filename=stdin_filename, quiet=quiet, linter=linter, python=python)
+    run = _run(
+        _config(),
+        "lint",
+        paths,
+        allowlist,
+        exclude,
+        no_default_excludes,
+        jobs,
+        [transform],
+        stdin_filename=stdin_filename,
+        quiet=quiet,
+        linter=linter,
+        python=python,
+    )
     messages = list(lintrunner.messages(run))
     if fmt == "lintrunner":
         click.echo(lintrunner.render(messages), nl=False)
@@ -353,29 +475,80 @@ def lint(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificati
 @stdin_quiet_options
 @click.option("--diff", "show_diff", is_flag=True, help="Print unified diffs, write nothing; exit 1 if any.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a change is needed.")
-@click.option("--strict", is_flag=True,
-              help="With --check/--diff: also exit 1 when classes (or calls) are left for manual work.")
-@click.option("--graduate", "graduate_flag", is_flag=True,
-              help="With --from-allowlist: remove the entries of files that end up fully classified.")
+@click.option(
+    "--strict", is_flag=True, help="With --check/--diff: also exit 1 when classes (or calls) are left for manual work."
+)
+@click.option(
+    "--graduate",
+    "graduate_flag",
+    is_flag=True,
+    help="With --from-allowlist: remove the entries of files that end up fully classified.",
+)
 @click.option("--stats", is_flag=True, help="Print a per-rule statistics table.")
-@click.option("--torch-load", "torch_load", type=click.Choice(MODES), default=None,
-              help="Also make torch.load calls explicit (default: leave them alone).")
-@click.option("--globals", "globals_file", type=click.Path(dir_okay=False),
-              help="JSON written by `decouple discover-globals` (for safe-globals / auto).")
+@click.option(
+    "--torch-load",
+    "torch_load",
+    type=click.Choice(MODES),
+    default=None,
+    help="Also make torch.load calls explicit (default: leave them alone).",
+)
+@click.option(
+    "--globals",
+    "globals_file",
+    type=click.Path(dir_okay=False),
+    help="JSON written by `decouple discover-globals` (for safe-globals / auto).",
+)
 @click.option("--explain", is_flag=True, help="With --torch-load: add a short comment saying why.")
-@click.option("--python", "python", metavar="PATH",
-              help="Target interpreter (default: [tool.decouple] python, else this one). It is probed "
-                   "for its torch version (torch-load) and for HardwareClassification.")
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Target interpreter (default: [tool.decouple] python, else this one). It is probed "
+    "for its torch version (torch-load) and for HardwareClassification.",
+)
 @click.option("--no-label", is_flag=True, help="Do not add hw_classification labels (torch.load edits only).")
-@click.option("--restructure", "restructure_names", metavar="auto|NAME[,NAME]", default=None,
-              help=f"Restructure classes no label fits, before labelling: auto, or any of "
-                   f"{', '.join(restructure.REGISTRY)} (opt-in; see README).")
-@click.option("--map-out", "map_out", type=click.Path(dir_okay=False), default=None,
-              help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).")
+@click.option(
+    "--restructure",
+    "restructure_names",
+    metavar="auto|NAME[,NAME]",
+    default=None,
+    help=f"Restructure classes no label fits, before labelling: auto, or any of "
+    f"{', '.join(restructure.REGISTRY)} (opt-in; see README).",
+)
+@click.option(
+    "--map-out",
+    "map_out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).",
+)
 @gate_options
-def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classification, per_class, force,
-          stdin_filename, quiet, show_diff, check, strict, graduate_flag, stats, torch_load, globals_file, explain,
-          python, no_label, restructure_names, map_out, linter):
+def apply(
+    paths,
+    allowlist,
+    exclude,
+    no_default_excludes,
+    jobs,
+    fmt,
+    classification,
+    per_class,
+    force,
+    stdin_filename,
+    quiet,
+    show_diff,
+    check,
+    strict,
+    graduate_flag,
+    stats,
+    torch_load,
+    globals_file,
+    explain,
+    python,
+    no_label,
+    restructure_names,
+    map_out,
+    linter,
+):
     """Insert hw_classification labels (and the import) where the rules allow it; with
     --torch-load, make torch.load calls explicit too. PATH `-` reads one file from standard
     input (with --diff or --check: nothing is written)."""
@@ -398,7 +571,7 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
     try:
         selected = restructure.parse_selection(restructure_names) if restructure_names else ()
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--restructure")
+        raise click.BadParameter(str(e), param_hint="--restructure") from e
     if (globals_file or explain) and not torch_load:
         raise click.UsageError("--globals and --explain go with --torch-load")
     transforms = [] if no_label else [_label_transform(classification, per_class, force)]
@@ -412,19 +585,37 @@ def apply(paths, allowlist, exclude, no_default_excludes, jobs, fmt, classificat
         if explicit_python and not info.executable:
             fail(info.reason)  # the named interpreter does not even run
         if torch_load:
-            refusal = check_mode_supported(torch_load, info.torch_version) if info.torch_version else (
-                f"--torch-load needs torch in the target interpreter: {info.reason}")
+            refusal = (
+                check_mode_supported(torch_load, info.torch_version)
+                if info.torch_version
+                else (f"--torch-load needs torch in the target interpreter: {info.reason}")
+            )
             if refusal:
                 fail(refusal)
             transforms.append(TorchLoad(torch_load, _read_globals(globals_file), info.torch_version, explain))
         if not no_label and info.has_hw_classification is False:
             warnings.append(
                 f"torch {info.torch_version_str} in {info.executable or python} has no HardwareClassification "
-                "(first released in 2.14): the labelled files will fail to import there")
+                "(first released in 2.14): the labelled files will fail to import there"
+            )
         elif not no_label and info.torch_version is None:
             warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
-    run = _run(cfg, mode, paths, allowlist, exclude, no_default_excludes, jobs, transforms, graduate_flag, strict,
-               stdin_filename=stdin_filename, quiet=quiet, linter=linter, python=explicit_python)
+    run = _run(
+        cfg,
+        mode,
+        paths,
+        allowlist,
+        exclude,
+        no_default_excludes,
+        jobs,
+        transforms,
+        graduate_flag,
+        strict,
+        stdin_filename=stdin_filename,
+        quiet=quiet,
+        linter=linter,
+        python=explicit_python,
+    )
     run.warnings += warnings
     if map_out:
         _write_map(map_out, run)

@@ -63,13 +63,15 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 import click
 
 from codemod.target import TargetInfo, probe
-from transforms.unsafe_globals import dangerous as dangerous_names, normalise
+from transforms.unsafe_globals import dangerous as dangerous_names
+from transforms.unsafe_globals import normalise
 
 SCHEMA_VERSION = 1
 PLUGIN_MODULE = "_decouple_discover_plugin"
@@ -105,7 +107,7 @@ def parse_globals(message: str) -> list[str]:
     return out
 
 
-def unfixable_reason(message: str) -> Optional[str]:
+def unfixable_reason(message: str) -> str | None:
     """Why no allowlist can make this failure pass, or None."""
     msg = message or ""
     if "TorchScript archive" in msg:
@@ -114,14 +116,14 @@ def unfixable_reason(message: str) -> Optional[str]:
     if m:
         return f"{normalise(m.group(1))} comes from module {m.group(2)}, which weights_only blocks"
     if "Can only SETITEM for dict" in msg:
-        return ("a dict subclass (e.g. collections.defaultdict) the weights-only unpickler "
-                "cannot rebuild")
+        return "a dict subclass (e.g. collections.defaultdict) the weights-only unpickler cannot rebuild"
     m = OPERAND_RE.search(msg)
     if m:
         op = m.group(1)
         if op == "149":
-            return ("pickled with protocol >= 4 (Unsupported operand 149, FRAME): "
-                    "the weights-only unpickler cannot read it")
+            return (
+                "pickled with protocol >= 4 (Unsupported operand 149, FRAME): the weights-only unpickler cannot read it"
+            )
         return f"unsupported pickle opcode {op} for the weights-only unpickler"
     return None
 
@@ -139,8 +141,7 @@ def _plugin_source() -> str:
 
 def _clean_env(extra: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ)
-    for k in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
-              "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
+    for k in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         env.pop(k, None)
     env.update(extra)
     return env
@@ -148,8 +149,14 @@ def _clean_env(extra: dict[str, str]) -> dict[str, str]:
 
 def _run_pytest(python: str, args: list[str], cwd: str, env: dict, timeout: float):
     proc = subprocess.Popen(
-        [python, "-m", "pytest", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [python, "-m", "pytest", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -178,10 +185,10 @@ def _target_arg(nodeid: str, rootdir: str) -> str:
 
 def discover(
     targets: Iterable[str],
-    python: Optional[str] = None,
+    python: str | None = None,
     max_iterations: int = 10,
     timeout: float = 900.0,
-    cwd: Optional[str] = None,
+    cwd: str | None = None,
     pytest_args: Iterable[str] = (),
     log=None,
 ) -> tuple[dict[str, Any], int]:
@@ -203,8 +210,10 @@ def discover(
     iterate = ver >= (2, 4)
     if not iterate:
         max_iterations = 1
-        log(f"note: torch {info.torch_version_str} has no add_safe_globals: only the first "
-            "missing global of each call can be found (one round)")
+        log(
+            f"note: torch {info.torch_version_str} has no add_safe_globals: only the first "
+            "missing global of each call can be found (one round)"
+        )
 
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -221,8 +230,8 @@ def discover(
         "dangerous": {},
         "errors": [],
     }
-    sites: dict[str, list[str]] = {}           # "abs:line" -> names
-    glob: list[str] = []                        # unattributed names (process-wide)
+    sites: dict[str, list[str]] = {}  # "abs:line" -> names
+    glob: list[str] = []  # unattributed names (process-wide)
     calls: dict[str, dict[tuple[str, int], dict]] = {}
     tests: dict[str, dict] = {}
     run_targets = list(targets)
@@ -232,16 +241,18 @@ def discover(
         Path(tmp, PLUGIN_MODULE + ".py").write_text(_plugin_source(), encoding="utf-8")
         for it in range(1, max_iterations + 1):
             out_path = os.path.join(tmp, f"round{it}.json")
-            env = _clean_env({
-                "DECOUPLE_DISCOVER_OUT": out_path,
-                "DECOUPLE_SAFE_GLOBALS": json.dumps({"sites": sites, "global": glob}),
-                "PYTHONPATH": os.pathsep.join([tmp] + ([os.environ["PYTHONPATH"]]
-                                                       if os.environ.get("PYTHONPATH") else [])),
-            })
+            env = _clean_env(
+                {
+                    "DECOUPLE_DISCOVER_OUT": out_path,
+                    "DECOUPLE_SAFE_GLOBALS": json.dumps({"sites": sites, "global": glob}),
+                    "PYTHONPATH": os.pathsep.join(
+                        [tmp] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+                    ),
+                }
+            )
             args = ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", *pytest_args, *run_targets]
             log(f"round {it}: {len(run_targets)} target(s)")
-            rc, out, err, timed_out = _run_pytest(info.executable or info.python, args, cwd, env,
-                                                  timeout)
+            rc, out, err, timed_out = _run_pytest(info.executable or info.python, args, cwd, env, timeout)
             result["iterations"] = it
             if timed_out:
                 result["errors"].append(f"round {it}: pytest timed out after {timeout:.0f}s")
@@ -259,8 +270,10 @@ def discover(
             with open(out_path, encoding="utf-8") as fh:
                 data = json.load(fh)
             if rc in (4, 5) and it == 1 and not data.get("tests"):
-                raise Refusal(f"pytest found no tests for {' '.join(targets)} (exit {rc}): "
-                              + "\n".join((out or "").strip().splitlines()[-3:]))
+                raise Refusal(
+                    f"pytest found no tests for {' '.join(targets)} (exit {rc}): "
+                    + "\n".join((out or "").strip().splitlines()[-3:])
+                )
             for e in data.get("errors") or []:
                 if e not in result["errors"]:
                     result["errors"].append(e)
@@ -274,19 +287,34 @@ def discover(
             allowed_before = {site: set(names) for site, names in sites.items()}
             glob_before = set(glob)
             for nodeid, rec in (data.get("tests") or {}).items():
-                t = tests.setdefault(nodeid, {
-                    "outcome": "not-run", "initial_outcome": rec.get("outcome", "not-run"),
-                    "globals": [], "unfixable": None, "unattributed": [], "saves": {},
-                })
+                t = tests.setdefault(
+                    nodeid,
+                    {
+                        "outcome": "not-run",
+                        "initial_outcome": rec.get("outcome", "not-run"),
+                        "globals": [],
+                        "unfixable": None,
+                        "unattributed": [],
+                        "saves": {},
+                    },
+                )
                 t["outcome"] = rec.get("outcome", "not-run")
                 t["rounds"] = it
                 tcalls = calls.setdefault(nodeid, {})
                 for ld in rec.get("loads") or []:
                     key = (ld.get("file") or "", int(ld.get("line") or 0))
-                    c = tcalls.setdefault(key, {"code": ld.get("code") or "", "globals": [],
-                                                "scan": None, "status": "ok", "unfixable": None,
-                                                "explicit_weights_only": ld.get("explicit_weights_only"),
-                                                "message": None})
+                    c = tcalls.setdefault(
+                        key,
+                        {
+                            "code": ld.get("code") or "",
+                            "globals": [],
+                            "scan": None,
+                            "status": "ok",
+                            "unfixable": None,
+                            "explicit_weights_only": ld.get("explicit_weights_only"),
+                            "message": None,
+                        },
+                    )
                     c["status"] = ld.get("status") or "ok"
                     scan = ld.get("scan")
                     if isinstance(scan, list):
@@ -313,8 +341,7 @@ def discover(
                             c["globals"].append(n)
                         if n in in_force:
                             r = result["resolved"].get(n) or {}
-                            c["unfixable"] = r.get("error") or (
-                                f"{n} is allowlisted but the load still fails on it")
+                            c["unfixable"] = r.get("error") or (f"{n} is allowlisted but the load still fails on it")
                             continue
                         if n not in allowed:
                             allowed.append(n)
@@ -328,13 +355,18 @@ def discover(
                             if n not in allowed and n not in in_force:
                                 allowed.append(n)
                     if not names:
-                        c["unfixable"] = ("fails under weights_only=True without naming a global: "
-                                          + msg.strip().splitlines()[-1][:200] if msg.strip() else "")
+                        c["unfixable"] = (
+                            "fails under weights_only=True without naming a global: "
+                            + msg.strip().splitlines()[-1][:200]
+                            if msg.strip()
+                            else ""
+                        )
                 for sv in rec.get("saves") or []:
                     key = (sv.get("file") or "", int(sv.get("line") or 0))
                     t["saves"][key] = sv
                 if t["outcome"] in ("failed", "error") and not any(
-                        ld.get("status") == "failed" for ld in rec.get("loads") or []):
+                    ld.get("status") == "failed" for ld in rec.get("loads") or []
+                ):
                     # a failure the wrapper did not see (load bound before the plugin, subprocess)
                     text = rec.get("longrepr") or ""
                     why = unfixable_reason(text) if is_weights_only_failure(text) else None
@@ -353,13 +385,14 @@ def discover(
         else:
             if iterate:
                 result["errors"].append(
-                    f"stopped after --max-iterations {max_iterations} rounds with tests still "
-                    "revealing new globals")
+                    f"stopped after --max-iterations {max_iterations} rounds with tests still revealing new globals"
+                )
             else:
                 result["errors"].append(
                     f"torch {info.torch_version_str} has no add_safe_globals: only the first "
                     "missing global of each failing call is known (rerun discovery under "
-                    "torch >= 2.4 for complete lists)")
+                    "torch >= 2.4 for complete lists)"
+                )
             status = 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -376,19 +409,29 @@ def discover(
                 extra = [s for s in c["scan"] if s not in names]
                 missing = [n for n in names if n not in c["scan"]]
                 if extra:
-                    disc.append(f"{_rel(f, cwd)}:{line}: checkpoint scan lists {', '.join(extra)} "
-                                "that no failure named")
+                    disc.append(
+                        f"{_rel(f, cwd)}:{line}: checkpoint scan lists {', '.join(extra)} that no failure named"
+                    )
                 if missing:
-                    disc.append(f"{_rel(f, cwd)}:{line}: failures named {', '.join(missing)} "
-                                "that the checkpoint scan does not list")
+                    disc.append(
+                        f"{_rel(f, cwd)}:{line}: failures named {', '.join(missing)} "
+                        "that the checkpoint scan does not list"
+                    )
                 t.setdefault("discrepancies", []).extend(disc)
             for n in names + [s for s in (c["scan"] or []) if s not in names]:
                 if n not in union:
                     union.append(n)
             unfix = unfix or c["unfixable"]
-            entry = {"file": _rel(f, cwd), "line": line, "code": c["code"], "globals": names,
-                     "scan": c["scan"], "status": c["status"], "unfixable": c["unfixable"],
-                     "explicit_weights_only": c["explicit_weights_only"]}
+            entry = {
+                "file": _rel(f, cwd),
+                "line": line,
+                "code": c["code"],
+                "globals": names,
+                "scan": c["scan"],
+                "status": c["status"],
+                "unfixable": c["unfixable"],
+                "explicit_weights_only": c["explicit_weights_only"],
+            }
             if c.get("scan_error"):
                 entry["scan_error"] = c["scan_error"]
             if c["status"] == "failed" and c.get("message") and not c["unfixable"]:
@@ -401,8 +444,14 @@ def discover(
         saved: set[str] = set()
         for (f, line), sv in t["saves"].items():
             g = sv.get("globals")
-            saves.append({"file": _rel(f, cwd), "line": line, "code": sv.get("code") or "",
-                          "globals": [normalise(x) for x in g] if isinstance(g, list) else None})
+            saves.append(
+                {
+                    "file": _rel(f, cwd),
+                    "line": line,
+                    "code": sv.get("code") or "",
+                    "globals": [normalise(x) for x in g] if isinstance(g, list) else None,
+                }
+            )
             if isinstance(g, list):
                 saved |= {normalise(x) for x in g}
         loaded_scan = set()
@@ -412,7 +461,8 @@ def discover(
         if not_loaded and out_calls:
             t.setdefault("discrepancies", []).append(
                 f"checkpoints written by the test need {', '.join(not_loaded)}, which no load "
-                "reported (saved but not loaded back, or loaded through another path)")
+                "reported (saved but not loaded back, or loaded through another path)"
+            )
         result["tests"][nodeid] = {
             "outcome": t["outcome"],
             "initial_outcome": t["initial_outcome"],
@@ -428,10 +478,10 @@ def discover(
     # A call that still fails for a reason no allowlist fixes: the names found on the
     # way are not enough, so they are not offered as its allowlist (the call entry keeps
     # them, with `unfixable`).
-    unfixable_sites = {f"{f}:{line}" for tc in calls.values() for (f, line), c in tc.items()
-                       if c["unfixable"]}
+    unfixable_sites = {f"{f}:{line}" for tc in calls.values() for (f, line), c in tc.items() if c["unfixable"]}
     result["allowlist"] = {
-        f"{_rel(k.rsplit(':', 1)[0], cwd)}:{k.rsplit(':', 1)[1]}": v for k, v in sites.items()
+        f"{_rel(k.rsplit(':', 1)[0], cwd)}:{k.rsplit(':', 1)[1]}": v
+        for k, v in sites.items()
         if v and k not in unfixable_sites
     }
     if glob:
@@ -439,24 +489,25 @@ def discover(
     if any(e.startswith("collection error") for e in result["errors"]):
         status = max(status, 1)
         result["complete"] = False
-    stuck = sorted(n for n, t in result["tests"].items()
-                   if t["unfixable"] and t["outcome"] in ("failed", "error"))
+    stuck = sorted(n for n, t in result["tests"].items() if t["unfixable"] and t["outcome"] in ("failed", "error"))
     if stuck:
         # Discovery ran to the end, but no allowlist makes these tests pass: incomplete
         # (exit 1), so a script does not take the allowlist as the whole answer.
         result["errors"].append(
             f"{len(stuck)} test(s) still fail under weights_only=True for a reason no allowlist "
-            f"fixes (they need weights_only=False): {', '.join(stuck[:5])}"
-            + (", ..." if len(stuck) > 5 else ""))
+            f"fixes (they need weights_only=False): {', '.join(stuck[:5])}" + (", ..." if len(stuck) > 5 else "")
+        )
         status = max(status, 1)
         result["complete"] = False
     return result, status
 
 
 def summary(result: dict[str, Any]) -> str:
-    lines = [f"discover-globals: torch {result.get('torch_version')} ({result.get('python')}), "
-             f"{result.get('iterations')} round(s), "
-             f"{'complete' if result.get('complete') else 'INCOMPLETE'}"]
+    lines = [
+        f"discover-globals: torch {result.get('torch_version')} ({result.get('python')}), "
+        f"{result.get('iterations')} round(s), "
+        f"{'complete' if result.get('complete') else 'INCOMPLETE'}"
+    ]
     for nodeid, t in sorted(result.get("tests", {}).items()):
         state = t["outcome"]
         if t["initial_outcome"] != t["outcome"]:
@@ -468,7 +519,7 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(line)
         for d in t.get("discrepancies") or []:
             lines.append(f"    discrepancy: {d}")
-    for n, why in (result.get("dangerous") or {}).items():
+    for _n, why in (result.get("dangerous") or {}).items():
         lines.append(f"  dangerous to allowlist: {why}")
     for e in result.get("errors") or []:
         lines.append(f"  error: {e.splitlines()[0] if e else e}")
@@ -480,14 +531,30 @@ def summary(result: dict[str, Any]) -> str:
 
 @click.command("discover-globals")
 @click.argument("targets", nargs=-1, required=True)
-@click.option("--python", "python", metavar="PATH", default=None,
-              help="Interpreter that runs the tests (default: the one running decouple).")
-@click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the JSON here instead of stdout.")
-@click.option("--max-iterations", type=click.IntRange(1, 1000), default=10, show_default=True,
-              help="Rounds of allow-and-rerun before giving up.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
-              help="Seconds per pytest round.")
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    default=None,
+    help="Interpreter that runs the tests (default: the one running decouple).",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the JSON here instead of stdout.",
+)
+@click.option(
+    "--max-iterations",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="Rounds of allow-and-rerun before giving up.",
+)
+@click.option(
+    "--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds per pytest round."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary on stderr (errors only).")
 def discover_globals(targets, python, out, max_iterations, timeout, quiet):
     """Find the globals the torch.load calls of TARGET tests need under weights_only=True.
@@ -495,13 +562,13 @@ def discover_globals(targets, python, out, max_iterations, timeout, quiet):
     TARGET is a test file or pytest node id.  Prints JSON (for `decouple apply
     --torch-load safe-globals|auto --globals FILE`) and a summary on stderr.
     """
+
     def log(msg):
         if not quiet:
             click.echo(msg, err=True)
 
     try:
-        result, status = discover(targets, python=python, max_iterations=max_iterations,
-                                  timeout=timeout, log=log)
+        result, status = discover(targets, python=python, max_iterations=max_iterations, timeout=timeout, log=log)
     except Refusal as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -41,12 +41,12 @@ MAX_LONGREPR = 20000
 
 _state: dict = {
     "torch_version": None,
-    "tests": {},          # nodeid -> record
-    "resolved": {},       # dotted -> {"module", "qualname"} | {"error"}
+    "tests": {},  # nodeid -> record
+    "resolved": {},  # dotted -> {"module", "qualname"} | {"error"}
     "errors": [],
 }
 _local = threading.local()
-_objects: dict = {}       # dotted -> object (resolved)
+_objects: dict = {}  # dotted -> object (resolved)
 _global_pending: list = []
 _sites: dict = {}
 
@@ -64,7 +64,11 @@ def _current():
     rec = _state["tests"].get(nodeid)
     if rec is None:
         rec = _state["tests"][nodeid] = {
-            "outcome": "not-run", "phases": {}, "loads": [], "saves": [], "longrepr": "",
+            "outcome": "not-run",
+            "phases": {},
+            "loads": [],
+            "saves": [],
+            "longrepr": "",
         }
     return rec
 
@@ -91,8 +95,11 @@ def _resolve(name: str):
             continue
         _objects[name] = obj
         qualname = ".".join(parts[i:])
-        _state["resolved"][name] = {"module": modname, "qualname": qualname,
-                                    "aliases": _aliases(obj, modname, qualname)}
+        _state["resolved"][name] = {
+            "module": modname,
+            "qualname": qualname,
+            "aliases": _aliases(obj, modname, qualname),
+        }
         return obj
     _state["resolved"][name] = {"error": f"cannot import {name}"}
     return None
@@ -173,8 +180,15 @@ def _install(torch):
 
     def load(f, *args, **kwargs):
         fn, line, code = _caller()
-        rec = {"file": fn, "line": line, "code": code, "status": "ok", "message": None,
-               "scan": None, "explicit_weights_only": kwargs.get("weights_only")}
+        rec = {
+            "file": fn,
+            "line": line,
+            "code": code,
+            "status": "ok",
+            "message": None,
+            "scan": None,
+            "explicit_weights_only": kwargs.get("weights_only"),
+        }
         explicit = kwargs.get("weights_only") is not None
         pickle_module = "pickle_module" in kwargs or len(args) >= 2
         if not explicit and not pickle_module and ver < (2, 6):
@@ -218,8 +232,7 @@ def _install(torch):
                     rec["globals"] = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(f))
                 elif pos is not None:
                     data = bytes(f.getbuffer()[pos:])
-                    rec["globals"] = sorted(
-                        torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data)))
+                    rec["globals"] = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data)))
             except Exception as exc:
                 rec["globals"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
             _current()["saves"].append(rec)
@@ -279,8 +292,9 @@ def pytest_runtest_logstart(nodeid, location):
 def pytest_runtest_logreport(report):
     if not os.environ.get(ENV_OUT):
         return
-    rec = _state["tests"].setdefault(report.nodeid, {
-        "outcome": "not-run", "phases": {}, "loads": [], "saves": [], "longrepr": ""})
+    rec = _state["tests"].setdefault(
+        report.nodeid, {"outcome": "not-run", "phases": {}, "loads": [], "saves": [], "longrepr": ""}
+    )
     rec["phases"][report.when] = report.outcome
     if report.failed:
         text = getattr(report, "longreprtext", "") or ""
@@ -303,8 +317,9 @@ def pytest_runtest_logfinish(nodeid, location):
 
 def pytest_collectreport(report):
     if os.environ.get(ENV_OUT) and report.failed:
-        _state["errors"].append(f"collection error in {report.nodeid}: "
-                                f"{(getattr(report, 'longreprtext', '') or '')[-2000:]}")
+        _state["errors"].append(
+            f"collection error in {report.nodeid}: {(getattr(report, 'longreprtext', '') or '')[-2000:]}"
+        )
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -31,15 +31,17 @@ def is_test_file(path: str) -> bool:
 
 @dataclass
 class Discovered:
-    files: list[str] = field(default_factory=list)        # sorted, deduplicated
-    excluded: list[str] = field(default_factory=list)     # files dropped by an exclude glob
+    files: list[str] = field(default_factory=list)  # sorted, deduplicated
+    excluded: list[str] = field(default_factory=list)  # files dropped by an exclude glob
 
 
 def _git_root(folder: str) -> str | None:
     try:
         out = subprocess.run(
             ["git", "-C", folder, "rev-parse", "--show-toplevel"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -56,7 +58,8 @@ def _git_files(folder: str) -> list[str] | None:
         return None
     out = subprocess.run(
         ["git", "-C", folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"],
-        capture_output=True, timeout=120,
+        capture_output=True,
+        timeout=120,
     )
     if out.returncode != 0:
         return None
@@ -73,7 +76,7 @@ def _walk_files(folder: str) -> list[str]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def repo_root(folder: str) -> str:
     """What exclude globs and diff headers are relative to: the git work tree holding
     `folder`, else the current directory."""
@@ -165,9 +168,9 @@ def diff_name(path: str, root: str | None = None) -> str:
 @dataclass
 class Allowlist:
     path: str
-    root: str             # the repository root the entries are relative to
+    root: str  # the repository root the entries are relative to
     entries: list[str]
-    indent: int | None    # the JSON's indentation, kept on rewrite
+    indent: int | None  # the JSON's indentation, kept on rewrite
     trailing_newline: bool
 
     def files(self) -> list[str]:

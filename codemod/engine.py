@@ -60,8 +60,14 @@ def _run_transforms(text: str, tree: ast.Module, transforms: Sequence[Transform]
     return text, tree, findings, manual
 
 
-def verify(old_text: str, old_tree: ast.Module, new_text: str, new_tree: ast.Module,
-           transforms: Sequence[Transform], path: str | None = None) -> list[Finding]:
+def verify(
+    old_text: str,
+    old_tree: ast.Module,
+    new_text: str,
+    new_tree: ast.Module,
+    transforms: Sequence[Transform],
+    path: str | None = None,
+) -> list[Finding]:
     """The output parses (ast and LibCST), differs from the input only by what the
     transforms may add, and a second run changes nothing. Raises VerificationError;
     returns notes worth reporting. Both trees are consumed (strip() works in place)."""
@@ -73,8 +79,13 @@ def verify(old_text: str, old_tree: ast.Module, new_text: str, new_tree: ast.Mod
             libcst.parse_module(old_text)
         except libcst.ParserSyntaxError:
             # LibCST lags behind CPython's grammar (the stdlib's test_grammar.py): not our edit.
-            notes.append(Finding("engine/libcst-unparsable", "LibCST cannot parse this file (nor the input); "
-                                 "the output was verified with ast only", 1))
+            notes.append(
+                Finding(
+                    "engine/libcst-unparsable",
+                    "LibCST cannot parse this file (nor the input); the output was verified with ast only",
+                    1,
+                )
+            )
         else:
             raise VerificationError(f"output does not parse with LibCST: {e}") from None
     again, _, _, _ = _run_transforms(new_text, new_tree, transforms, path)
@@ -104,7 +115,7 @@ def same_tree(a: ast.AST, b: ast.AST) -> bool:
         elif isinstance(x, list):
             if len(x) != len(y):
                 return False
-            stack.extend(zip(x, y))
+            stack.extend(zip(x, y, strict=False))
         elif x != y:
             return False
     return True
@@ -132,8 +143,14 @@ def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, s
     return UNCHANGED, ""
 
 
-def process_file(path: str, transforms: Sequence[Transform], mode: str, display: str | None = None,
-                 src: Source | None = None, staged: bool = False) -> FileResult:
+def process_file(
+    path: str,
+    transforms: Sequence[Transform],
+    mode: str,
+    display: str | None = None,
+    src: Source | None = None,
+    staged: bool = False,
+) -> FileResult:
     """mode: classify (look only) | check | diff | lint (check, keeping both texts) | write.
     `display` is the name diff headers show (default: `path`). `src`: the source already read
     (standard input; `path` is then only its name, and mode is never write). `staged`: keep the
@@ -155,8 +172,9 @@ def too_deep(e: RecursionError) -> str:
     return f"too deeply nested for Python's parser/analysis (RecursionError{where}: {e}); not processed"
 
 
-def _process(path: str, transforms: Sequence[Transform], mode: str, display: str,
-             src: Source | None = None, staged: bool = False) -> FileResult:
+def _process(
+    path: str, transforms: Sequence[Transform], mode: str, display: str, src: Source | None = None, staged: bool = False
+) -> FileResult:
     if src is None:
         try:
             src = read_source(path)
@@ -199,10 +217,16 @@ def _offer_replacement(result: FileResult, src: Source, new_text: str) -> None:
         result.replacement = new_text.encode(src.encoding).decode("utf-8")
     except UnicodeError:
         result.original = result.replacement = None
-        result.findings.append(Finding(
-            "engine/no-autofix",
-            f"no autofix offered: the file is encoded in {src.encoding}, which lintrunner's UTF-8 "
-            f"replacement would corrupt; run `decouple apply` on it instead", 1, "warning", path=result.path))
+        result.findings.append(
+            Finding(
+                "engine/no-autofix",
+                f"no autofix offered: the file is encoded in {src.encoding}, which lintrunner's UTF-8 "
+                f"replacement would corrupt; run `decouple apply` on it instead",
+                1,
+                "warning",
+                path=result.path,
+            )
+        )
 
 
 def write_staged(result: FileResult) -> None:

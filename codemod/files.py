@@ -14,7 +14,6 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
-
 # Above this size a file is not processed: LibCST (every output is verified with it) needs
 # about 600 bytes of memory per byte of source; a whole run peaked at 900 MB for a 0.95 MB
 # file. The largest test files in PyTorch are about 0.5 MB.
@@ -43,7 +42,8 @@ def read_source(path: str) -> Source:
             if st.st_size > MAX_SOURCE_BYTES:
                 raise SourceError(
                     f"too large: {st.st_size:,} bytes (the limit is {MAX_SOURCE_BYTES:,}, to keep memory "
-                    "bounded); not processed: label it by hand or split it")
+                    "bounded); not processed: label it by hand or split it"
+                )
             data = f.read()
     except OSError as e:
         raise SourceError(f"unreadable: {e.strerror or e}") from None

@@ -26,8 +26,8 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from transforms.analysis import analyse
 from transforms.rules.linter import lint_module
@@ -157,8 +157,10 @@ def run_linter(linter: str, python: str, outputs: dict[str, bytes]) -> dict[str,
                     raise GateError(f"{linter} reported an error for a file it was not given: {msg['path']}")
                 line = msg.get("line")
                 verdicts[user].messages.append(
-                    Message(str(msg["name"]), line if isinstance(line, int) else None,
-                            str(msg.get("description") or "")))
+                    Message(
+                        str(msg["name"]), line if isinstance(line, int) else None, str(msg.get("description") or "")
+                    )
+                )
     for path, verdict in verdicts.items():
         text = outputs[path].decode("utf-8", "replace")
         expected = predicted(text)
@@ -174,8 +176,14 @@ def run_linter(linter: str, python: str, outputs: dict[str, bytes]) -> dict[str,
 
 def _call(python: str, script: str, files: list[str], cwd: str, shown: str) -> list[dict]:
     try:
-        proc = subprocess.run([python, script, *files], cwd=cwd, capture_output=True, text=True,
-                              timeout=_TIMEOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [python, script, *files],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
     except OSError as e:
         raise GateError(f"cannot run {python}: {e.strerror or e}") from None
     except subprocess.TimeoutExpired:
@@ -222,8 +230,15 @@ def gate_run(run, setting: str, groups: dict[str, list[str]], orphans: list[str]
     from transforms.base import ERROR, WARNING, Finding
 
     by_path = {r.path: r for r in run.files if r.status != FAILED and r.replacement is not None}
-    summary: dict[str, Any] = {"setting": setting, "linters": sorted(groups), "checked": 0, "agree": 0,
-               "disagree": 0, "rejected": [], "unjudged": len(orphans)}
+    summary: dict[str, Any] = {
+        "setting": setting,
+        "linters": sorted(groups),
+        "checked": 0,
+        "agree": 0,
+        "disagree": 0,
+        "rejected": [],
+        "unjudged": len(orphans),
+    }
     for linter, all_paths in groups.items():
         paths = [p for p in all_paths if p in by_path]  # skipped and failed files are not judged
         outputs = {}
@@ -244,19 +259,31 @@ def gate_run(run, setting: str, groups: dict[str, list[str]], orphans: list[str]
             if not verdict.clean:
                 r.fully_classified = False  # never graduate what the linter rejects
             for name, line in verdict.missing:
-                r.findings.append(Finding(
-                    "gate/looser", f"the tool expects the linter to report {name} here, "
-                    f"but {linter} does not", line, WARNING, path=path))
+                r.findings.append(
+                    Finding(
+                        "gate/looser",
+                        f"the tool expects the linter to report {name} here, but {linter} does not",
+                        line,
+                        WARNING,
+                        path=path,
+                    )
+                )
             if not verdict.rejected:
                 continue
             summary["rejected"].append(path)
             for m in verdict.unexpected:
-                r.findings.append(Finding(
-                    "gate/rejected", f"{linter} rejects the would-be output: {m.name} {m.description}",
-                    m.line or 1, ERROR, path=path, data={"linter": linter, "name": m.name}))
+                r.findings.append(
+                    Finding(
+                        "gate/rejected",
+                        f"{linter} rejects the would-be output: {m.name} {m.description}",
+                        m.line or 1,
+                        ERROR,
+                        path=path,
+                        data={"linter": linter, "name": m.name},
+                    )
+                )
             r.status = NEEDS_MANUAL
             r.manual += 1
             r.diff = ""
             r.replacement = r.original  # nothing to write, nothing to offer as an autofix
     run.linter_gate = summary
-

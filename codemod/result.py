@@ -14,12 +14,12 @@ from transforms.base import Finding
 SCHEMA_VERSION = 1
 
 # A file lands in exactly one bucket, worst first.
-FAILED = "failed"            # could not be processed: unreadable, undecodable, syntax error, internal error
-SKIPPED = "skipped"          # nothing to look at (no test classes, excluded)
-CHANGED = "changed"          # an edit was made (or would be, under --diff/--check)
+FAILED = "failed"  # could not be processed: unreadable, undecodable, syntax error, internal error
+SKIPPED = "skipped"  # nothing to look at (no test classes, excluded)
+CHANGED = "changed"  # an edit was made (or would be, under --diff/--check)
 NEEDS_MANUAL = "needs-manual"  # no edit, but some class needs a human
-ALREADY = "already"          # every test class already carries a valid label
-UNCHANGED = "unchanged"      # looked at, nothing to do (e.g. no torch.load call to edit)
+ALREADY = "already"  # every test class already carries a valid label
+UNCHANGED = "unchanged"  # looked at, nothing to do (e.g. no torch.load call to edit)
 STATUSES = (CHANGED, ALREADY, UNCHANGED, NEEDS_MANUAL, SKIPPED, FAILED)
 
 
@@ -27,12 +27,12 @@ STATUSES = (CHANGED, ALREADY, UNCHANGED, NEEDS_MANUAL, SKIPPED, FAILED)
 class FileResult:
     path: str
     status: str
-    reason: str = ""                       # why skipped / failed
+    reason: str = ""  # why skipped / failed
     findings: list[Finding] = field(default_factory=list)
-    manual: int = 0                        # classes/calls that need manual work
-    diff: str = ""                         # unified diff when changed
+    manual: int = 0  # classes/calls that need manual work
+    diff: str = ""  # unified diff when changed
     written: bool = False
-    fully_classified: bool = False         # the linter will accept the file afterwards (graduation)
+    fully_classified: bool = False  # the linter will accept the file afterwards (graduation)
     # Whole texts, kept only in lint mode (lintrunner's original/replacement); not in the JSON.
     original: str | None = None
     replacement: str | None = None
@@ -46,11 +46,11 @@ class FileResult:
 
 @dataclass
 class RunResult:
-    mode: str                               # classify | check | diff | lint | write
+    mode: str  # classify | check | diff | lint | write
     files: list[FileResult] = field(default_factory=list)
-    graduated: list[str] = field(default_factory=list)   # allowlist entries removed
+    graduated: list[str] = field(default_factory=list)  # allowlist entries removed
     warnings: list[str] = field(default_factory=list)
-    strict: bool = False                    # --strict: manual work fails --check/--diff too
+    strict: bool = False  # --strict: manual work fails --check/--diff too
     # The linter gate's summary (codemod/linter_gate.py), None when the gate is off.
     linter_gate: dict[str, Any] | None = None
 

@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 _PROBE = r"""
 import json, os, sys
@@ -52,13 +51,13 @@ sys.stdout.write("\n@@DECOUPLE@@" + json.dumps(out) + "\n")
 
 @dataclass
 class TargetInfo:
-    python: str                                  # as given / resolved
-    executable: str = ""                         # sys.executable reported by the target
+    python: str  # as given / resolved
+    executable: str = ""  # sys.executable reported by the target
     python_version: str = ""
-    torch_version_str: Optional[str] = None      # e.g. "2.14.1+cu130"
-    torch_version: Optional[tuple[int, int]] = None
-    reason: str = ""                             # why there is no usable torch
-    has_hw_classification: Optional[bool] = None  # the enum exists in its common_utils
+    torch_version_str: str | None = None  # e.g. "2.14.1+cu130"
+    torch_version: tuple[int, int] | None = None
+    reason: str = ""  # why there is no usable torch
+    has_hw_classification: bool | None = None  # the enum exists in its common_utils
 
     @property
     def ok(self) -> bool:
@@ -70,7 +69,7 @@ class TargetInfo:
         return d
 
 
-def parse_version(text: Optional[str]) -> Optional[tuple[int, int]]:
+def parse_version(text: str | None) -> tuple[int, int] | None:
     """``"2.14.1+cu130"`` -> ``(2, 14)``; None for anything unparsable."""
     if not text:
         return None
@@ -78,7 +77,7 @@ def parse_version(text: Optional[str]) -> Optional[tuple[int, int]]:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def probe(python: Optional[str] = None, timeout: float = 120.0, import_torch: bool = True) -> TargetInfo:
+def probe(python: str | None = None, timeout: float = 120.0, import_torch: bool = True) -> TargetInfo:
     """Run a tiny script in `python` and report its torch version or why there is none.
 
     `import_torch=False` only reads torch's files (version.py, common_utils.py): fast
@@ -95,8 +94,12 @@ def probe(python: Optional[str] = None, timeout: float = 120.0, import_torch: bo
     env = dict(os.environ)
     try:
         proc = subprocess.run(
-            [python, "-c", _PROBE, "import" if import_torch else "source"], capture_output=True, text=True,
-            timeout=timeout, env=env, stdin=subprocess.DEVNULL,
+            [python, "-c", _PROBE, "import" if import_torch else "source"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError:
         info.reason = f"target interpreter {python!r} not found"
@@ -116,7 +119,7 @@ def probe(python: Optional[str] = None, timeout: float = 120.0, import_torch: bo
         info.reason = f"{python!r} is not a working Python interpreter (exit {proc.returncode}: {tail[0]})"
         return info
     try:
-        data = json.loads(proc.stdout[marker + len("@@DECOUPLE@@"):].strip().splitlines()[0])
+        data = json.loads(proc.stdout[marker + len("@@DECOUPLE@@") :].strip().splitlines()[0])
     except (ValueError, IndexError):
         info.reason = f"unreadable probe output from {python!r}"
         return info

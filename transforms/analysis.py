@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any
 
 from transforms.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
@@ -75,17 +76,17 @@ _HARDCODED_DEVICE = re.compile(r"^(cuda|xpu|mps)(:\d+)?$")
 _DEVICE_METHODS = {"cuda": "cuda", "xpu": "xpu", "mps": "mps"}
 
 # Blocks the linter does not enter although module-level code runs there.
-_UNSCANNED_TYPES: Tuple[type, ...] = (ast.Match,)
+_UNSCANNED_TYPES: tuple[type, ...] = (ast.Match,)
 if hasattr(ast, "TryStar"):  # Python 3.11+
     _UNSCANNED_TYPES = _UNSCANNED_TYPES + (ast.TryStar,)
 
 _FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 # only_for / except_for: None (absent or literal None), a tuple of strings, or UNKNOWN.
-DeviceList = Union[None, Tuple[str, ...], str]
+DeviceList = None | tuple[str, ...] | str
 # allow_mps / allow_xpu: None (absent), a bool literal, or UNKNOWN (anything else,
 # a literal None included: the linter skips the check then).
-Flag = Union[None, bool, str]
+Flag = None | bool | str
 
 
 @dataclass(frozen=True)
@@ -96,14 +97,14 @@ class TestMethod:
 
     name: str
     line: int  # the `def` line
-    params: Tuple[str, ...]  # every parameter, `self` included; `*args`/`**kw` with their stars
+    params: tuple[str, ...]  # every parameter, `self` included; `*args`/`**kw` with their stars
     is_async: bool
-    decorators: Tuple[str, ...]  # dotted names; a call is rendered by its callee
+    decorators: tuple[str, ...]  # dotted names; a call is rendered by its callee
     # Device names the body hard-codes ("cuda", "xpu", "mps"), from string
     # literals such as "cuda" / "cuda:0" and calls such as `.cuda()`.
-    hardcoded_devices: Tuple[str, ...] = ()
+    hardcoded_devices: tuple[str, ...] = ()
     # Decorators that skip the test without a GPU (`skipIf(not TEST_CUDA, ...)`), as written.
-    gpu_guards: Tuple[str, ...] = ()
+    gpu_guards: tuple[str, ...] = ()
 
     @property
     def takes_device(self) -> bool:
@@ -112,7 +113,7 @@ class TestMethod:
         return any(p in DEVICE_PARAMS for p in self.params)
 
     @property
-    def decorator_names(self) -> Tuple[str, ...]:
+    def decorator_names(self) -> tuple[str, ...]:
         """The name the linter matches: the last part of a name, attribute or callee."""
         return tuple(d.rsplit(".", 1)[-1] for d in self.decorators)
 
@@ -136,10 +137,10 @@ class Instantiation:
     allow_xpu: Flag = None
     form: str = "name"  # "name" or "attribute" (module.instantiate_device_type_tests)
     text: str = ""  # the call, as `ast.unparse` renders it
-    positional: Tuple[str, ...] = ()
+    positional: tuple[str, ...] = ()
     star: bool = False
     # What Python passes for the options given by position (the linter does not see these).
-    positional_values: Tuple[Tuple[str, object], ...] = ()
+    positional_values: tuple[tuple[str, object], ...] = ()
 
     def actual(self, option: str) -> object:
         """The value Python uses for `option`: positional if given so, else the keyword's."""
@@ -151,12 +152,12 @@ class ExistingLabel:
     """A `hw_classification` assignment found in a class body."""
 
     line: int
-    member: Optional[str]  # the attribute name when the value is `X.MEMBER`, else None
+    member: str | None  # the attribute name when the value is `X.MEMBER`, else None
     form: str  # source text of the value
     valid: bool
-    problem: Optional[str] = None
+    problem: str | None = None
     # Later assignments in the same body: Python keeps the last, the linter reads the first.
-    shadowed_by: Tuple[int, ...] = ()
+    shadowed_by: tuple[int, ...] = ()
 
     def render(self) -> str:
         return f"{HW_ATTRIBUTE} = {self.form}"
@@ -180,44 +181,44 @@ class TestClassFacts:
     name: str
     line: int  # the `class` keyword line (ast.ClassDef.lineno)
     end_line: int
-    decorators: Tuple[str, ...]
-    bases: Tuple[str, ...]
-    docstring_end_line: Optional[int]
+    decorators: tuple[str, ...]
+    bases: tuple[str, ...]
+    docstring_end_line: int | None
     first_stmt_line: int  # first body statement's first line, decorators included
-    test_methods: Tuple[TestMethod, ...]
-    other_methods: Tuple[str, ...]
-    instantiations: Tuple[Instantiation, ...] = ()  # every scanned call, in the linter's order
-    parametrized: Tuple[int, ...] = ()  # lines of instantiate_parametrized_tests(Cls)
-    label: Optional[ExistingLabel] = None
+    test_methods: tuple[TestMethod, ...]
+    other_methods: tuple[str, ...]
+    instantiations: tuple[Instantiation, ...] = ()  # every scanned call, in the linter's order
+    parametrized: tuple[int, ...] = ()  # lines of instantiate_parametrized_tests(Cls)
+    label: ExistingLabel | None = None
     nested_in: None = None
     # Calls the linter cannot see (under try/except* or match).
-    hidden_instantiations: Tuple[Instantiation, ...] = ()
+    hidden_instantiations: tuple[Instantiation, ...] = ()
     # Class decorators that skip everything without a GPU (`skipIf(not TEST_CUDA, ...)`).
-    gpu_guards: Tuple[str, ...] = ()
+    gpu_guards: tuple[str, ...] = ()
 
     @property
     def instantiated(self) -> bool:
         return bool(self.instantiations)
 
     @property
-    def instantiation(self) -> Optional[Instantiation]:
+    def instantiation(self) -> Instantiation | None:
         """The call the linter checks: the last one."""
         return self.instantiations[-1] if self.instantiations else None
 
     @property
-    def decorator_names(self) -> Tuple[str, ...]:
+    def decorator_names(self) -> tuple[str, ...]:
         return tuple(d.rsplit(".", 1)[-1] for d in self.decorators)
 
 
 @dataclass(frozen=True)
 class ModuleFacts:
-    classes: Tuple[TestClassFacts, ...]
-    ignored: Tuple[IgnoredClass, ...] = ()
-    instantiations: Tuple[Instantiation, ...] = ()
-    duplicate_classes: Tuple[Tuple[str, Tuple[int, ...]], ...] = ()
-    duplicate_instantiations: Tuple[Tuple[str, Tuple[int, ...]], ...] = ()
+    classes: tuple[TestClassFacts, ...]
+    ignored: tuple[IgnoredClass, ...] = ()
+    instantiations: tuple[Instantiation, ...] = ()
+    duplicate_classes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    duplicate_instantiations: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
-    def get(self, name: str) -> Optional[TestClassFacts]:
+    def get(self, name: str) -> TestClassFacts | None:
         """The first test class called `name`, if any."""
         for cls in self.classes:
             if cls.name == name:
@@ -245,7 +246,7 @@ def may_have_test_class(text: str) -> bool:
 # --------------------------------------------------------------------------- helpers
 
 
-def dotted_name(node: ast.AST) -> Optional[str]:
+def dotted_name(node: ast.AST) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -289,7 +290,7 @@ def _module_level(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _module_level(handler.body)
 
 
-def _params(args: ast.arguments) -> Tuple[str, ...]:
+def _params(args: ast.arguments) -> tuple[str, ...]:
     names = [a.arg for a in args.posonlyargs]
     names += [a.arg for a in args.args]
     if args.vararg is not None:
@@ -312,7 +313,7 @@ def _needs_gpu(test: ast.expr) -> bool:
     return name is not None and name.rsplit(".", 1)[-1] in _GPU_FLAGS
 
 
-def _gpu_guards(decorators: List[ast.expr]) -> Tuple[str, ...]:
+def _gpu_guards(decorators: list[ast.expr]) -> tuple[str, ...]:
     """Decorators that skip unless a GPU is there: skipIf(not TEST_CUDA), skipUnless(TEST_GPU)."""
     found = []
     for dec in decorators:
@@ -331,7 +332,7 @@ def _gpu_guards(decorators: List[ast.expr]) -> Tuple[str, ...]:
     return tuple(found)
 
 
-def _hardcoded_devices(fn: ast.AST) -> Tuple[str, ...]:
+def _hardcoded_devices(fn: ast.AST) -> tuple[str, ...]:
     """Device names `fn` hard-codes: "cuda" / "cuda:0" literals and `.cuda()` calls."""
     found = set()
     for node in ast.walk(fn):
@@ -352,7 +353,7 @@ _LINE_END = re.compile(r"\r\n?|\n")  # the line ends `ast` counts
 _HARDCODED_TEXT = re.compile(r"""["'](cuda|xpu|mps)(?::\d+)?["']|\.(cuda|xpu|mps)\(""")
 
 
-def _hardcoded_devices_text(lines: List[str], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Tuple[str, ...]:
+def _hardcoded_devices_text(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
     """Same question as `_hardcoded_devices`, answered by a regex over the source
     lines of `fn` (about 5x cheaper than walking its expressions; may also see
     quoted device names in comments, which is fine for a hint)."""
@@ -362,9 +363,7 @@ def _hardcoded_devices_text(lines: List[str], fn: ast.FunctionDef | ast.AsyncFun
     return tuple(sorted({a or b for a, b in _HARDCODED_TEXT.findall(chunk)}))
 
 
-def _test_method(
-    fn: Union[ast.FunctionDef, ast.AsyncFunctionDef], lines: Optional[List[str]] = None
-) -> TestMethod:
+def _test_method(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | None = None) -> TestMethod:
     if lines is not None and fn.end_lineno is not None:
         hardcoded = _hardcoded_devices_text(lines, fn)
     else:
@@ -391,7 +390,7 @@ def _defines_tests(cls: ast.ClassDef) -> bool:
 # --------------------------------------------------------------------------- labels
 
 
-def _label_value(value: Optional[ast.expr]) -> Tuple[Optional[str], str, Optional[str]]:
+def _label_value(value: ast.expr | None) -> tuple[str | None, str, str | None]:
     """(member, form, problem) for the value of a hw_classification assignment."""
     if value is None:
         return None, "", "annotation without a value"
@@ -402,10 +401,14 @@ def _label_value(value: Optional[ast.expr]) -> Tuple[Optional[str], str, Optiona
     owner = dotted_name(value.value)
     if owner != ENUM_NAME:
         shown = owner if owner is not None else ast.unparse(value.value)
-        return member, form, (
-            f"aliased enum {shown!r}: only {ENUM_NAME}.<MEMBER> is accepted"
-            if member in MEMBERS
-            else f"not a {ENUM_NAME} member: {form}"
+        return (
+            member,
+            form,
+            (
+                f"aliased enum {shown!r}: only {ENUM_NAME}.<MEMBER> is accepted"
+                if member in MEMBERS
+                else f"not a {ENUM_NAME} member: {form}"
+            ),
         )
     if member not in MEMBERS:
         return member, form, f"unknown member {member!r} (expected one of {', '.join(MEMBERS)})"
@@ -416,7 +419,7 @@ def _is_attribute(target: ast.expr) -> bool:
     return isinstance(target, ast.Name) and target.id == HW_ATTRIBUTE
 
 
-def _label_of(stmt: ast.stmt) -> Optional[ExistingLabel]:
+def _label_of(stmt: ast.stmt) -> ExistingLabel | None:
     if isinstance(stmt, ast.Assign):
         if not any(_is_attribute(t) for t in stmt.targets):
             return None
@@ -428,20 +431,14 @@ def _label_of(stmt: ast.stmt) -> Optional[ExistingLabel]:
         if not (isinstance(stmt.target, ast.Name) and stmt.target.id == HW_ATTRIBUTE):
             return None
         member, form, problem = _label_value(stmt.value)
-        if problem is None and not (
-            isinstance(stmt.annotation, ast.Name) and stmt.annotation.id == ENUM_NAME
-        ):
-            problem = (
-                f"annotation must be exactly {ENUM_NAME}, found {ast.unparse(stmt.annotation)}"
-            )
+        if problem is None and not (isinstance(stmt.annotation, ast.Name) and stmt.annotation.id == ENUM_NAME):
+            problem = f"annotation must be exactly {ENUM_NAME}, found {ast.unparse(stmt.annotation)}"
     else:
         return None
-    return ExistingLabel(
-        line=stmt.lineno, member=member, form=form, valid=problem is None, problem=problem
-    )
+    return ExistingLabel(line=stmt.lineno, member=member, form=form, valid=problem is None, problem=problem)
 
 
-def _class_label(cls: ast.ClassDef) -> Optional[ExistingLabel]:
+def _class_label(cls: ast.ClassDef) -> ExistingLabel | None:
     """The linter's reading: the first single-target assignment decides (a multi-target
     one is skipped by it, and reported here only when nothing else decides)."""
     labels = [lab for lab in map(_label_of, cls.body) if lab is not None]
@@ -483,7 +480,7 @@ def _flag(node: ast.expr) -> Flag:
     return UNKNOWN
 
 
-def _call_kind(call: ast.Call) -> Tuple[Optional[str], str]:
+def _call_kind(call: ast.Call) -> tuple[str | None, str]:
     """(function name, form) for instantiate_* calls, else (None, "")."""
     func = call.func
     if isinstance(func, ast.Name):
@@ -493,7 +490,7 @@ def _call_kind(call: ast.Call) -> Tuple[Optional[str], str]:
     return None, ""
 
 
-def _instantiation(call: ast.Call, form: str) -> Optional[Instantiation]:
+def _instantiation(call: ast.Call, form: str) -> Instantiation | None:
     if not call.args or not isinstance(call.args[0], ast.Name):
         return None
     values: dict[str, Any] = {"except_for": None, "only_for": None, "allow_mps": None, "allow_xpu": None}
@@ -572,14 +569,14 @@ def _hidden_instantiations(block: ast.stmt) -> Iterator[Instantiation]:
             stack.extend(_child_statements(stmt))
 
 
-def _duplicates(pairs: Iterable[Tuple[str, int]]) -> Tuple[Tuple[str, Tuple[int, ...]], ...]:
+def _duplicates(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
     lines: dict = {}
     for name, line in pairs:
         lines.setdefault(name, []).append(line)
     return tuple((name, tuple(ls)) for name, ls in lines.items() if len(ls) > 1)
 
 
-def analyse(tree: ast.Module, text: Optional[str] = None) -> ModuleFacts:
+def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     """Read the test classes, instantiations and labels of one parsed module.
 
     `text`, the source `tree` was parsed from, is optional: when given, the
@@ -679,19 +676,15 @@ def _looks_like_test_helper(node: ast.ClassDef, base_names: set, test_names: set
 
 def _class_facts(
     node: ast.ClassDef,
-    instantiations: Tuple[Instantiation, ...],
-    parametrized: Tuple[int, ...],
-    lines: Optional[List[str]] = None,
-    hidden: Tuple[Instantiation, ...] = (),
+    instantiations: tuple[Instantiation, ...],
+    parametrized: tuple[int, ...],
+    lines: list[str] | None = None,
+    hidden: tuple[Instantiation, ...] = (),
 ) -> TestClassFacts:
     body = node.body
     docstring_end = None
     first = body[0]
-    if (
-        isinstance(first, ast.Expr)
-        and isinstance(first.value, ast.Constant)
-        and isinstance(first.value.value, str)
-    ):
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         docstring_end = first.end_lineno
     tests = []
     others = []

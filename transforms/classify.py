@@ -12,8 +12,8 @@ Findings for the engine come from `decision_findings` and `module_findings`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Dict, List, Mapping, Optional, Tuple
 
 from transforms.analysis import Instantiation, ModuleFacts, TestClassFacts
 from transforms.base import ERROR, INFO, WARNING, Finding
@@ -52,7 +52,7 @@ _EVIDENCE_LIMIT = 8
 class Evidence:
     """A fact behind a decision; `text` is ready to print ("line 12: test_add(self, device)")."""
 
-    line: Optional[int]
+    line: int | None
     text: str
 
 
@@ -61,16 +61,16 @@ class Decision:
     cls_name: str
     line: int
     status: str  # one of STATUSES
-    value: Optional[str]  # the value written (label/forced) or found (already...)
-    inferred: Optional[str]  # what the rules alone say, None when nothing passes
-    evidence: Tuple[Evidence, ...] = ()
-    violations: Dict[str, Tuple[Violation, ...]] = field(default_factory=dict)
-    patterns: Tuple[str, ...] = ()
+    value: str | None  # the value written (label/forced) or found (already...)
+    inferred: str | None  # what the rules alone say, None when nothing passes
+    evidence: tuple[Evidence, ...] = ()
+    violations: dict[str, tuple[Violation, ...]] = field(default_factory=dict)
+    patterns: tuple[str, ...] = ()
     message: str = ""
     # Deliberate deviations that refused a value the linter would accept.
-    refusals: Tuple[Refusal, ...] = ()
+    refusals: tuple[Refusal, ...] = ()
     # Warnings about a label the rules allow but that may mislead (GENERIC tests needing a GPU).
-    warnings: Tuple[Evidence, ...] = ()
+    warnings: tuple[Evidence, ...] = ()
 
     @property
     def edits(self) -> bool:
@@ -85,9 +85,9 @@ def _call_text(inst: Instantiation) -> str:
     return inst.text or f"instantiate_device_type_tests({inst.target}, ...)"
 
 
-def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
+def evidence(cls: TestClassFacts) -> tuple[Evidence, ...]:
     """The facts the rules look at, as printable lines."""
-    out: List[Evidence] = []
+    out: list[Evidence] = []
     if cls.label is not None:
         lab = cls.label
         note = "" if lab.valid else f" (invalid: {lab.problem})"
@@ -103,8 +103,7 @@ def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
         out.append(
             Evidence(
                 line,
-                f"line {line}: instantiate_parametrized_tests({cls.name}) "
-                "(not a device instantiation)",
+                f"line {line}: instantiate_parametrized_tests({cls.name}) (not a device instantiation)",
             )
         )
 
@@ -112,20 +111,16 @@ def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
     without = [m for m in cls.test_methods if not m.takes_device]
     total = len(cls.test_methods)
     if not with_device:
-        out.append(
-            Evidence(None, f"no test method takes device/devices ({_count(total, 'test method')})")
-        )
+        out.append(Evidence(None, f"no test method takes device/devices ({_count(total, 'test method')})"))
     elif not without:
         first = with_device[0]
         out.append(
             Evidence(
                 first.line,
                 (
-                    f"all {total} test methods take device/devices "
-                    f"(e.g. line {first.line}: {first.signature()})"
+                    f"all {total} test methods take device/devices (e.g. line {first.line}: {first.signature()})"
                     if total > 1
-                    else f"the only test method takes device/devices "
-                    f"(line {first.line}: {first.signature()})"
+                    else f"the only test method takes device/devices (line {first.line}: {first.signature()})"
                 ),
             )
         )
@@ -135,9 +130,7 @@ def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
                 out.append(Evidence(m.line, f"line {m.line}: {m.signature()}"))
             if len(group) > _EVIDENCE_LIMIT:
                 kind = "with" if group is with_device else "without"
-                out.append(
-                    Evidence(None, f"... and {len(group) - _EVIDENCE_LIMIT} more {kind} device")
-                )
+                out.append(Evidence(None, f"... and {len(group) - _EVIDENCE_LIMIT} more {kind} device"))
     for d in cls.decorators:
         if d.rsplit(".", 1)[-1] in FORBIDDEN_ONLY_DECORATORS:
             out.append(Evidence(cls.line, f"line {cls.line}: @{d} on class {cls.name}"))
@@ -155,14 +148,14 @@ def evidence(cls: TestClassFacts) -> Tuple[Evidence, ...]:
 # --------------------------------------------------------------------------- inference
 
 
-def _all_violations(cls: TestClassFacts) -> Dict[str, Tuple[Violation, ...]]:
+def _all_violations(cls: TestClassFacts) -> dict[str, tuple[Violation, ...]]:
     return {value: tuple(check(cls, value)) for value in MEMBERS}
 
 
-def _needs_gpu_warnings(cls: TestClassFacts) -> Tuple[Evidence, ...]:
+def _needs_gpu_warnings(cls: TestClassFacts) -> tuple[Evidence, ...]:
     """Why a class the rules call GENERIC looks like it needs a GPU: hard-coded device
     strings / .cuda() calls and skip-unless-GPU guards."""
-    out: List[Evidence] = []
+    out: list[Evidence] = []
     for guard in cls.gpu_guards:
         out.append(Evidence(cls.line, f"line {cls.line}: class {cls.name} is guarded by @{guard}"))
     for m in cls.test_methods:
@@ -173,8 +166,8 @@ def _needs_gpu_warnings(cls: TestClassFacts) -> Tuple[Evidence, ...]:
     return tuple(out)
 
 
-def _rules_summary(violations: Tuple[Violation, ...]) -> str:
-    names: List[str] = []
+def _rules_summary(violations: tuple[Violation, ...]) -> str:
+    names: list[str] = []
     for v in violations:
         if v.rule not in names:
             names.append(v.rule)
@@ -190,13 +183,13 @@ def _named_devices(cls: TestClassFacts) -> set:
     return named
 
 
-def _closest(cls: TestClassFacts, violations: Mapping[str, Tuple[Violation, ...]]) -> List[str]:
+def _closest(cls: TestClassFacts, violations: Mapping[str, tuple[Violation, ...]]) -> list[str]:
     """Candidate values, most plausible first: the devices only_for names, then
     GENERIC/ACCELERATOR, then the other devices; within a rank by how few distinct
     rules they break."""
     named = _named_devices(cls)
 
-    def key(value: str) -> Tuple[int, int, int, int]:
+    def key(value: str) -> tuple[int, int, int, int]:
         vs = violations[value]
         rank = 0 if value in named else (2 if value in DEVICE_MEMBERS else 1)
         return (rank, len({v.rule for v in vs}), len(vs), MEMBERS.index(value))
@@ -222,13 +215,14 @@ def infer(cls: TestClassFacts) -> Decision:
         value = passing[0]
         message = f"{cls.name}: {value} (all {value} rules pass)"
         warnings = _needs_gpu_warnings(cls) if value == "GENERIC" else ()
-        patterns: Tuple[str, ...] = ("inject-device",) if warnings else ()
+        patterns: tuple[str, ...] = ("inject-device",) if warnings else ()
         if warnings:
             # The rules pass, but a GENERIC label on tests that need a GPU misleads.
-            message += (f"; warning: the tests look like they need a GPU ({warnings[0].text}), "
-                        "consider inject-device (ACCELERATOR)")
-        return Decision(cls.name, cls.line, "label", value, value, ev, {}, patterns, message,
-                        warnings=warnings)
+            message += (
+                f"; warning: the tests look like they need a GPU ({warnings[0].text}), "
+                "consider inject-device (ACCELERATOR)"
+            )
+        return Decision(cls.name, cls.line, "label", value, value, ev, {}, patterns, message, warnings=warnings)
 
     if accepted:  # the linter would accept it, but a deliberate deviation refuses it
         value = accepted[0]
@@ -236,28 +230,38 @@ def infer(cls: TestClassFacts) -> Decision:
         patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in hits))
         patterns += tuple(p for p in pick_patterns(cls, violations) if p not in patterns)
         why = "; ".join(f"{r.message}: {deviation(r.deviation).why}" for r in hits)
-        message = (f"{cls.name}: the linter would accept {value}, but the label would be false "
-                   f"({why}); not labelled")
-        return Decision(cls.name, cls.line, "needs-manual", None, None, ev, violations,
-                        patterns, message + f"; fitting pattern: {', '.join(patterns)}", hits)
+        message = f"{cls.name}: the linter would accept {value}, but the label would be false ({why}); not labelled"
+        return Decision(
+            cls.name,
+            cls.line,
+            "needs-manual",
+            None,
+            None,
+            ev,
+            violations,
+            patterns,
+            message + f"; fitting pattern: {', '.join(patterns)}",
+            hits,
+        )
 
     patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in found))
     patterns += tuple(p for p in pick_patterns(cls, violations) if p not in patterns)
     inst = cls.instantiation
     if inst is not None and inst.only_for == "unknown":
-        message = (f"{cls.name}: only_for is not a literal (line {inst.line}: {_call_text(inst)}); "
-                   "cannot tell which devices the tests run on")
+        message = (
+            f"{cls.name}: only_for is not a literal (line {inst.line}: {_call_text(inst)}); "
+            "cannot tell which devices the tests run on"
+        )
     else:
         order = _closest(cls, violations)
         parts = [f"{v} breaks {_rules_summary(violations[v])}" for v in order[:2]]
         message = f"{cls.name}: no classification satisfies the rules ({'; '.join(parts)})"
     if patterns:
         message += f"; fitting pattern: {', '.join(patterns)}"
-    return Decision(cls.name, cls.line, "needs-manual", None, None, ev, violations, patterns,
-                    message, found)
+    return Decision(cls.name, cls.line, "needs-manual", None, None, ev, violations, patterns, message, found)
 
 
-def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = False) -> Decision:
+def decide(cls: TestClassFacts, override: str | None = None, force: bool = False) -> Decision:
     """What to do with `cls`: inference, existing label and override (`--classification`,
     `--set Cls=X`) combined. Raises ValueError for an unknown override name."""
     wanted = normalise_member(override) if override is not None else None
@@ -287,17 +291,32 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
         false = [r for r in inferred.refusals if current in r.values]
         if false and not own:
             return Decision(
-                cls.name, cls.line, "already-disagrees", current, inferred.inferred, ev, {},
+                cls.name,
+                cls.line,
+                "already-disagrees",
+                current,
+                inferred.inferred,
+                ev,
+                {},
                 inferred.patterns,
                 f"{cls.name}: already labelled {current} at line {label.line}; the linter accepts it, "
                 f"but {false[0].message}: {deviation(false[0].deviation).why} (left untouched)",
-                tuple(false))
+                tuple(false),
+            )
         if label.shadowed_by and not own:
             lines = ", ".join(map(str, label.shadowed_by))
             return Decision(
-                cls.name, cls.line, "already-disagrees", current, inferred.inferred, ev, {}, (),
+                cls.name,
+                cls.line,
+                "already-disagrees",
+                current,
+                inferred.inferred,
+                ev,
+                {},
+                (),
                 f"{cls.name}: {HW_ATTRIBUTE} is assigned again at line {lines}: the linter reads the "
-                f"first ({current}, line {label.line}), Python keeps the last (left untouched)")
+                f"first ({current}, line {label.line}), Python keeps the last (left untouched)",
+            )
         if wanted is not None and wanted != current:
             return Decision(
                 cls.name,
@@ -359,12 +378,31 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
     if not own:  # the linter accepts it; a deliberate deviation says it is false
         why = f"{false_refusals[0].message}: {deviation(false_refusals[0].deviation).why}"
         if force:
-            return Decision(cls.name, cls.line, "forced", wanted, inferred.inferred, ev, {}, patterns,
-                            f"{cls.name}: {wanted} forced although it is false ({why}); the linter "
-                            "accepts it", false_refusals)
-        return Decision(cls.name, cls.line, "refused", None, inferred.inferred, ev, {}, patterns,
-                        f"{cls.name}: requested {wanted} would pass the linter but is false ({why}); "
-                        "not applied (use --force to write it anyway)", false_refusals)
+            return Decision(
+                cls.name,
+                cls.line,
+                "forced",
+                wanted,
+                inferred.inferred,
+                ev,
+                {},
+                patterns,
+                f"{cls.name}: {wanted} forced although it is false ({why}); the linter accepts it",
+                false_refusals,
+            )
+        return Decision(
+            cls.name,
+            cls.line,
+            "refused",
+            None,
+            inferred.inferred,
+            ev,
+            {},
+            patterns,
+            f"{cls.name}: requested {wanted} would pass the linter but is false ({why}); "
+            "not applied (use --force to write it anyway)",
+            false_refusals,
+        )
     rules = _rules_summary(own)
     if force:
         return Decision(
@@ -376,8 +414,7 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
             ev,
             {wanted: own},
             patterns,
-            f"{cls.name}: {wanted} forced although it breaks {rules} "
-            "(the linter will reject it)",
+            f"{cls.name}: {wanted} forced although it breaks {rules} (the linter will reject it)",
         )
     return Decision(
         cls.name,
@@ -388,8 +425,7 @@ def decide(cls: TestClassFacts, override: Optional[str] = None, force: bool = Fa
         ev,
         {wanted: own},
         patterns,
-        f"{cls.name}: requested {wanted} breaks {rules}; not applied "
-        "(use --force to write it anyway)",
+        f"{cls.name}: requested {wanted} breaks {rules}; not applied (use --force to write it anyway)",
     )
 
 
@@ -403,11 +439,11 @@ def keep_deviation_advice(decision: Decision) -> Decision:
 # --------------------------------------------------------------------------- findings
 
 
-def _violation_dicts(violations: Mapping[str, Tuple[Violation, ...]]) -> Dict[str, List[dict]]:
+def _violation_dicts(violations: Mapping[str, tuple[Violation, ...]]) -> dict[str, list[dict]]:
     return {value: [asdict(v) for v in vs] for value, vs in violations.items()}
 
 
-def _fix_text(decision: Decision) -> Optional[str]:
+def _fix_text(decision: Decision) -> str | None:
     if decision.status in ("label", "forced") and decision.value:
         return f"{HW_ATTRIBUTE} = {ENUM_NAME}.{decision.value}"
     if decision.patterns:
@@ -415,7 +451,7 @@ def _fix_text(decision: Decision) -> Optional[str]:
     return None
 
 
-def decision_findings(decision: Decision) -> List[Finding]:
+def decision_findings(decision: Decision) -> list[Finding]:
     """One finding per decision, rule `hw/<status>`; `data` carries the details."""
     data = {
         "status": decision.status,
@@ -432,8 +468,7 @@ def decision_findings(decision: Decision) -> List[Finding]:
             message=decision.message,
             line=decision.line,
             # An existing label the linter will reject is worth a warning, not a shrug.
-            severity=WARNING if decision.status == "already" and decision.violations
-            else STATUSES[decision.status],
+            severity=WARNING if decision.status == "already" and decision.violations else STATUSES[decision.status],
             cls=decision.cls_name,
             fix=_fix_text(decision),
             data=data,
@@ -457,16 +492,18 @@ def decision_findings(decision: Decision) -> List[Finding]:
     return out
 
 
-def module_findings(facts: ModuleFacts) -> List[Finding]:
+def module_findings(facts: ModuleFacts) -> list[Finding]:
     """Module-level findings: duplicate test classes and duplicate instantiations."""
-    out: List[Finding] = []
+    out: list[Finding] = []
     for name, lines in facts.duplicate_classes:
         shown = ", ".join(map(str, lines))
         out.append(
             Finding(
                 rule="hw/duplicate_class",
-                message=(f"test class {name} is defined {len(lines)} times (lines {shown}); "
-                         "only the last definition is linted"),
+                message=(
+                    f"test class {name} is defined {len(lines)} times (lines {shown}); "
+                    "only the last definition is linted"
+                ),
                 line=lines[1],
                 severity=ERROR,
                 cls=name,

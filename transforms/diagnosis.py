@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from transforms import analysis
 from transforms.analysis import UNKNOWN, Instantiation, TestClassFacts
@@ -38,7 +38,7 @@ _ORDER = ("cpu", "cuda", "mps", "xpu", OTHER)
 
 # torch.cuda.<name> -> the device-generic spelling in torch 2.14 (None: CUDA only, or no
 # drop-in equivalent).  One table, read by the diagnosis and by cuda-to-accelerator.
-CUDA_EQUIVALENTS: Mapping[str, Optional[str]] = {
+CUDA_EQUIVALENTS: Mapping[str, str | None] = {
     "is_available": "torch.accelerator.is_available",
     "device_count": "torch.accelerator.device_count",
     "current_device": "torch.accelerator.current_device_index",
@@ -80,7 +80,7 @@ CUDA_EQUIVALENTS: Mapping[str, Optional[str]] = {
 
 # Method decorators that restrict the devices a test runs on -> the devices kept.
 _NATIVE = ("cpu", "cuda", "mps", "xpu")
-DEVICE_GUARDS: Mapping[str, Tuple[str, ...]] = {
+DEVICE_GUARDS: Mapping[str, tuple[str, ...]] = {
     "onlyCPU": ("cpu",),
     "onlyCUDA": ("cuda",),
     "onlyMPS": ("mps",),
@@ -97,8 +97,7 @@ _CUDA_CONDITIONS = ("TEST_CUDA", "TEST_MULTIGPU", "torch.cuda.is_available", "TE
 # The restructuring transforms, with what each does (the advice text).
 ADVICE: Mapping[str, str] = {
     "keyword-args": (
-        "pass only_for/except_for/allow_* of instantiate_device_type_tests as keywords "
-        "(the linter reads keywords only)"
+        "pass only_for/except_for/allow_* of instantiate_device_type_tests as keywords (the linter reads keywords only)"
     ),
     "inline-only-for": "inline the module-level literal the only_for/except_for name is bound to",
     "drop-only-for": (
@@ -116,8 +115,7 @@ ADVICE: Mapping[str, str] = {
         "equivalent, where every CUDA-specific use of the test has one"
     ),
     "inject-device": (
-        "give the tests a `device` parameter in place of hard-coded 'cuda' / .cuda() "
-        "(manual: no transform does this)"
+        "give the tests a `device` parameter in place of hard-coded 'cuda' / .cuda() (manual: no transform does this)"
     ),
 }
 
@@ -126,7 +124,7 @@ ADVICE: Mapping[str, str] = {
 class CudaUse:
     api: str  # "torch.cuda.synchronize"
     line: int
-    equivalent: Optional[str]
+    equivalent: str | None
 
 
 @dataclass(frozen=True)
@@ -136,15 +134,15 @@ class TestDiagnosis:
     name: str
     line: int
     takes_device: bool
-    guards: Tuple[str, ...]  # decorators that restrict devices, as written (callee)
-    guard_devices: Optional[Tuple[str, ...]]  # devices the guards keep; None: unrestricted
-    machine_guards: Tuple[str, ...]  # skipIf(not TEST_CUDA) & co.: need a CUDA machine
-    cuda_uses: Optional[Tuple[CudaUse, ...]]  # None: unknown (diagnosed from facts)
-    devices: Tuple[str, ...]  # where it runs today
+    guards: tuple[str, ...]  # decorators that restrict devices, as written (callee)
+    guard_devices: tuple[str, ...] | None  # devices the guards keep; None: unrestricted
+    machine_guards: tuple[str, ...]  # skipIf(not TEST_CUDA) & co.: need a CUDA machine
+    cuda_uses: tuple[CudaUse, ...] | None  # None: unknown (diagnosed from facts)
+    devices: tuple[str, ...]  # where it runs today
     parametrized: bool = False  # has a parametrize/dtypes-style decorator
 
     @property
-    def cuda_only_apis(self) -> Tuple[str, ...]:
+    def cuda_only_apis(self) -> tuple[str, ...]:
         return tuple(sorted({u.api for u in self.cuda_uses or () if u.equivalent is None}))
 
     @property
@@ -156,22 +154,22 @@ class TestDiagnosis:
 class ClassDiagnosis:
     name: str
     line: int
-    instantiation: Optional[str]  # the call's text, None when not instantiated
-    positional: Tuple[str, ...]  # slots passed positionally (only_for, ...)
+    instantiation: str | None  # the call's text, None when not instantiated
+    positional: tuple[str, ...]  # slots passed positionally (only_for, ...)
     only_for: object  # analysis.DeviceList
-    only_for_name: Optional[str]  # `only_for=NAME`: the name
-    only_for_literal: Optional[Tuple[str, ...]]  # ... and the literal it is bound to once
-    devices: Tuple[str, ...]  # the class's device set today ("generic" when not instantiated)
-    tests: Tuple[TestDiagnosis, ...]
-    advice: Tuple[str, ...] = ()  # transform names, in the order they apply
-    manual: Tuple[str, ...] = ()  # why (part of) the class stays manual
-    widening: Tuple[str, ...] = ()  # the advice adds devices: which and why
+    only_for_name: str | None  # `only_for=NAME`: the name
+    only_for_literal: tuple[str, ...] | None  # ... and the literal it is bound to once
+    devices: tuple[str, ...]  # the class's device set today ("generic" when not instantiated)
+    tests: tuple[TestDiagnosis, ...]
+    advice: tuple[str, ...] = ()  # transform names, in the order they apply
+    manual: tuple[str, ...] = ()  # why (part of) the class stays manual
+    widening: tuple[str, ...] = ()  # the advice adds devices: which and why
 
 
 # --------------------------------------------------------------------------- device sets
 
 
-def ordered(devices: Iterable[str]) -> Tuple[str, ...]:
+def ordered(devices: Iterable[str]) -> tuple[str, ...]:
     found = set(devices)
     known = [d for d in _ORDER if d in found]
     return tuple(known + sorted(found - set(_ORDER)))
@@ -179,7 +177,7 @@ def ordered(devices: Iterable[str]) -> Tuple[str, ...]:
 
 def instantiated_devices(
     only_for: object = None, except_for: object = None, allow_mps: object = None, allow_xpu: object = None
-) -> Optional[Tuple[str, ...]]:
+) -> tuple[str, ...] | None:
     """The devices `instantiate_device_type_tests` makes a class for; None when unknown."""
     if UNKNOWN in (only_for, except_for, allow_mps, allow_xpu):
         return None
@@ -193,20 +191,24 @@ def instantiated_devices(
     return ordered(pool)
 
 
-def class_devices(inst: Optional[Instantiation]) -> Optional[Tuple[str, ...]]:
+def class_devices(inst: Instantiation | None) -> tuple[str, ...] | None:
     if inst is None:
         return (GENERIC,)
     return instantiated_devices(*(inst.actual(o) for o in ("only_for", "except_for", "allow_mps", "allow_xpu")))
 
 
-def guarded(devices: Optional[Tuple[str, ...]], guard_devices: Optional[Tuple[str, ...]],
-            accelerator: bool) -> Tuple[str, ...]:
+def guarded(
+    devices: tuple[str, ...] | None, guard_devices: tuple[str, ...] | None, accelerator: bool
+) -> tuple[str, ...]:
     if devices is None:
         return ("unknown",)
     if devices == (GENERIC,):
         return devices
-    kept = [d for d in devices if guard_devices is None or d in guard_devices or
-            (d == OTHER and any(g not in _ORDER for g in guard_devices))]
+    kept = [
+        d
+        for d in devices
+        if guard_devices is None or d in guard_devices or (d == OTHER and any(g not in _ORDER for g in guard_devices))
+    ]
     if accelerator:
         kept = [d for d in kept if d != "cpu"]
     return ordered(kept)
@@ -221,8 +223,8 @@ def _callee(node: ast.expr) -> str:
     return name if name is not None else ast.unparse(target)
 
 
-def _strings(nodes: Iterable[ast.expr]) -> Optional[List[str]]:
-    out: List[str] = []
+def _strings(nodes: Iterable[ast.expr]) -> list[str] | None:
+    out: list[str] = []
     for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             out.append(node.value.lower())
@@ -236,17 +238,19 @@ def _strings(nodes: Iterable[ast.expr]) -> Optional[List[str]]:
     return out
 
 
-def read_guards(decorators: Iterable[ast.expr]) -> Tuple[Tuple[str, ...], Optional[Tuple[str, ...]], Tuple[str, ...], bool]:
+def read_guards(
+    decorators: Iterable[ast.expr],
+) -> tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...], bool]:
     """(device guards as written, devices they keep or None, machine guards, parametrized)."""
-    guards: List[str] = []
-    keep: Optional[set] = None
-    machine: List[str] = []
+    guards: list[str] = []
+    keep: set | None = None
+    machine: list[str] = []
     parametrized = False
     for node in decorators:
         name = _callee(node)
         last = name.rsplit(".", 1)[-1]
         args = node.args if isinstance(node, ast.Call) else []
-        devices: Optional[Tuple[str, ...]] = None
+        devices: tuple[str, ...] | None = None
         if last in DEVICE_GUARDS:
             devices = DEVICE_GUARDS[last]
         elif last in ("onlyOn", "onlyNativeDeviceTypesAnd"):
@@ -271,9 +275,9 @@ def read_guards(decorators: Iterable[ast.expr]) -> Tuple[Tuple[str, ...], Option
     return tuple(guards), (ordered(keep) if keep is not None else None), tuple(machine), parametrized
 
 
-def cuda_uses(fn: ast.AST) -> Tuple[CudaUse, ...]:
+def cuda_uses(fn: ast.AST) -> tuple[CudaUse, ...]:
     """Every `torch.cuda.<name>` reference in `fn` (decorators excluded), with its equivalent."""
-    found: List[CudaUse] = []
+    found: list[CudaUse] = []
     body = fn.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else [fn]
     for stmt in body:
         for node in ast.walk(stmt):
@@ -285,10 +289,10 @@ def cuda_uses(fn: ast.AST) -> Tuple[CudaUse, ...]:
 # --------------------------------------------------------------------------- module constants
 
 
-def module_literals(tree: ast.Module) -> Dict[str, Tuple[ast.Assign, Tuple[str, ...]]]:
+def module_literals(tree: ast.Module) -> dict[str, tuple[ast.Assign, tuple[str, ...]]]:
     """Names bound exactly once in the whole module, at module level, to a string or a
     tuple/list of strings: name -> (the assignment, the strings)."""
-    stores: Dict[str, int] = {}
+    stores: dict[str, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             stores[node.id] = stores.get(node.id, 0) + 1
@@ -303,27 +307,35 @@ def module_literals(tree: ast.Module) -> Dict[str, Tuple[ast.Assign, Tuple[str, 
             stores[node.name] = stores.get(node.name, 0) + 2
     out: dict[str, tuple[ast.Assign, tuple[str, ...]]] = {}
     for stmt in tree.body:
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name) and stores.get(stmt.targets[0].id) == 1):
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stores.get(stmt.targets[0].id) == 1
+        ):
             value = stmt.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 out[stmt.targets[0].id] = (stmt, (str(value.value),))
-            elif isinstance(value, (ast.Tuple, ast.List)) and value.elts and all(
-                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+            elif (
+                isinstance(value, (ast.Tuple, ast.List))
+                and value.elts
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)
+            ):
                 out[stmt.targets[0].id] = (stmt, tuple(str(e.value) for e in value.elts if isinstance(e, ast.Constant)))
     return out
 
 
-def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg == name:
             return kw.value
     return None
 
 
-def positional_slots(call: ast.Call) -> Tuple[str, ...]:
+def positional_slots(call: ast.Call) -> tuple[str, ...]:
     return tuple(
-        slot for index, slot in analysis._POSITIONAL_SLOTS.items()
+        slot
+        for index, slot in analysis._POSITIONAL_SLOTS.items()
         if index < len(call.args) and not isinstance(call.args[index], ast.Starred)
     )
 
@@ -331,20 +343,21 @@ def positional_slots(call: ast.Call) -> Tuple[str, ...]:
 # --------------------------------------------------------------------------- diagnosis
 
 
-def _instantiation_calls(tree: ast.Module) -> Dict[int, ast.Call]:
+def _instantiation_calls(tree: ast.Module) -> dict[int, ast.Call]:
     return {
         stmt.value.lineno: stmt.value
         for stmt in analysis._module_level(tree.body)
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+        if isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
         and analysis._call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE
     }
 
 
-def class_nodes(tree: ast.Module) -> Dict[int, ast.ClassDef]:
+def class_nodes(tree: ast.Module) -> dict[int, ast.ClassDef]:
     return {s.lineno: s for s in analysis._module_level(tree.body) if isinstance(s, ast.ClassDef)}
 
 
-def diagnose(tree: ast.Module, text: Optional[str] = None) -> Tuple[ClassDiagnosis, ...]:
+def diagnose(tree: ast.Module, text: str | None = None) -> tuple[ClassDiagnosis, ...]:
     """A diagnosis, with advice, for every test class of the module."""
     facts = analysis.analyse(tree, text)
     nodes = class_nodes(tree)
@@ -359,8 +372,12 @@ def diagnose_facts(cls: TestClassFacts) -> ClassDiagnosis:
     return _diagnose(cls, None, {}, None)
 
 
-def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[int, ast.Call],
-              literals: Optional[Mapping[str, Tuple[ast.Assign, Tuple[str, ...]]]]) -> ClassDiagnosis:
+def _diagnose(
+    cls: TestClassFacts,
+    node: ast.ClassDef | None,
+    calls: Mapping[int, ast.Call],
+    literals: Mapping[str, tuple[ast.Assign, tuple[str, ...]]] | None,
+) -> ClassDiagnosis:
     """`literals` None: the module is unknown (facts only); a name passed as only_for may
     then be a literal bound once, and inline-only-for is advised for the transform to check."""
     inst = cls.instantiations[-1] if cls.instantiations else None
@@ -385,8 +402,9 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
         if isinstance(arg, ast.Name) and literals is not None and arg.id in literals:
             except_for = literals[arg.id][1]
     devices = (
-        class_devices(inst) if inst is None else
-        instantiated_devices(only_for, except_for, inst.actual("allow_mps"), inst.actual("allow_xpu"))
+        class_devices(inst)
+        if inst is None
+        else instantiated_devices(only_for, except_for, inst.actual("allow_mps"), inst.actual("allow_xpu"))
     )
     fns = {}
     if node is not None:
@@ -396,7 +414,7 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
         fn = fns.get(m.line)
         if fn is not None:
             guards, keep, machine, param = read_guards(fn.decorator_list)
-            uses: Optional[Tuple[CudaUse, ...]] = cuda_uses(fn)
+            uses: tuple[CudaUse, ...] | None = cuda_uses(fn)
         else:
             guards, keep, machine, param = read_guards(ast.Name(d) for d in m.decorators)
             uses = None
@@ -404,12 +422,17 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
             test_devices = guarded(devices, keep, ACCELERATOR_GUARD in guards)
         else:
             test_devices = ("not-instantiated",) if m.takes_device else (GENERIC,)
-        tests.append(TestDiagnosis(m.name, m.line, m.takes_device, guards, keep, machine, uses,
-                                   test_devices, param))
+        tests.append(TestDiagnosis(m.name, m.line, m.takes_device, guards, keep, machine, uses, test_devices, param))
     diag = ClassDiagnosis(
-        name=cls.name, line=cls.line, instantiation=inst.text if inst is not None else None,
-        positional=positional_slots(call) if call is not None else (), only_for=inst.actual("only_for") if inst else None,
-        only_for_name=name, only_for_literal=literal, devices=devices or ("unknown",), tests=tuple(tests),
+        name=cls.name,
+        line=cls.line,
+        instantiation=inst.text if inst is not None else None,
+        positional=positional_slots(call) if call is not None else (),
+        only_for=inst.actual("only_for") if inst else None,
+        only_for_name=name,
+        only_for_literal=literal,
+        devices=devices or ("unknown",),
+        tests=tuple(tests),
     )
     return advise(diag, inst, module_known=literals is not None)
 
@@ -417,7 +440,7 @@ def _diagnose(cls: TestClassFacts, node: Optional[ast.ClassDef], calls: Mapping[
 # --------------------------------------------------------------------------- advice
 
 
-def test_target(t: TestDiagnosis, single: Optional[str] = None, convert_cuda: bool = True) -> Optional[str]:
+def test_target(t: TestDiagnosis, single: str | None = None, convert_cuda: bool = True) -> str | None:
     """The class value a test belongs in after restructuring, or None (manual). `single`:
     the value of a one-device only_for (every device test goes there); `convert_cuda`:
     an @onlyCUDA test without CUDA-only APIs counts as ACCELERATOR (cuda-to-accelerator
@@ -435,24 +458,25 @@ def test_target(t: TestDiagnosis, single: Optional[str] = None, convert_cuda: bo
     return None
 
 
-def _drop_only_for(listed: Tuple[str, ...]) -> Tuple[Optional[str], Tuple[str, ...]]:
+def _drop_only_for(listed: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
     """(None or why not, widening notes) for dropping a whitelist of several devices."""
     lowered = tuple(d.lower() for d in listed)
     off = [d for d in lowered if d not in ("cpu",) + ACCELERATORS]
     if off:
         return f"only_for lists {', '.join(off)}, which no default device list carries", ()
     before = instantiated_devices(lowered, None, "mps" in lowered or None, "xpu" in lowered or None)
-    after = instantiated_devices(None, None if "cpu" in lowered else ("cpu",),
-                                 "mps" in lowered or None, "xpu" in lowered or None)
+    after = instantiated_devices(
+        None, None if "cpu" in lowered else ("cpu",), "mps" in lowered or None, "xpu" in lowered or None
+    )
     added = [d for d in after or () if d not in (before or ())]
-    note = (f"drop-only-for widens only_for={listed!r}: adds {', '.join(added)}" if added else "")
+    note = f"drop-only-for widens only_for={listed!r}: adds {', '.join(added)}" if added else ""
     return None, ((note,) if note else ())
 
 
-def advise(diag: ClassDiagnosis, inst: Optional[Instantiation], module_known: bool = True) -> ClassDiagnosis:
-    advice: List[str] = []
-    manual: List[str] = []
-    widening: List[str] = []
+def advise(diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool = True) -> ClassDiagnosis:
+    advice: list[str] = []
+    manual: list[str] = []
+    widening: list[str] = []
     if diag.positional:
         advice.append("keyword-args")
     only_for = diag.only_for
@@ -496,22 +520,26 @@ def advise(diag: ClassDiagnosis, inst: Optional[Instantiation], module_known: bo
                 added = [d for d in diag.devices if d not in ("cpu", "cuda")]
                 if added:
                     widening.append(
-                        f"cuda-to-accelerator widens {', '.join(t.name for t in converts)}: adds {', '.join(added)}")
+                        f"cuda-to-accelerator widens {', '.join(t.name for t in converts)}: adds {', '.join(added)}"
+                    )
             kinds = {targets[t.name] for t in device_tests}
             if None not in kinds and (free or len(kinds) > 1 or kinds & {"CPU", "CUDA"}):
                 advice.append("split-class")
         elif free:
             advice.append("split-class")
         if free and any(t.parametrized for t in free):
-            manual.append("device-free tests are parametrized: a GENERIC class would need "
-                          "instantiate_parametrized_tests")
+            manual.append(
+                "device-free tests are parametrized: a GENERIC class would need instantiate_parametrized_tests"
+            )
     return dataclasses.replace(diag, advice=tuple(advice), manual=tuple(manual), widening=tuple(widening))
 
 
 def _why_manual(t: TestDiagnosis) -> str:
     if t.guard_devices == ("cuda",) and t.cuda_uses is None:
-        return (f"{t.name}: @onlyCUDA; whether it becomes @onlyAccelerator or moves to a CUDA class "
-                "depends on the torch.cuda APIs it uses (run with --restructure to see)")
+        return (
+            f"{t.name}: @onlyCUDA; whether it becomes @onlyAccelerator or moves to a CUDA class "
+            "depends on the torch.cuda APIs it uses (run with --restructure to see)"
+        )
     if t.accelerator_guarded:
         return f"{t.name}: @onlyAccelerator but uses CUDA-only {', '.join(t.cuda_only_apis)}"
     return f"{t.name}: guard {', '.join(t.guards)} keeps {', '.join(t.guard_devices or ())}; no transform fits"

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from transforms.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
@@ -136,7 +137,7 @@ def _insertion(lines: Sequence[str], pos: int, new: Sequence[str]) -> _Edit:
     new = list(new)
     if pos == 0 and lines and lines[0].startswith(BOM):
         new[0] = BOM + new[0]
-        return _Edit(0, 1, (*new, lines[0][len(BOM):]))
+        return _Edit(0, 1, (*new, lines[0][len(BOM) :]))
     if pos == len(lines) and lines and not _eol(lines[-1]):
         newline = newline_of(lines)
         new[-1] = _body(new[-1])
@@ -166,11 +167,7 @@ def _first_line(stmt: ast.stmt) -> int:
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Constant)
-        and isinstance(stmt.value.value, str)
-    )
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -215,9 +212,7 @@ def _continues(rest: str) -> bool:
     return rest.endswith("\\") and not rest.startswith("#")
 
 
-def _logical_span(
-    lines: Sequence[str], siblings: Sequence[ast.stmt], stmt: ast.stmt
-) -> tuple[int, int]:
+def _logical_span(lines: Sequence[str], siblings: Sequence[ast.stmt], stmt: ast.stmt) -> tuple[int, int]:
     """1-based inclusive line span of ``stmt``, extended over statements sharing
     a line with it (``;``) and over trailing backslash continuations."""
     start, end = _first_line(stmt), stmt.end_lineno or stmt.lineno
@@ -267,11 +262,7 @@ def _existing_label(cls: ast.ClassDef) -> ast.stmt | None:
 
 def _label_value(stmt: ast.stmt) -> str | None:
     value = getattr(stmt, "value", None)
-    if (
-        isinstance(value, ast.Attribute)
-        and isinstance(value.value, ast.Name)
-        and value.value.id == ENUM_NAME
-    ):
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == ENUM_NAME:
         return value.attr
     return None
 
@@ -284,9 +275,7 @@ def _code_before(lines: Sequence[str], lineno: int, col_offset: int) -> str:
     return line.encode("utf-8")[:col_offset].decode("utf-8", "replace")
 
 
-def _attribute_edit(
-    lines: Sequence[str], cls: ast.ClassDef, value: str, newline: str
-) -> _Edit | None:
+def _attribute_edit(lines: Sequence[str], cls: ast.ClassDef, value: str, newline: str) -> _Edit | None:
     existing = _existing_label(cls)
     if existing is not None:
         if _label_value(existing) == value:
@@ -305,15 +294,12 @@ def _attribute_edit(
         )
     # The header ends on the last code line above the first body statement.
     header_end = start - 1
-    while header_end > cls.lineno and (
-        _is_blank(lines[header_end - 1]) or _is_comment(lines[header_end - 1])
-    ):
+    while header_end > cls.lineno and (_is_blank(lines[header_end - 1]) or _is_comment(lines[header_end - 1])):
         header_end -= 1
     header_text = _body(lines[header_end - 1])
     if "#" not in header_text and _continues(header_text):
         raise EditError(
-            f"class {cls.name} (line {cls.lineno}): the header continues with a "
-            "backslash into the body; not editing"
+            f"class {cls.name} (line {cls.lineno}): the header continues with a backslash into the body; not editing"
         )
     indent = _indent_of(lines[start - 1])
     attribute = attribute_line(indent, value, newline)
@@ -327,8 +313,7 @@ def _attribute_edit(
             )
         if _continues(_code_after(lines, end, first.end_col_offset or 0)):
             raise EditError(
-                f"class {cls.name} (line {cls.lineno}): the docstring line ends "
-                "with a backslash; not editing"
+                f"class {cls.name} (line {cls.lineno}): the docstring line ends with a backslash; not editing"
             )
         pos = end  # 0-based index of the line after the docstring
         new = [newline, attribute]
@@ -352,7 +337,7 @@ def _cst():
     return libcst
 
 
-def _alias_key(alias: "libcst.ImportAlias") -> str:
+def _alias_key(alias: libcst.ImportAlias) -> str:
     cst = _cst()
     name = alias.name
     text = name.value if isinstance(name, cst.Name) else cst.Module([]).code_for_node(name)
@@ -364,10 +349,10 @@ def _is_pw(node: object) -> bool:
 
 
 def _pw(
-    first_line: "libcst.TrailingWhitespace | None" = None,
-    empty_lines: Sequence["libcst.EmptyLine"] = (),
+    first_line: libcst.TrailingWhitespace | None = None,
+    empty_lines: Sequence[libcst.EmptyLine] = (),
     last_line: str = "",
-) -> "libcst.ParenthesizedWhitespace":
+) -> libcst.ParenthesizedWhitespace:
     cst = _cst()
     return cst.ParenthesizedWhitespace(
         first_line=first_line if first_line is not None else cst.TrailingWhitespace(),
@@ -377,14 +362,14 @@ def _pw(
     )
 
 
-def _comma(after: "str | libcst.BaseParenthesizableWhitespace" = " ") -> "libcst.Comma":
+def _comma(after: str | libcst.BaseParenthesizableWhitespace = " ") -> libcst.Comma:
     cst = _cst()
     if isinstance(after, str):
         after = cst.SimpleWhitespace(after)
     return cst.Comma(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=after)
 
 
-def _leading_ws(node: "libcst.ImportFrom", names: Sequence, index: int):
+def _leading_ws(node: libcst.ImportFrom, names: Sequence, index: int):
     """The whitespace that leads into element ``index``."""
     if index == 0:
         return node.lpar.whitespace_after if node.lpar is not None else None
@@ -392,12 +377,10 @@ def _leading_ws(node: "libcst.ImportFrom", names: Sequence, index: int):
     return comma.whitespace_after if isinstance(comma, _cst().Comma) else None
 
 
-def _set_leading_ws(node: "libcst.ImportFrom", names: list, index: int, ws) -> "libcst.ImportFrom":
+def _set_leading_ws(node: libcst.ImportFrom, names: list, index: int, ws) -> libcst.ImportFrom:
     if index == 0:
         return node.with_changes(lpar=node.lpar.with_changes(whitespace_after=ws))
-    names[index - 1] = names[index - 1].with_changes(
-        comma=names[index - 1].comma.with_changes(whitespace_after=ws)
-    )
+    names[index - 1] = names[index - 1].with_changes(comma=names[index - 1].comma.with_changes(whitespace_after=ws))
     return node
 
 
@@ -405,7 +388,7 @@ def _has_backslash(code: str) -> bool:
     return "\\" in code
 
 
-def _normalise_alias(alias: "libcst.ImportAlias") -> "libcst.ImportAlias":
+def _normalise_alias(alias: libcst.ImportAlias) -> libcst.ImportAlias:
     """Drop backslash/newline whitespace inside ``name as alias``."""
     cst = _cst()
     if alias.asname is None:
@@ -421,7 +404,7 @@ def _normalise_alias(alias: "libcst.ImportAlias") -> "libcst.ImportAlias":
     )
 
 
-def _one_line_insert(node: "libcst.ImportFrom", index: int) -> "libcst.ImportFrom":
+def _one_line_insert(node: libcst.ImportFrom, index: int) -> libcst.ImportFrom:
     """Insert the name with ``", "`` separators (same-line layouts)."""
     cst = _cst()
     names = list(node.names)
@@ -435,12 +418,10 @@ def _one_line_insert(node: "libcst.ImportFrom", index: int) -> "libcst.ImportFro
     return node.with_changes(names=names)
 
 
-def _collapse_backslashes(node: "libcst.ImportFrom") -> "libcst.ImportFrom":
+def _collapse_backslashes(node: libcst.ImportFrom) -> libcst.ImportFrom:
     cst = _cst()
     names = [_normalise_alias(a) for a in node.names]
-    names = [
-        a.with_changes(comma=_comma(" ")) if isinstance(a.comma, cst.Comma) else a for a in names
-    ]
+    names = [a.with_changes(comma=_comma(" ")) if isinstance(a.comma, cst.Comma) else a for a in names]
     changes = {"names": names, "whitespace_after_import": cst.SimpleWhitespace(" ")}
     for field in ("whitespace_after_from", "whitespace_before_import"):
         if _has_backslash(getattr(node, field).value):
@@ -448,7 +429,7 @@ def _collapse_backslashes(node: "libcst.ImportFrom") -> "libcst.ImportFrom":
     return node.with_changes(**changes)
 
 
-def _one_per_line_insert(node: "libcst.ImportFrom", index: int) -> "libcst.ImportFrom":
+def _one_per_line_insert(node: libcst.ImportFrom, index: int) -> libcst.ImportFrom:
     """Parenthesised, one name per line: add a line for the new name."""
     cst = _cst()
     names = list(node.names)
@@ -459,9 +440,7 @@ def _one_per_line_insert(node: "libcst.ImportFrom", index: int) -> "libcst.Impor
         node = _set_leading_ws(node, names, index, lead.with_changes(empty_lines=()))
         names.insert(
             index,
-            new.with_changes(
-                comma=_comma(_pw(None, lead.empty_lines, lead.last_line.value))
-            ),
+            new.with_changes(comma=_comma(_pw(None, lead.empty_lines, lead.last_line.value))),
         )
         return node.with_changes(names=names)
     # Append after the last name, with the siblings' indentation.
@@ -474,21 +453,15 @@ def _one_per_line_insert(node: "libcst.ImportFrom", index: int) -> "libcst.Impor
             names[-1] = last.with_changes(
                 comma=last.comma.with_changes(whitespace_after=_pw(tail.first_line, (), indent))
             )
-            names.append(
-                new.with_changes(comma=_comma(_pw(None, tail.empty_lines, tail.last_line.value)))
-            )
+            names.append(new.with_changes(comma=_comma(_pw(None, tail.empty_lines, tail.last_line.value))))
         else:  # "    zz,)" or "    zz, )"
-            names[-1] = last.with_changes(
-                comma=last.comma.with_changes(whitespace_after=_pw(None, (), indent))
-            )
+            names[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=_pw(None, (), indent)))
             names.append(new.with_changes(comma=_comma(tail)))
         return node.with_changes(names=names)
     rpar_ws = node.rpar.whitespace_before
     if _is_pw(rpar_ws):  # "    zz  # comment\n)"
         names[-1] = last.with_changes(comma=_comma(_pw(rpar_ws.first_line, (), indent)))
-        names.append(
-            new.with_changes(comma=_comma(_pw(None, rpar_ws.empty_lines, rpar_ws.last_line.value)))
-        )
+        names.append(new.with_changes(comma=_comma(_pw(None, rpar_ws.empty_lines, rpar_ws.last_line.value))))
         return node.with_changes(
             names=names,
             rpar=node.rpar.with_changes(whitespace_before=cst.SimpleWhitespace("")),
@@ -499,19 +472,19 @@ def _one_per_line_insert(node: "libcst.ImportFrom", index: int) -> "libcst.Impor
     return node.with_changes(names=names)
 
 
-def _packed_insert(node: "libcst.ImportFrom", index: int) -> "libcst.ImportFrom":
+def _packed_insert(node: libcst.ImportFrom, index: int) -> libcst.ImportFrom:
     """Parenthesised, several names per line: insert next to the neighbour."""
     return _one_line_insert(node, index)
 
 
-def _explode(node: "libcst.ImportFrom") -> "libcst.ImportFrom":
+def _explode(node: libcst.ImportFrom) -> libcst.ImportFrom:
     """Black style: ``from X import (`` / one name per line with a trailing comma / ``)``.
     Comments stay with the name they follow; own-line comments stay above the
     name they precede."""
     cst = _cst()
     names = [_normalise_alias(a) for a in node.names]
 
-    def into_name(ws) -> "libcst.ParenthesizedWhitespace":
+    def into_name(ws) -> libcst.ParenthesizedWhitespace:
         if _is_pw(ws):
             return ws.with_changes(last_line=cst.SimpleWhitespace(BLACK_INDENT))
         return _pw(None, (), BLACK_INDENT)
@@ -526,9 +499,7 @@ def _explode(node: "libcst.ImportFrom") -> "libcst.ImportFrom":
             before = cst.SimpleWhitespace("")
         out.append(
             alias.with_changes(
-                comma=comma.with_changes(
-                    whitespace_before=before, whitespace_after=into_name(comma.whitespace_after)
-                )
+                comma=comma.with_changes(whitespace_before=before, whitespace_after=into_name(comma.whitespace_after))
             )
         )
     last = names[-1]
@@ -557,7 +528,7 @@ def _explode(node: "libcst.ImportFrom") -> "libcst.ImportFrom":
     return node.with_changes(**changes)
 
 
-def _layout(node: "libcst.ImportFrom") -> str:
+def _layout(node: libcst.ImportFrom) -> str:
     cst = _cst()
     code = cst.Module([]).code_for_node(node)
     if node.lpar is None:
@@ -565,9 +536,7 @@ def _layout(node: "libcst.ImportFrom") -> str:
     if "\n" not in code and "\r" not in code:
         return "line"
     names = node.names
-    if _is_pw(node.lpar.whitespace_after) and all(
-        _is_pw(a.comma.whitespace_after) for a in names[:-1]
-    ):
+    if _is_pw(node.lpar.whitespace_after) and all(_is_pw(a.comma.whitespace_after) for a in names[:-1]):
         return "one-per-line"
     return "packed"
 
@@ -582,7 +551,7 @@ class _ImportRewriter:
     def __init__(self) -> None:
         self.done = False
 
-    def rewrite(self, module: "libcst.Module") -> "libcst.Module":
+    def rewrite(self, module: libcst.Module) -> libcst.Module:
         cst = _cst()
         body = []
         for line in module.body:
@@ -612,11 +581,9 @@ class _ImportRewriter:
         )
 
     @staticmethod
-    def _merged(module, line, node: "libcst.ImportFrom") -> "libcst.ImportFrom":
+    def _merged(module, line, node: libcst.ImportFrom) -> libcst.ImportFrom:
         key = ENUM_NAME.lower()
-        index = next(
-            (i for i, a in enumerate(node.names) if _alias_key(a) > key), len(node.names)
-        )
+        index = next((i for i, a in enumerate(node.names) if _alias_key(a) > key), len(node.names))
         layout = _layout(node)
         if layout == "one-per-line":
             return _one_per_line_insert(node, index)
@@ -626,15 +593,13 @@ class _ImportRewriter:
             merged = _collapse_backslashes(_one_line_insert(node, index))
         else:
             merged = _one_line_insert(node, index)
-        candidate = module.with_changes(
-            body=[line.with_changes(body=[merged if s is node else s for s in line.body])]
-        )
+        candidate = module.with_changes(body=[line.with_changes(body=[merged if s is node else s for s in line.body])])
         if _too_long(candidate.code):
             return _explode(merged)
         return merged
 
 
-def _comment_after_paren(node: "libcst.ImportFrom", line: "libcst.SimpleStatementLine"):
+def _comment_after_paren(node: libcst.ImportFrom, line: libcst.SimpleStatementLine):
     """A one-line import that had to be exploded keeps its trailing comment on the
     first line, `from X import (  # noqa: F401`: linters read `noqa` per physical
     line, and black leaves a comment there alone."""
@@ -663,9 +628,7 @@ def _merge_edit(lines: Sequence[str], tree: ast.Module, target: ast.ImportFrom) 
     try:
         module = cst.parse_module(chunk)
     except cst.ParserSyntaxError as exc:
-        raise EditError(
-            f"cannot parse the import at line {target.lineno} with LibCST: {exc}"
-        ) from exc
+        raise EditError(f"cannot parse the import at line {target.lineno} with LibCST: {exc}") from exc
     rewriter = _ImportRewriter()
     new_module = rewriter.rewrite(module).with_changes(default_newline="\n")
     if not rewriter.done:
@@ -677,7 +640,7 @@ def _merge_edit(lines: Sequence[str], tree: ast.Module, target: ast.ImportFrom) 
         eols = [newline if _eol(line) else "" for line in new_lines]
         # LibCST drops the final newline after a comment ending in a backslash.
         eols[-1] = newline if _eol(old_lines[-1]) else ""
-    new_lines = [_body(line) + eol for line, eol in zip(new_lines, eols)]
+    new_lines = [_body(line) + eol for line, eol in zip(new_lines, eols, strict=False)]
     return _Edit(start - 1, end, tuple(new_lines))
 
 
@@ -708,9 +671,7 @@ def _blank_lines_needed(lines: Sequence[str], pos: int, want: int, newline: str)
     return [newline] * (want - have)
 
 
-def _new_import_edit(
-    lines: Sequence[str], tree: ast.Module, before_line: int | None
-) -> _Edit:
+def _new_import_edit(lines: Sequence[str], tree: ast.Module, before_line: int | None) -> _Edit:
     newline = newline_of(lines)
     new_line = f"from {COMMON_UTILS} import {ENUM_NAME}{newline}"
     body = tree.body
@@ -752,9 +713,7 @@ def _new_import_edit(
     return _insertion(lines, pos, new)
 
 
-def _import_edit(
-    lines: Sequence[str], tree: ast.Module, before_line: int | None
-) -> _Edit | None:
+def _import_edit(lines: Sequence[str], tree: ast.Module, before_line: int | None) -> _Edit | None:
     if has_import(tree, before_line):
         return None
     for stmt in tree.body:
@@ -795,9 +754,7 @@ def add_labels(
     edits: list[_Edit] = []
     for lineno, value in sorted(labels.items()):
         if value not in MEMBERS:
-            raise ValueError(
-                f"unknown {ENUM_NAME} member {value!r} (expected one of {list(MEMBERS)})"
-            )
+            raise ValueError(f"unknown {ENUM_NAME} member {value!r} (expected one of {list(MEMBERS)})")
         cls = classes.get(lineno)
         if cls is None:
             raise ValueError(f"no class definition starts on line {lineno}")

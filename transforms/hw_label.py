@@ -25,9 +25,9 @@ class LabelCheckError(Exception):
 class HwLabel:
     name: ClassVar[str] = "hw-label"
 
-    classification: str | None = None          # one value for every unlabelled class
+    classification: str | None = None  # one value for every unlabelled class
     per_class: tuple[tuple[str, str], ...] = ()  # (class name, value) overrides
-    force: bool = False                          # apply overrides that break a rule
+    force: bool = False  # apply overrides that break a rule
 
     def triage(self, text: str) -> bool:
         return analysis.may_have_test_class(text)
@@ -63,9 +63,7 @@ class HwLabel:
 
 def _check_labels(before: analysis.ModuleFacts, labels: dict[int, str], new_text: str) -> None:
     """Every intended class now has its label; every other class kept the one it had."""
-    expected = [
-        (c.name, labels.get(c.line) or (c.label.member if c.label else None)) for c in before.classes
-    ]
+    expected = [(c.name, labels.get(c.line) or (c.label.member if c.label else None)) for c in before.classes]
     after = analysis.analyse(ast.parse(new_text), new_text)
     found = [(c.name, c.label.member if c.label else None) for c in after.classes]
     if found != expected:

@@ -22,10 +22,7 @@ DANGEROUS = "dangerous"
 
 # Exact dotted names.
 DANGEROUS_NAMES: dict[str, str] = {
-    "torch.ScriptObject": (
-        "rebuilds any registered TorchBind class from checkpoint data "
-        "(arbitrary C++ __setstate__)"
-    ),
+    "torch.ScriptObject": ("rebuilds any registered TorchBind class from checkpoint data (arbitrary C++ __setstate__)"),
     "torch._C.ScriptObject": "same object as torch.ScriptObject",
     "builtins.getattr": "reaches any attribute of any object (e.g. os.system via a module)",
     "builtins.setattr": "mutates arbitrary objects while loading",
@@ -78,7 +75,7 @@ def normalise(name: str) -> str:
     if "." not in name:
         return "builtins." + name
     if name.startswith("__builtin__."):
-        return "builtins." + name[len("__builtin__."):]
+        return "builtins." + name[len("__builtin__.") :]
     return name
 
 

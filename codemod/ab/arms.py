@@ -62,9 +62,9 @@ import shutil
 import stat
 import subprocess
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Optional
 
 # Variables unset in every arm (and recorded in ABResult.env_unset).
 UNSET_VARS = (
@@ -74,14 +74,16 @@ UNSET_VARS = (
     "PYTORCH_TEST_RERUN_DISABLED_TESTS",
     "DISABLED_TESTS_FILE",
     "SLOW_TESTS_FILE",
-    "PYTEST_ADDOPTS",          # may carry -x, --lf, --reruns, -p randomly ...
+    "PYTEST_ADDOPTS",  # may carry -x, --lf, --reruns, -p randomly ...
     # Bytecode goes to the per-arm PYTHONPYCACHEPREFIX (in the decouple cache,
     # see pycache_root; never the user's tree).  With PYTHONDONTWRITEBYTECODE=1 on top, every
     # process would recompile everything it imports (import torch: 3.4 s ->
     # 7.7 s measured), because a prefix hides the __pycache__ directories.
     "PYTHONDONTWRITEBYTECODE",
 )
-def pycache_root() -> Optional[Path]:
+
+
+def pycache_root() -> Path | None:
     """Where the arms keep bytecode across runs, one prefix per arm name.
 
     A PYTHONPYCACHEPREFIX hides the __pycache__ folders of site-packages, so a fresh
@@ -91,7 +93,8 @@ def pycache_root() -> Optional[Path]:
     are deleted when the run ends (`forget_run_pycache`). None when no writable cache.
     """
     base = os.environ.get("DECOUPLE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "decouple")
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "decouple"
+    )
     root = Path(base) / "pycache"
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -122,8 +125,24 @@ CONFIG_FILES = ("conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox
 _NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}", "__pycache__")
 DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
 # Directory names never copied into an arm (see the module docstring).
-SKIP_DIRS = frozenset({".git", "build", "dist", "node_modules", "__pycache__", ".pytest_cache", ".hypothesis",
-                       ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".eggs", ".venv", "venv"})
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        "build",
+        "dist",
+        "node_modules",
+        "__pycache__",
+        ".pytest_cache",
+        ".hypothesis",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        ".eggs",
+        ".venv",
+        "venv",
+    }
+)
 INI_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
 
@@ -135,8 +154,8 @@ class ArmError(Exception):
 class Selection:
     """What the user asked for, relative to the arm root (posix)."""
 
-    paths: list[str]                      # as given, made root-relative (may carry ::selectors)
-    common: str                           # the smallest directory enclosing all paths ("" = root)
+    paths: list[str]  # as given, made root-relative (may carry ::selectors)
+    common: str  # the smallest directory enclosing all paths ("" = root)
 
     @property
     def plain_paths(self) -> list[str]:
@@ -148,13 +167,13 @@ class ArmSpec:
     name: str
     label: str
     source: str
-    root: Path                            # temporary root where the arm runs
-    workdir: Path                         # per-arm scratch (events, logs, pycache)
-    env: dict[str, str] = field(default_factory=dict)        # complete child environment
+    root: Path  # temporary root where the arm runs
+    workdir: Path  # per-arm scratch (events, logs, pycache)
+    env: dict[str, str] = field(default_factory=dict)  # complete child environment
     env_added: dict[str, str] = field(default_factory=dict)  # --env + --diag variables
     extra_args: list[str] = field(default_factory=list)
-    based_on: Optional[str] = None        # for diagnostic arms
-    materialise_note: str = ""            # how to rebuild the root by hand
+    based_on: str | None = None  # for diagnostic arms
+    materialise_note: str = ""  # how to rebuild the root by hand
 
 
 # ---------------------------------------------------------------------------
@@ -217,7 +236,7 @@ def common_dir(rel_paths: Iterable[str]) -> str:
     if not dirs:
         return ""
     common = []
-    for items in zip(*dirs):
+    for items in zip(*dirs, strict=False):
         if all(x == items[0] for x in items):
             common.append(items[0])
         else:
@@ -250,7 +269,7 @@ def _depth(d: str) -> int:
 
 
 def _ancestors(d: str) -> list[str]:
-    """"" ... parent of d (root first)."""
+    """ "" ... parent of d (root first)."""
     parts = PurePosixPath(d).parts if d else ()
     return ["/".join(parts[:i]) for i in range(len(parts))]
 
@@ -276,7 +295,7 @@ def import_root(common: str, exists, isdir) -> str:
     return min((package_basedir(c, exists) for c in cands), key=_depth)
 
 
-def _skipped_dir(name: str, full: Optional[Path] = None) -> bool:
+def _skipped_dir(name: str, full: Path | None = None) -> bool:
     if name in SKIP_DIRS or name.endswith(".egg-info"):
         return True
     return full is not None and (full / "pyvenv.cfg").is_file()
@@ -417,18 +436,26 @@ def materialise_git(repo: Path, commit: str, sel: Selection, dest: Path) -> list
 def _write_entries(repo: Path, entries, trees: list[str], protected: set[str], dest: Path) -> list[str]:
     configs = {c for t in trees for c in ancestor_config_paths(t)}
     present = {p for _, _, _, p in entries}
-    chosen = [(m, t, s, p) for m, t, s, p in entries
-              if (any(_within(p, tree) for tree in trees) and _keep_path(p, protected)) or p in configs]
+    chosen = [
+        (m, t, s, p)
+        for m, t, s, p in entries
+        if (any(_within(p, tree) for tree in trees) and _keep_path(p, protected)) or p in configs
+    ]
     for tree in trees:
         (dest / tree if tree else dest).mkdir(parents=True, exist_ok=True)
     used = list(trees) + sorted(c for c in configs if c in present)
     blobs = [(m, s, p) for m, t, s, p in chosen if t == "blob" and not (dest / p).exists()]
-    for m, t, s, p in chosen:
+    for _m, t, _s, p in chosen:
         if t == "commit":  # submodule: leave an empty directory
             (dest / p).mkdir(parents=True, exist_ok=True)
     if blobs:
-        proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=str(repo),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            ["git", "cat-file", "--batch"],
+            cwd=str(repo),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
 
         def feed() -> None:
             try:
@@ -442,7 +469,7 @@ def _write_entries(repo: Path, entries, trees: list[str], protected: set[str], d
         writer.start()
         try:
             out = proc.stdout
-            for mode, sha, path in blobs:
+            for mode, _sha, path in blobs:
                 header = out.readline().split()
                 if len(header) != 3:
                     raise ArmError(f"git cat-file: unexpected answer for {path}")
@@ -468,15 +495,16 @@ def _write_entries(repo: Path, entries, trees: list[str], protected: set[str], d
 
 def clone_root(src: Path, dest: Path) -> None:
     """Copy an already materialised arm root (for diagnostic arms)."""
-    shutil.copytree(src, dest, symlinks=True,
-                    ignore=lambda _d, names: [n for n in names if n in ("__pycache__", ".pytest_cache")])
+    shutil.copytree(
+        src, dest, symlinks=True, ignore=lambda _d, names: [n for n in names if n in ("__pycache__", ".pytest_cache")]
+    )
 
 
 # ---------------------------------------------------------------------------
 # discovery
 
 
-def _read_cfg(path: Path) -> Optional[configparser.ConfigParser]:
+def _read_cfg(path: Path) -> configparser.ConfigParser | None:
     cp = configparser.ConfigParser(interpolation=None)
     try:
         cp.read(path, encoding="utf-8")
@@ -485,9 +513,10 @@ def _read_cfg(path: Path) -> Optional[configparser.ConfigParser]:
     return cp
 
 
-def _pyproject_table(path: Path) -> Optional[dict]:
+def _pyproject_table(path: Path) -> dict | None:
     try:
         import tomllib  # type: ignore[import-not-found]
+
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except Exception:
         return None
@@ -498,7 +527,7 @@ def _pyproject_table(path: Path) -> Optional[dict]:
     return ini if isinstance(ini, dict) else tool
 
 
-def find_inifile(root: Path, start: str) -> Optional[tuple[str, str]]:
+def find_inifile(root: Path, start: str) -> tuple[str, str] | None:
     """pytest's configuration file for arguments under `start` (arm-relative
     directory): the first of pytest.ini, .pytest.ini, pyproject.toml with a
     [tool.pytest...] table, tox.ini with [pytest], setup.cfg with
@@ -598,8 +627,9 @@ def has_conftest_option(root: Path, option: str) -> bool:
 # environment
 
 
-def sanitised_env(base: dict[str, str], added: dict[str, str], pycache: Path, plugin_dir: Path,
-                  tmpdir: Optional[Path] = None) -> dict[str, str]:
+def sanitised_env(
+    base: dict[str, str], added: dict[str, str], pycache: Path, plugin_dir: Path, tmpdir: Path | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in base.items() if k not in UNSET_VARS and not k.startswith("DECOUPLE_AB_")}
     env.update(FIXED_VARS)
     env.update(added)
@@ -631,8 +661,9 @@ def safe_arg(arg: str) -> str:
     return "./" + arg if arg.startswith("-") else arg
 
 
-def repro_command(spec: ArmSpec, python: str, args: list[str], prefix: str = "", cd: Optional[str] = None,
-                  cd_raw: bool = False) -> str:
+def repro_command(
+    spec: ArmSpec, python: str, args: list[str], prefix: str = "", cd: str | None = None, cd_raw: bool = False
+) -> str:
     """`cd_raw`: `cd` is a shell expression (e.g. ``"$D"``), not a path to quote."""
     parts = []
     if prefix:
@@ -642,7 +673,11 @@ def repro_command(spec: ArmSpec, python: str, args: list[str], prefix: str = "",
     env_bits = ["env"] + [f"-u {v}" for v in UNSET_VARS if v not in REPRO_VARS]
     env_bits += [f"{k}={shlex.quote(v)}" for k, v in {**FIXED_VARS, **REPRO_VARS}.items()]
     env_bits += [f"{k}={shlex.quote(v)}" for k, v in spec.env_added.items()]
-    cmd = " ".join(env_bits + [shlex.quote(python), "-m", "pytest", *PYTEST_ARGS]
-                   + [shlex.quote(safe_arg(a)) for a in args] + [shlex.quote(a) for a in spec.extra_args])
+    cmd = " ".join(
+        env_bits
+        + [shlex.quote(python), "-m", "pytest", *PYTEST_ARGS]
+        + [shlex.quote(safe_arg(a)) for a in args]
+        + [shlex.quote(a) for a in spec.extra_args]
+    )
     parts.append(cmd)
     return " && ".join(parts)

@@ -20,18 +20,18 @@ checks); it is pure. `codemod.ab.causes_confirm` runs the missing experiments
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from codemod.ab.model import ABResult, CauseFinding, Environment, Outcome, TestComparison
 
 FAILING = frozenset({"failed", "error", "crashed", "timeout"})
 
 # Finding statuses, in report order.
-CONFIRMED = "confirmed"          # the experiment reproduced the cause
+CONFIRMED = "confirmed"  # the experiment reproduced the cause
 NOT_CONFIRMED = "not-confirmed"  # a cause matched, the experiment contradicts it
-SUSPECTED = "suspected"          # a cause matched, its experiment has not run (use --diagnose)
-UNKNOWN = "unknown"              # no cause in the table matches
+SUSPECTED = "suspected"  # a cause matched, its experiment has not run (use --diagnose)
+UNKNOWN = "unknown"  # no cause in the table matches
 STATUSES = (CONFIRMED, NOT_CONFIRMED, SUSPECTED, UNKNOWN)
 
 
@@ -40,8 +40,8 @@ class Context:
     """What a matcher sees: one representative failure of a group and the environment."""
 
     outcome: Outcome
-    scope: str                   # "both": fails identically in A and B; "b-changed": fails in both,
-                                 # differently; "b-only": fails in B only
+    scope: str  # "both": fails identically in A and B; "b-changed": fails in both,
+    # differently; "b-only": fails in B only
     env: Environment
 
     @property
@@ -52,9 +52,9 @@ class Context:
 
 @dataclass(frozen=True)
 class Experiment:
-    kind: str                                    # "diag" | "probe" | "import"
+    kind: str  # "diag" | "probe" | "import"
     variables: dict = field(default_factory=dict)  # kind "diag": the diagnostic arm's variables
-    name: str = ""                               # kind "diag": the diagnostic arm's name
+    name: str = ""  # kind "diag": the diagnostic arm's name
 
 
 @dataclass(frozen=True)
@@ -62,11 +62,11 @@ class Cause:
     id: str
     matches: Callable[[Context], bool]
     experiment: Experiment
-    explanation: dict                            # lang -> template over the evidence
-    remedy: dict                                 # lang -> template over the evidence
+    explanation: dict  # lang -> template over the evidence
+    remedy: dict  # lang -> template over the evidence
     evidence: Callable[[Context], dict] = lambda ctx: {}
     # kind "probe": (status, extra evidence) from the environment facts
-    judge: Optional[Callable[[Context], tuple[str, dict]]] = None
+    judge: Callable[[Context], tuple[str, dict]] | None = None
     # (text of a failure as "ExcType: message", scope, expected match)
     examples: tuple = ()
 
@@ -79,20 +79,62 @@ _GLOBAL = re.compile(r"GLOBAL ([A-Za-z_][\w.]*)")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
 _HWC = re.compile(r"HardwareClassification")
 # Optional test dependencies of PyTorch's test suite (requirements-ci / common_utils imports).
-OPTIONAL_TEST_MODULES = frozenset({
-    "expecttest", "hypothesis", "scipy", "numpy", "parameterized", "psutil", "pytest_subtests",
-    "xdoctest", "tabulate", "pandas", "librosa", "onnx", "onnxruntime", "onnxscript", "networkx",
-    "sympy", "mpmath", "jinja2", "filelock", "fsspec", "optree", "z3", "pytest_rerunfailures",
-    "pytest_flakefinder", "pytest_xdist", "xdist", "unittest_xml_reporting", "xmlrunner", "dill",
-    "einops", "transformers", "torchvision", "torchaudio", "tensorboard", "PIL", "cv2", "matplotlib",
-    "lark", "pynvml", "redis", "coremltools", "astunparse", "opt_einsum", "ninja", "pytest_cpp",
-})
+OPTIONAL_TEST_MODULES = frozenset(
+    {
+        "expecttest",
+        "hypothesis",
+        "scipy",
+        "numpy",
+        "parameterized",
+        "psutil",
+        "pytest_subtests",
+        "xdoctest",
+        "tabulate",
+        "pandas",
+        "librosa",
+        "onnx",
+        "onnxruntime",
+        "onnxscript",
+        "networkx",
+        "sympy",
+        "mpmath",
+        "jinja2",
+        "filelock",
+        "fsspec",
+        "optree",
+        "z3",
+        "pytest_rerunfailures",
+        "pytest_flakefinder",
+        "pytest_xdist",
+        "xdist",
+        "unittest_xml_reporting",
+        "xmlrunner",
+        "dill",
+        "einops",
+        "transformers",
+        "torchvision",
+        "torchaudio",
+        "tensorboard",
+        "PIL",
+        "cv2",
+        "matplotlib",
+        "lark",
+        "pynvml",
+        "redis",
+        "coremltools",
+        "astunparse",
+        "opt_einsum",
+        "ninja",
+        "pytest_cpp",
+    }
+)
 
 
 def _is_weights_only(ctx: Context) -> bool:
     text = ctx.text
     return "UnpicklingError" in text and bool(
-        re.search(r"Weights only load failed|WeightsUnpickler|Unsupported (global|class)", text))
+        re.search(r"Weights only load failed|WeightsUnpickler|Unsupported (global|class)", text)
+    )
 
 
 def _weights_only_evidence(ctx: Context) -> dict:
@@ -111,7 +153,7 @@ def broken_engines(env: Environment) -> dict:
     return {e: s for e, s in env.prepack.items() if s and s.strip().lower() != "ok"}
 
 
-def _engine_of(ctx: Context) -> Optional[str]:
+def _engine_of(ctx: Context) -> str | None:
     haystack = ctx.text.lower()
     for engine, error in broken_engines(ctx.env).items():
         core = _core(error)
@@ -120,8 +162,11 @@ def _engine_of(ctx: Context) -> Optional[str]:
     return None
 
 
-_QUANT_TEXT = re.compile(r"unknown architecure|unknown architecture|quantized engine|qengine|prepack|"
-                         r"Didn't find engine for operation quantized|NoQEngine|fbgemm|qnnpack|onednn", re.I)
+_QUANT_TEXT = re.compile(
+    r"unknown architecure|unknown architecture|quantized engine|qengine|prepack|"
+    r"Didn't find engine for operation quantized|NoQEngine|fbgemm|qnnpack|onednn",
+    re.I,
+)
 
 
 def _is_quantized_engine(ctx: Context) -> bool:
@@ -148,8 +193,11 @@ def _quant_evidence(ctx: Context) -> dict:
 
 
 def _is_missing_hwc(ctx: Context) -> bool:
-    return ctx.scope != "both" and bool(_HWC.search(ctx.text)) and bool(
-        re.search(r"ImportError|NameError|AttributeError|cannot import name", ctx.text))
+    return (
+        ctx.scope != "both"
+        and bool(_HWC.search(ctx.text))
+        and bool(re.search(r"ImportError|NameError|AttributeError|cannot import name", ctx.text))
+    )
 
 
 def _hwc_judge(ctx: Context) -> tuple[str, dict]:
@@ -161,24 +209,30 @@ def _hwc_judge(ctx: Context) -> tuple[str, dict]:
     return SUSPECTED, {}
 
 
-_BACKEND_TEXT = re.compile(r"torch_npu|torch_mlu|torch_musa|torch_gcu|habana|intel_extension_for_pytorch|"
-                           r"device backend|backend extension|TORCH_DEVICE_BACKEND_AUTOLOAD|"
-                           r"entry_points|_import_device_backends|autoload", re.I)
+_BACKEND_TEXT = re.compile(
+    r"torch_npu|torch_mlu|torch_musa|torch_gcu|habana|intel_extension_for_pytorch|"
+    r"device backend|backend extension|TORCH_DEVICE_BACKEND_AUTOLOAD|"
+    r"entry_points|_import_device_backends|autoload",
+    re.I,
+)
 
 
 def _is_backend_autoload(ctx: Context) -> bool:
     return bool(_BACKEND_TEXT.search(ctx.text))
 
 
-def _module_of(ctx: Context) -> Optional[str]:
+def _module_of(ctx: Context) -> str | None:
     m = _MODULE.search(ctx.text)
     return m.group(1) if m else None
 
 
 def _is_missing_optional(ctx: Context) -> bool:
     mod = _module_of(ctx)
-    return mod is not None and mod.split(".")[0] in OPTIONAL_TEST_MODULES and bool(
-        re.search(r"ModuleNotFoundError|ImportError", ctx.text))
+    return (
+        mod is not None
+        and mod.split(".")[0] in OPTIONAL_TEST_MODULES
+        and bool(re.search(r"ModuleNotFoundError|ImportError", ctx.text))
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -193,23 +247,27 @@ CAUSES: tuple[Cause, ...] = (
         evidence=_weights_only_evidence,
         explanation={
             "en": "the test's own `torch.load` reads a whole pickled object (`GLOBAL {global}`), which torch "
-                  ">= 2.6 refuses by default (`weights_only=True`; this is torch {torch}).",
+            ">= 2.6 refuses by default (`weights_only=True`; this is torch {torch}).",
             "zh": "测试自身的 `torch.load` 加载的是完整的 pickle 对象（`GLOBAL {global}`），而 torch 2.6 起默认 "
-                  "`weights_only=True` 会拒绝此类对象（当前为 torch {torch}）。",
+            "`weights_only=True` 会拒绝此类对象（当前为 torch {torch}）。",
         },
         remedy={
             "en": "make the call explicit in the test: `decouple apply --torch-load auto --globals globals.json "
-                  "{file}` after `decouple discover-globals {file} --out globals.json` (allowlists `{global}` with "
-                  "`torch.serialization.safe_globals` when it is safe), or `decouple apply --torch-load "
-                  "weights-only-false {file}` (the test loads a checkpoint it wrote itself).",
+            "{file}` after `decouple discover-globals {file} --out globals.json` (allowlists `{global}` with "
+            "`torch.serialization.safe_globals` when it is safe), or `decouple apply --torch-load "
+            "weights-only-false {file}` (the test loads a checkpoint it wrote itself).",
             "zh": "在测试中显式指定：先运行 `decouple discover-globals {file} --out globals.json`，再运行 "
-                  "`decouple apply --torch-load auto --globals globals.json {file}`（若 `{global}` 安全，则用 "
-                  "`torch.serialization.safe_globals` 放行）；或运行 `decouple apply --torch-load "
-                  "weights-only-false {file}`（测试加载的是它自己保存的文件）。",
+            "`decouple apply --torch-load auto --globals globals.json {file}`（若 `{global}` 安全，则用 "
+            "`torch.serialization.safe_globals` 放行）；或运行 `decouple apply --torch-load "
+            "weights-only-false {file}`（测试加载的是它自己保存的文件）。",
         },
         examples=(
-            ("_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: Unsupported global: "
-             "GLOBAL a.Net was not an allowed global by default.", "both", True),
+            (
+                "_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: Unsupported global: "
+                "GLOBAL a.Net was not an allowed global by default.",
+                "both",
+                True,
+            ),
             ("_pickle.UnpicklingError: invalid load key, 'x'.", "both", False),
             ("RuntimeError: weights mismatch", "both", False),
         ),
@@ -222,17 +280,17 @@ CAUSES: tuple[Cause, ...] = (
         judge=_prepack_judge,
         explanation={
             "en": "the quantized engine `{engine}` cannot prepack weights on this CPU ({cpu}): the "
-                  "environment's prepack smoke test fails with the same error as the tests, independently of "
-                  "the change.",
+            "environment's prepack smoke test fails with the same error as the tests, independently of "
+            "the change.",
             "zh": "量化引擎 `{engine}` 无法在此 CPU（{cpu}）上完成权重预打包：环境探测中的预打包冒烟测试以与"
-                  "这些测试相同的错误失败，与改动无关。",
+            "这些测试相同的错误失败，与改动无关。",
         },
         remedy={
             "en": "run these tests on a CPU the engine supports, or select a working engine "
-                  "(`torch.backends.quantized.engine`) / skip the engine in the test (PyTorch's "
-                  "`skipIfNoFBGEMM`, `supported_qengines`).",
+            "(`torch.backends.quantized.engine`) / skip the engine in the test (PyTorch's "
+            "`skipIfNoFBGEMM`, `supported_qengines`).",
             "zh": "在该引擎支持的 CPU 上运行这些测试，或选择可用的量化引擎（`torch.backends.quantized.engine`），"
-                  "或在测试中跳过该引擎（PyTorch 的 `skipIfNoFBGEMM`、`supported_qengines`）。",
+            "或在测试中跳过该引擎（PyTorch 的 `skipIfNoFBGEMM`、`supported_qengines`）。",
         },
         examples=(
             ("RuntimeError: unknown architecure", "both", True),
@@ -248,20 +306,23 @@ CAUSES: tuple[Cause, ...] = (
         evidence=lambda ctx: {"torch": ctx.env.torch_version or "?"},
         explanation={
             "en": "the modified file imports `HardwareClassification`, which the target torch ({torch}) does "
-                  "not have: a real REGRESSION on this interpreter, caused by the torch version, not by the "
-                  "test logic.",
+            "not have: a real REGRESSION on this interpreter, caused by the torch version, not by the "
+            "test logic.",
             "zh": "修改后的文件导入了 `HardwareClassification`，而目标 torch（{torch}）中没有它：在此解释器上"
-                  "这是真实的回归，原因是 torch 版本，而非测试逻辑。",
+            "这是真实的回归，原因是 torch 版本，而非测试逻辑。",
         },
         remedy={
             "en": "run the A/B run with a torch that has `HardwareClassification` (2.14 or a current nightly): "
-                  "`decouple ab ... --python /path/to/that/python`.",
+            "`decouple ab ... --python /path/to/that/python`.",
             "zh": "使用包含 `HardwareClassification` 的 torch（2.14 或最新 nightly）重新运行 A/B："
-                  "`decouple ab ... --python /path/to/that/python`。",
+            "`decouple ab ... --python /path/to/that/python`。",
         },
         examples=(
-            ("ImportError: cannot import name 'HardwareClassification' from "
-             "'torch.testing._internal.common_utils'", "b-only", True),
+            (
+                "ImportError: cannot import name 'HardwareClassification' from 'torch.testing._internal.common_utils'",
+                "b-only",
+                True,
+            ),
             ("NameError: name 'HardwareClassification' is not defined", "b-only", True),
             ("ImportError: cannot import name 'HardwareClassification'", "both", False),
         ),
@@ -273,17 +334,21 @@ CAUSES: tuple[Cause, ...] = (
         evidence=lambda ctx: {"backends": ", ".join(f"{k} {v}" for k, v in ctx.env.backends.items()) or "?"},
         explanation={
             "en": "an out-of-tree device backend ({backends}) that `import torch` loads automatically fails "
-                  "to load, in both arms.",
+            "to load, in both arms.",
             "zh": "`import torch` 时自动加载的外部设备后端（{backends}）加载失败，两组均如此。",
         },
         remedy={
             "en": "install a backend build that matches this torch, or run with "
-                  "`TORCH_DEVICE_BACKEND_AUTOLOAD=0` when the tests do not need the device.",
+            "`TORCH_DEVICE_BACKEND_AUTOLOAD=0` when the tests do not need the device.",
             "zh": "安装与当前 torch 匹配的后端版本；若测试不需要该设备，可设置 `TORCH_DEVICE_BACKEND_AUTOLOAD=0` 运行。",
         },
         examples=(
-            ("RuntimeError: Failed to load the backend extension: torch_npu. You can disable extension "
-             "auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.", "both", True),
+            (
+                "RuntimeError: Failed to load the backend extension: torch_npu. You can disable extension "
+                "auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.",
+                "both",
+                True,
+            ),
             ("RuntimeError: CUDA error: out of memory", "both", False),
         ),
     ),
@@ -310,22 +375,29 @@ CAUSES: tuple[Cause, ...] = (
 
 BY_ID = {c.id: c for c in CAUSES}
 # Distribution names where they differ from the module imported.
-PACKAGE_OF = {"PIL": "pillow", "cv2": "opencv-python", "z3": "z3-solver", "xmlrunner": "unittest-xml-reporting",
-              "pytest_subtests": "pytest-subtests", "xdist": "pytest-xdist", "yaml": "pyyaml"}
+PACKAGE_OF = {
+    "PIL": "pillow",
+    "cv2": "opencv-python",
+    "z3": "z3-solver",
+    "xmlrunner": "unittest-xml-reporting",
+    "pytest_subtests": "pytest-subtests",
+    "xdist": "pytest-xdist",
+    "yaml": "pyyaml",
+}
 
 
 # ---------------------------------------------------------------------------
 # analysis (pure)
 # ---------------------------------------------------------------------------
 
+
 def outcome_from_text(text: str) -> Outcome:
     """An Outcome for "ExcType: message" (the table's examples)."""
     exc, _, message = text.partition(": ")
-    return Outcome(nodeid="example", outcome="failed", exc_type=exc, message=message,
-                   signature=f"call failed {text}")
+    return Outcome(nodeid="example", outcome="failed", exc_type=exc, message=message, signature=f"call failed {text}")
 
 
-def match(ctx: Context) -> Optional[Cause]:
+def match(ctx: Context) -> Cause | None:
     """The first cause whose matcher accepts `ctx` (table order = priority)."""
     return next((c for c in CAUSES if c.matches(ctx)), None)
 
@@ -349,35 +421,48 @@ def failure_groups(result: ABResult) -> list[tuple[str, list[TestComparison]]]:
         groups.setdefault(key, []).append(c)
         scopes[key] = scope
     order = {"both": 0, "b-changed": 1, "b-only": 2}
-    return sorted(((scopes[k], v) for k, v in groups.items()),
-                  key=lambda sv: (order[sv[0]], -len(sv[1]), sv[1][0].nodeid))
+    return sorted(
+        ((scopes[k], v) for k, v in groups.items()), key=lambda sv: (order[sv[0]], -len(sv[1]), sv[1][0].nodeid)
+    )
 
 
-def _diag_result(result: ABResult, exp: Experiment, base: str, nodeids: list[str]) -> Optional[tuple[int, int, str]]:
+def _diag_result(result: ABResult, exp: Experiment, base: str, nodeids: list[str]) -> tuple[int, int, str] | None:
     """(passed, total, diagnostic name) for the tests of a group in a diagnostic arm with
     exactly `exp.variables` on `base`, if the result has one that ran them."""
     for d in result.diagnostics:
         if d.based_on != base or any(d.variables.get(k) != v for k, v in exp.variables.items()):
             continue
         arm = result.arm(d.name)
-        ran = [n for n in nodeids if arm is not None and n in arm.outcomes] if arm is not None else \
-            [n for n in nodeids if n in d.changed]
+        ran = (
+            [n for n in nodeids if arm is not None and n in arm.outcomes]
+            if arm is not None
+            else [n for n in nodeids if n in d.changed]
+        )
         if not ran:
             continue
-        passed = sum(1 for n in ran if arm is not None and arm.outcomes[n].outcome == "passed") if arm else \
-            sum(1 for n in ran if d.changed[n][-1] == "passed")
+        passed = (
+            sum(1 for n in ran if arm is not None and arm.outcomes[n].outcome == "passed")
+            if arm
+            else sum(1 for n in ran if d.changed[n][-1] == "passed")
+        )
         return passed, len(ran), d.name
     return None
 
 
-def judge(result: ABResult, scope: str, members: list[TestComparison],
-          imports: Optional[dict[str, bool]] = None) -> CauseFinding:
+def judge(
+    result: ABResult, scope: str, members: list[TestComparison], imports: dict[str, bool] | None = None
+) -> CauseFinding:
     """The finding for one group: the matching cause and what the evidence in `result` says."""
     ref = members[0].b if members[0].b is not None else members[0].a
     ctx = Context(ref, scope, result.environment)
     nodeids = [c.nodeid for c in members]
-    finding = CauseFinding(nodeids=nodeids, scope=scope, category=members[0].category,
-                           signature=ref.signature or "", exc_type=ref.exc_type or "")
+    finding = CauseFinding(
+        nodeids=nodeids,
+        scope=scope,
+        category=members[0].category,
+        signature=ref.signature or "",
+        exc_type=ref.exc_type or "",
+    )
     cause = match(ctx)
     if cause is None:
         finding.status = UNKNOWN
@@ -409,7 +494,7 @@ def judge(result: ABResult, scope: str, members: list[TestComparison],
     return finding
 
 
-def analyse(result: ABResult, imports: Optional[dict[str, bool]] = None) -> list[CauseFinding]:
+def analyse(result: ABResult, imports: dict[str, bool] | None = None) -> list[CauseFinding]:
     """One finding per group of identical failures (in both arms, or in B only)."""
     return [judge(result, scope, members, imports) for scope, members in failure_groups(result)]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from codemod.ab import causes as _causes
 from codemod.ab.model import ABResult
@@ -28,14 +28,15 @@ MAX_TESTS_PER_GROUP = 20
 DEFAULT_BUDGET = 600.0
 
 
-def _import_checks(python: str, modules: list[str], env: Optional[dict] = None) -> dict[str, bool]:
+def _import_checks(python: str, modules: list[str], env: dict | None = None) -> dict[str, bool]:
     """module -> importable in the target interpreter (find_spec, nothing imported)."""
     out: dict[str, bool] = {}
     for module in modules:
         code = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)"
         try:
-            proc = subprocess.run([python, "-c", code, module], capture_output=True, timeout=60,
-                                  env=env, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                [python, "-c", code, module], capture_output=True, timeout=60, env=env, stdin=subprocess.DEVNULL
+            )
         except (OSError, subprocess.SubprocessError):
             continue
         if proc.returncode in (0, 1):
@@ -59,8 +60,14 @@ def plan(result: ABResult) -> list[tuple[_causes.Experiment, str, list[str]]]:
     return [(experiments[k][0], experiments[k][1], wanted[k]) for k in keys]
 
 
-def diagnose(result: ABResult, opts, run_ab: Callable, DiagSpec, budget: float = DEFAULT_BUDGET,
-             say: Callable[[str], None] = lambda _m: None) -> ABResult:
+def diagnose(
+    result: ABResult,
+    opts,
+    run_ab: Callable,
+    DiagSpec,
+    budget: float = DEFAULT_BUDGET,
+    say: Callable[[str], None] = lambda _m: None,
+) -> ABResult:
     """Run the confirming experiments for `result` (produced with RunOptions `opts`) and
     record the findings in `result.causes`. `run_ab` and `DiagSpec` are the runner's."""
     todo = plan(result)
@@ -75,9 +82,12 @@ def diagnose(result: ABResult, opts, run_ab: Callable, DiagSpec, budget: float =
             taken.add(name)
             specs.append(DiagSpec(name=name, based_on=base, variables=dict(exp.variables)))
             paths.extend(n for n in nodeids if n not in paths)
-        say(f"diagnose: rerunning {len(paths)} failing test(s) with {len(specs)} diagnostic arm(s): "
-            + ", ".join(f"{s.name} ({' '.join(f'{k}={v}' for k, v in s.variables.items())} on {s.based_on})"
-                        for s in specs))
+        say(
+            f"diagnose: rerunning {len(paths)} failing test(s) with {len(specs)} diagnostic arm(s): "
+            + ", ".join(
+                f"{s.name} ({' '.join(f'{k}={v}' for k, v in s.variables.items())} on {s.based_on})" for s in specs
+            )
+        )
         second = run_ab(_second_run(opts, paths, specs, budget))
         for spec in specs:
             summary = next((d for d in second.diagnostics if d.name == spec.name), None)
@@ -87,8 +97,13 @@ def diagnose(result: ABResult, opts, run_ab: Callable, DiagSpec, budget: float =
             result.diagnostics.append(summary)
             result.arms.append(arm)
         result.warnings.extend(f"diagnose: {w}" for w in second.warnings if w not in result.warnings)
-    modules = sorted({f.evidence.get("module", "").split(".")[0] for f in _causes.analyse(result)
-                      if f.experiment == "import" and f.evidence.get("module")})
+    modules = sorted(
+        {
+            f.evidence.get("module", "").split(".")[0]
+            for f in _causes.analyse(result)
+            if f.experiment == "import" and f.evidence.get("module")
+        }
+    )
     imports = _import_checks(result.python or opts.python, modules) if modules else {}
     result.causes = _causes.analyse(result, imports)
     return result
@@ -98,8 +113,13 @@ def _second_run(opts, paths: list[str], specs: list, budget: float):
     """The options of the diagnosis run: the same arms and environment, only `paths`
     (node ids, relative to the repository top or the roots), the diagnostic arms, no
     confirmation reruns, every file bounded by `budget` seconds."""
-    changes = dict(paths=list(paths), diags=list(specs), confirm=0, shard=None,
-                   file_timeout=min(x for x in (opts.file_timeout or budget, budget) if x))
+    changes = dict(
+        paths=list(paths),
+        diags=list(specs),
+        confirm=0,
+        shard=None,
+        file_timeout=min(x for x in (opts.file_timeout or budget, budget) if x),
+    )
     cwd = opts.cwd or os.getcwd()
     if opts.base:
         changes["cwd"] = _git_top(cwd)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from codemod.ab.model import Changes, ClassChange, FileChange
 
@@ -61,12 +61,12 @@ def class_spans(source: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _class_at(spans: list[tuple[int, int, str]], line: int) -> Optional[str]:
+def _class_at(spans: list[tuple[int, int, str]], line: int) -> str | None:
     inside = [s for s in spans if s[0] <= line <= s[1]]
     return max(inside, key=lambda s: s[0])[2] if inside else None
 
 
-def torch_load_edit(line: str) -> Optional[str]:
+def torch_load_edit(line: str) -> str | None:
     """A short description of the torch.load edit on an added line, if it is one."""
     bits = []
     m = _WEIGHTS_ONLY.search(line)
@@ -83,7 +83,7 @@ def read_patch(patch: str, new_sources: dict[str, str], old_sources: dict[str, s
     """Per file: lines added/removed, labels and torch.load edits per class, imports added.
     `patch` is `git diff -U0` output; `*_sources` give each side's text for class lookup."""
     files: list[FileChange] = []
-    current: Optional[FileChange] = None
+    current: FileChange | None = None
     new_line = old_line = 0
     spans_new: list = []
     spans_old: list = []
@@ -148,10 +148,14 @@ def git_changes(cwd: str, ref: str, paths: Iterable[str]) -> Changes:
         specs = sorted({p.split("::")[0] for p in paths}) or ["."]
         stat = _git(["diff", "--stat=100", "--no-color", "--no-renames", ref, "--", *specs], top)
         patch = _git(["diff", "-U0", "--no-color", "--no-renames", "--no-ext-diff", ref, "--", *specs], top)
-        untracked = [p for p in _git(["ls-files", "-z", "--others", "--exclude-standard", "--", *specs], top)
-                     .split("\0") if p.endswith(".py")]
-        names = [p for p in _git(["diff", "--name-only", "-z", "--no-renames", ref, "--", *specs], top)
-                 .split("\0") if p]
+        untracked = [
+            p
+            for p in _git(["ls-files", "-z", "--others", "--exclude-standard", "--", *specs], top).split("\0")
+            if p.endswith(".py")
+        ]
+        names = [
+            p for p in _git(["diff", "--name-only", "-z", "--no-renames", ref, "--", *specs], top).split("\0") if p
+        ]
         new_sources, old_sources = {}, {}
         for name in names + untracked:
             try:
@@ -166,8 +170,10 @@ def git_changes(cwd: str, ref: str, paths: Iterable[str]) -> Changes:
         for name in untracked:  # new files: every line added
             text = new_sources.get(name, "")
             lines = text.splitlines()
-            patch += (f"\ndiff --git a/{name} b/{name}\n--- /dev/null\n+++ b/{name}\n@@ -0,0 +1,{len(lines)} @@\n"
-                      + "".join(f"+{ln}\n" for ln in lines))
+            patch += (
+                f"\ndiff --git a/{name} b/{name}\n--- /dev/null\n+++ b/{name}\n@@ -0,0 +1,{len(lines)} @@\n"
+                + "".join(f"+{ln}\n" for ln in lines)
+            )
             stat = stat.rstrip("\n") + f"\n {name} (untracked) | {len(lines)} +\n"
         changes.stat = stat.rstrip("\n")
         changes.files = read_patch(patch, new_sources, old_sources)

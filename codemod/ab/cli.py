@@ -13,7 +13,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import click
 
@@ -45,7 +44,9 @@ class DefaultRunGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def format_usage(self, ctx, formatter):  # pragma: no cover - cosmetic
-        formatter.write_usage(ctx.command_path, "[run] PATHS... (--base REF | --a-root DIR --b-root DIR) [OPTIONS] | merge RESULT.json...")
+        formatter.write_usage(
+            ctx.command_path, "[run] PATHS... (--base REF | --a-root DIR --b-root DIR) [OPTIONS] | merge RESULT.json..."
+        )
 
 
 # Exit code when the verdict was reached but a report file could not be written:
@@ -62,15 +63,17 @@ def _render_reports(result: ABResult, json_path, markdown, html, junit, lang) ->
     out = []
     if json_path:
         out.append((json_path, result_json(result)))
-    for path, module, with_lang in ((markdown, "codemod.report.ab_markdown", True),
-                                    (html, "codemod.report.ab_html", True),
-                                    (junit, "codemod.report.ab_junit", False)):
+    for path, module, with_lang in (
+        (markdown, "codemod.report.ab_markdown", True),
+        (html, "codemod.report.ab_html", True),
+        (junit, "codemod.report.ab_junit", False),
+    ):
         if not path:
             continue
         try:
             mod = importlib.import_module(module)
         except ImportError as err:
-            raise _ReportError(f"cannot write {path}: report module {module} is not available ({err})")
+            raise _ReportError(f"cannot write {path}: report module {module} is not available ({err})") from err
         out.append((path, mod.render(result, lang) if with_lang else mod.render(result)))
     return out
 
@@ -81,7 +84,7 @@ def result_json(result: ABResult) -> str:
     return json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
 
 
-def check_report_paths(*paths: Optional[str]) -> None:
+def check_report_paths(*paths: str | None) -> None:
     """Refuse, before any work, a report path whose folder does not exist (no folder is created)."""
     for path in paths:
         if not path:
@@ -117,6 +120,7 @@ def repro_paths(markdown, html) -> list[Path]:
     """Where repro.sh goes: next to each Markdown/HTML report (they refer to it), unless
     the report is not a regular file in a folder (a device such as /dev/stdout)."""
     from codemod.report.ab_sentences import REPRO_SCRIPT
+
     out: list[Path] = []
     for path in (markdown, html):
         if not path:
@@ -131,7 +135,8 @@ def repro_paths(markdown, html) -> list[Path]:
 
 
 def _write_reports(result: ABResult, json_path, markdown, html, junit, lang, extra=()) -> tuple[list[str], list[Path]]:
-    """Write every report, repro.sh and the `extra` (path, text) outputs; return the error messages (one per file that could
+    """Write every report, repro.sh and the `extra` (path, text) outputs; return the error
+    messages (one per file that could
     not be written) and the repro.sh files written."""
     errors, written = [], []
     for path, text in [*_render_reports(result, json_path, markdown, html, junit, lang), *extra]:
@@ -140,6 +145,7 @@ def _write_reports(result: ABResult, json_path, markdown, html, junit, lang, ext
         except OSError as err:
             errors.append(f"cannot write {path}: {err.strerror or err}")
     from codemod.report import ab_repro
+
     for target in repro_paths(markdown, html):
         try:
             _write(str(target), ab_repro.render(result))
@@ -156,8 +162,13 @@ def _report_options(f):
         click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown report."),
         click.option("--html", type=click.Path(dir_okay=False), help="Write an HTML report."),
         click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
-        click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
-                     help="Language of the Markdown/HTML reports."),
+        click.option(
+            "--lang",
+            type=click.Choice(["en", "zh"]),
+            default="en",
+            show_default=True,
+            help="Language of the Markdown/HTML reports.",
+        ),
         click.option("--color/--no-color", default=None, help="Colour the terminal summary (default: if a tty)."),
         click.option("-q", "--quiet", is_flag=True, help="No progress lines; summary only."),
     ]
@@ -169,6 +180,7 @@ def _report_options(f):
 def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, quiet, extra=()) -> None:
     from codemod.ab import terminal
     from codemod.ab.compare import exit_code
+
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     errors, repro = _write_reports(result, json_path, markdown, html, junit, lang, extra)
@@ -178,8 +190,7 @@ def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, qui
     sys.exit(REPORT_WRITE_ERROR if errors else exit_code(result.verdict))
 
 
-@click.group(cls=DefaultRunGroup, name="ab",
-             context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=DefaultRunGroup, name="ab", context_settings={"help_option_names": ["-h", "--help"]})
 def ab() -> None:
     """Run the ORIGINAL (A) and MODIFIED (B) versions of test files and compare them.
 
@@ -190,57 +201,157 @@ def ab() -> None:
 
 @ab.command("run", epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--base", metavar="REF", help="Arm A = PATHS as at git REF; arm B = the work tree (with uncommitted changes).")
+@click.option(
+    "--base", metavar="REF", help="Arm A = PATHS as at git REF; arm B = the work tree (with uncommitted changes)."
+)
 @click.option("--a-root", type=click.Path(file_okay=False), help="Arm A = this directory (PATHS relative to it).")
 @click.option("--b-root", type=click.Path(file_okay=False), help="Arm B = this directory (PATHS relative to it).")
-@click.option("--python", "python", metavar="PATH", default=None,
-              help="Target interpreter (default: the one running decouple). Must import pytest.")
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    default=None,
+    help="Target interpreter (default: the one running decouple). Must import pytest.",
+)
 @click.option("--env", "env", multiple=True, metavar="K=V", help="Set a variable in every arm (repeatable).")
-@click.option("--diag", "diag", multiple=True, metavar="NAME[@B]:K=V[,K=V]",
-              help="Add a diagnostic arm (repeatable); see below.")
-@click.option("--hw-classification", "hw", multiple=True, metavar="NAME[,NAME]",
-              help="Pass --hw-classification NAME... to arm B (and diagnostic arms on B), when the target "
-                   "torch has HardwareClassification and a conftest.py in the tree defines the option.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
-              help="Per-test limit in seconds (also bounds collection); 0 = none.")
-@click.option("--file-timeout", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Per-file limit in seconds (all processes of one file); 0 = none.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
-              help="Parallel test processes, all arms together (default: number of cores).")
-@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Rerun the discordant tests (without the rest of their file) this many times per arm, "
-                   "alternating A and B.")
-@click.option("--map", "mapping", multiple=True, metavar="OLD=NEW",
-              help="Compare a moved/renamed test with its old self: node-id prefix "
-                   "(test_x.py::TestOld=test_x.py::TestNew) or class/function name (TestOld=TestNew).")
-@click.option("--map-file", "map_file", type=click.Path(dir_okay=False), default=None,
-              help="Read more --map entries (re:REGEX=TEMPLATE too) from a test map, e.g. the JSON "
-                   "`decouple apply --restructure ... --map-out FILE` writes.")
-@click.option("--shard", metavar="I/N",
-              help="Run only shard I of N: files balanced by --durations (else by size), a dominating "
-                   "file split by node id. Every shard computes the same plan.")
-@click.option("--durations", "durations", multiple=True, type=click.Path(exists=True), metavar="PATH",
-              help="Recorded times for --shard: a --durations-out file, an earlier --json result, or a "
-                   "folder of them (repeatable).")
-@click.option("--durations-out", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Write this run's per-file and per-test times (input for a later --durations).")
-@click.option("--fsync", type=click.Choice(["none", "start", "all"]), default="none", show_default=True,
-              help="fsync the capture file: never (each event is still one write(2), kept when a test "
-                   "process dies), at test starts, or at every event (~1 ms each on a disk).")
-@click.option("--fork/--no-fork", "fork", default=True, show_default=True,
-              help="A warm interpreter per arm that imports pytest and torch once and forks a process per "
-                   "file; --no-fork starts a fresh interpreter for every file.")
-@click.option("--diagnose", is_flag=True,
-              help="After the comparison, confirm the cause of each group of failures by experiment "
-                   "(reruns only the failing tests with the cause table's diagnostic variables; bounded).")
-@click.option("--diagnose-budget", type=click.FloatRange(min=1), default=600.0, show_default=True,
-              help="With --diagnose: seconds allowed per test file in the diagnosis run.")
+@click.option(
+    "--diag", "diag", multiple=True, metavar="NAME[@B]:K=V[,K=V]", help="Add a diagnostic arm (repeatable); see below."
+)
+@click.option(
+    "--hw-classification",
+    "hw",
+    multiple=True,
+    metavar="NAME[,NAME]",
+    help="Pass --hw-classification NAME... to arm B (and diagnostic arms on B), when the target "
+    "torch has HardwareClassification and a conftest.py in the tree defines the option.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="Per-test limit in seconds (also bounds collection); 0 = none.",
+)
+@click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Per-file limit in seconds (all processes of one file); 0 = none.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel test processes, all arms together (default: number of cores).",
+)
+@click.option(
+    "--confirm",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Rerun the discordant tests (without the rest of their file) this many times per arm, alternating A and B.",
+)
+@click.option(
+    "--map",
+    "mapping",
+    multiple=True,
+    metavar="OLD=NEW",
+    help="Compare a moved/renamed test with its old self: node-id prefix "
+    "(test_x.py::TestOld=test_x.py::TestNew) or class/function name (TestOld=TestNew).",
+)
+@click.option(
+    "--map-file",
+    "map_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Read more --map entries (re:REGEX=TEMPLATE too) from a test map, e.g. the JSON "
+    "`decouple apply --restructure ... --map-out FILE` writes.",
+)
+@click.option(
+    "--shard",
+    metavar="I/N",
+    help="Run only shard I of N: files balanced by --durations (else by size), a dominating "
+    "file split by node id. Every shard computes the same plan.",
+)
+@click.option(
+    "--durations",
+    "durations",
+    multiple=True,
+    type=click.Path(exists=True),
+    metavar="PATH",
+    help="Recorded times for --shard: a --durations-out file, an earlier --json result, or a "
+    "folder of them (repeatable).",
+)
+@click.option(
+    "--durations-out",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Write this run's per-file and per-test times (input for a later --durations).",
+)
+@click.option(
+    "--fsync",
+    type=click.Choice(["none", "start", "all"]),
+    default="none",
+    show_default=True,
+    help="fsync the capture file: never (each event is still one write(2), kept when a test "
+    "process dies), at test starts, or at every event (~1 ms each on a disk).",
+)
+@click.option(
+    "--fork/--no-fork",
+    "fork",
+    default=True,
+    show_default=True,
+    help="A warm interpreter per arm that imports pytest and torch once and forks a process per "
+    "file; --no-fork starts a fresh interpreter for every file.",
+)
+@click.option(
+    "--diagnose",
+    is_flag=True,
+    help="After the comparison, confirm the cause of each group of failures by experiment "
+    "(reruns only the failing tests with the cause table's diagnostic variables; bounded).",
+)
+@click.option(
+    "--diagnose-budget",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="With --diagnose: seconds allowed per test file in the diagnosis run.",
+)
 @click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
 @_report_options
-def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_timeout, jobs, confirm,
-            mapping, map_file, shard, durations, durations_out, fsync, fork, diagnose, diagnose_budget, keep_temp,
-            json_path, markdown, html,
-            junit, lang, color, quiet) -> None:
+def run_cmd(
+    paths,
+    base,
+    a_root,
+    b_root,
+    python,
+    env,
+    diag,
+    hw,
+    timeout,
+    file_timeout,
+    jobs,
+    confirm,
+    mapping,
+    map_file,
+    shard,
+    durations,
+    durations_out,
+    fsync,
+    fork,
+    diagnose,
+    diagnose_budget,
+    keep_temp,
+    json_path,
+    markdown,
+    html,
+    junit,
+    lang,
+    color,
+    quiet,
+) -> None:
     """Run PATHS in arm A and arm B and compare every test.
 
     PATHS are test files, directories or node ids (file.py::Class::test).
@@ -257,31 +368,44 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
         raise click.UsageError("--base and --a-root/--b-root exclude each other")
     try:
         opts = _run.RunOptions(
-            paths=list(paths), base=base, a_root=a_root, b_root=b_root,
-            python=python or sys.executable, env=_run.parse_env(env),
+            paths=list(paths),
+            base=base,
+            a_root=a_root,
+            b_root=b_root,
+            python=python or sys.executable,
+            env=_run.parse_env(env),
             diags=[_run.parse_diag(d) for d in diag],
             hw_classification=[x for item in hw for x in item.replace(",", " ").split()],
-            timeout=timeout, file_timeout=file_timeout, jobs=jobs or (os.cpu_count() or 1),
-            confirm=confirm, mapping={**compare.parse_mapping(mapping),
-                                     **(compare.read_map_file(map_file) if map_file else {})}, shard=shard,
+            timeout=timeout,
+            file_timeout=file_timeout,
+            jobs=jobs or (os.cpu_count() or 1),
+            confirm=confirm,
+            mapping={**compare.parse_mapping(mapping), **(compare.read_map_file(map_file) if map_file else {})},
+            shard=shard,
             durations=_shard.load_durations(durations) if durations else None,
-            progress=None if quiet else (lambda m: click.echo(m, err=True)), keep_temp=keep_temp,
-            fsync=fsync, fork=fork,
+            progress=None if quiet else (lambda m: click.echo(m, err=True)),
+            keep_temp=keep_temp,
+            fsync=fsync,
+            fork=fork,
         )
         _run.parse_shard(shard)
     except (_run.UsageError, ValueError) as err:  # DurationsError is a ValueError
-        raise click.UsageError(str(err))
+        raise click.UsageError(str(err)) from err
     try:
         result = _run.run_ab(opts)
         if diagnose:
             from codemod.ab import causes_confirm
-            result = causes_confirm.diagnose(result, opts, _run.run_ab, _run.DiagSpec, budget=diagnose_budget,
-                                             say=opts.progress or (lambda _m: None))
+
+            result = causes_confirm.diagnose(
+                result, opts, _run.run_ab, _run.DiagSpec, budget=diagnose_budget, say=opts.progress or (lambda _m: None)
+            )
         else:
             from codemod.ab import causes
+
             result.causes = causes.analyse(result)
         if base:
             from codemod.ab import changes
+
             result.changes = changes.git_changes(os.getcwd(), base, result.paths)
     except _run.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
@@ -291,6 +415,7 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
         sys.exit(143 if err.signame == "SIGTERM" else 130)
     except Exception:  # an internal error is exit 2, never a verdict
         import traceback
+
         traceback.print_exc()
         click.echo("decouple ab: internal error (temporary roots removed)", err=True)
         sys.exit(2)
@@ -307,23 +432,25 @@ def run_cmd(paths, base, a_root, b_root, python, env, diag, hw, timeout, file_ti
 def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
     from codemod.ab import compare
+
     check_report_paths(json_path, markdown, html, junit)
     loaded = []
     for path in results:
         try:
             loaded.append(ABResult.from_json(json.loads(Path(path).read_text(encoding="utf-8"))))
         except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
-            raise click.UsageError(f"{path}: not an A/B result ({err})")
+            raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
         merged = compare.merge(loaded)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
-        raise click.UsageError(f"cannot merge these results: {err}")
+        raise click.UsageError(f"cannot merge these results: {err}") from err
     from codemod.ab import causes
+
     merged.causes = causes.analyse(merged)  # the groups span all shards now
     _finish(merged, json_path, markdown, html, junit, lang, color, quiet)
 
 
-def main(argv: Optional[list[str]] = None) -> None:  # pragma: no cover - python -m codemod.ab.cli
+def main(argv: list[str] | None = None) -> None:  # pragma: no cover - python -m codemod.ab.cli
     ab.main(args=argv, prog_name="decouple ab")
 
 

@@ -9,15 +9,22 @@ import copy
 import os
 import re
 import tempfile
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 from codemod.ab.model import (
-    CATEGORIES, EXIT_CODES, INCONCLUSIVE_CATEGORY, REGRESSING, ABResult, ArmResult, DiagnosticSummary,
-    Outcome, TestComparison,
+    CATEGORIES,
+    EXIT_CODES,
+    INCONCLUSIVE_CATEGORY,
+    REGRESSING,
+    ABResult,
+    ArmResult,
+    DiagnosticSummary,
+    Outcome,
+    TestComparison,
 )
 
 # Bump whenever the normalisation below changes what compares equal.
-NORMALISER_VERSION = "ab-sig-2"   # 2: per-arm TMPDIR paths masked as <tmp>
+NORMALISER_VERSION = "ab-sig-2"  # 2: per-arm TMPDIR paths masked as <tmp>
 
 SIGNATURE_CAP = 1024
 _MESSAGE_LINES = 3
@@ -140,7 +147,7 @@ def _first_text_line(text: str) -> str:
     return ""
 
 
-def signatures(o: Outcome, roots: Sequence[str] = ()) -> tuple[Optional[str], Optional[str]]:
+def signatures(o: Outcome, roots: Sequence[str] = ()) -> tuple[str | None, str | None]:
     """(exact, loose) signature of one outcome; (None, None) when it passed."""
     if o.outcome in ("passed", "skipped", "not-run", "xpassed"):
         return None, None
@@ -184,14 +191,29 @@ def assign_signatures(arm: ArmResult, roots: Sequence[str]) -> None:
 # categories
 
 PASS, FAIL, SKIP, XFAIL, XPASS, CRASH, TIMEOUT, NOTRUN = (
-    "pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun")
+    "pass",
+    "fail",
+    "skip",
+    "xfail",
+    "xpass",
+    "crash",
+    "timeout",
+    "notrun",
+)
 _KIND = {
-    "passed": PASS, "failed": FAIL, "error": FAIL, "skipped": SKIP, "xfailed": XFAIL,
-    "xpassed": XPASS, "crashed": CRASH, "timeout": TIMEOUT, "not-run": NOTRUN,
+    "passed": PASS,
+    "failed": FAIL,
+    "error": FAIL,
+    "skipped": SKIP,
+    "xfailed": XFAIL,
+    "xpassed": XPASS,
+    "crashed": CRASH,
+    "timeout": TIMEOUT,
+    "not-run": NOTRUN,
 }
 
 
-def kind(o: Optional[Outcome]) -> Optional[str]:
+def kind(o: Outcome | None) -> str | None:
     return None if o is None else _KIND.get(o.outcome, FAIL)
 
 
@@ -203,7 +225,7 @@ def _failure_match(a: Outcome, b: Outcome) -> str:
     return "different-failure"
 
 
-def categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
+def categorize(a: Outcome | None, b: Outcome | None) -> tuple[str, str]:
     """Category of one test and an optional note."""
     cat, note = _categorize(a, b)
     for side, o in (("A", a), ("B", b)):
@@ -212,7 +234,7 @@ def categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
     return cat, note
 
 
-def _categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
+def _categorize(a: Outcome | None, b: Outcome | None) -> tuple[str, str]:
     ka, kb = kind(a), kind(b)
     if a is None and b is None:
         return "same-skip", "absent from both arms"
@@ -222,8 +244,13 @@ def _categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
     if b is None:
         return "missing-in-b", ""
     if kb == CRASH:
-        return ("pre-existing", "crashes in both") if ka == CRASH and a.signal == b.signal else (
-            ("different-failure", f"crashes in both ({a.signal} vs {b.signal})") if ka == CRASH else ("crash", ""))
+        return (
+            ("pre-existing", "crashes in both")
+            if ka == CRASH and a.signal == b.signal
+            else (
+                ("different-failure", f"crashes in both ({a.signal} vs {b.signal})") if ka == CRASH else ("crash", "")
+            )
+        )
     if kb == TIMEOUT:
         return ("pre-existing", "times out in both") if ka == TIMEOUT else ("timeout", "")
     if ka == PASS:
@@ -291,10 +318,19 @@ def _categorize(a: Optional[Outcome], b: Optional[Outcome]) -> tuple[str, str]:
 
 
 # categories whose tests get confirmed by alternating reruns
-DISCORDANT = frozenset({
-    "new-failure", "fixed", "crash", "timeout", "no-longer-run", "newly-run",
-    "xfail-to-xpass", "xpass-to-xfail", "different-failure",
-})
+DISCORDANT = frozenset(
+    {
+        "new-failure",
+        "fixed",
+        "crash",
+        "timeout",
+        "no-longer-run",
+        "newly-run",
+        "xfail-to-xpass",
+        "xpass-to-xfail",
+        "different-failure",
+    }
+)
 
 
 # ---------------------------------------------------------------------------
@@ -319,6 +355,7 @@ def parse_mapping(items: Iterable[str]) -> dict[str, str]:
 def read_map_file(path: str) -> dict[str, str]:
     """The `map` entries of a test-map JSON (`decouple apply --restructure ... --map-out`)."""
     import json
+
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -341,7 +378,7 @@ def read_map_file(path: str) -> dict[str, str]:
     return out
 
 
-def map_nodeid(nodeid: str, mapping: dict[str, str]) -> Optional[str]:
+def map_nodeid(nodeid: str, mapping: dict[str, str]) -> str | None:
     """The B-side node id of an A-side node id under --map, or None. An OLD of the form
     `re:REGEX` must match the whole node id and NEW is its expansion template (generated
     names such as TestFooCPU::test_x_float32_cpu); an empty expansion means "not generated
@@ -357,7 +394,7 @@ def map_nodeid(nodeid: str, mapping: dict[str, str]) -> Optional[str]:
                 return new
             for sep in ("::", "["):
                 if nodeid.startswith(old + sep):
-                    return new + nodeid[len(old):]
+                    return new + nodeid[len(old) :]
             continue
         parts = nodeid.split("::")
         changed = False
@@ -366,8 +403,8 @@ def map_nodeid(nodeid: str, mapping: dict[str, str]) -> Optional[str]:
             if name == old:
                 parts[i] = new + bracket + rest
                 changed = True
-            elif name.startswith(old) and name[len(old):].upper() in _DEVICE_SUFFIXES:
-                parts[i] = new + name[len(old):] + bracket + rest
+            elif name.startswith(old) and name[len(old) :].upper() in _DEVICE_SUFFIXES:
+                parts[i] = new + name[len(old) :] + bracket + rest
                 changed = True
         if changed:
             return "::".join(parts)
@@ -392,8 +429,9 @@ def effective_outcomes(arm: ArmResult, other: ArmResult) -> dict[str, Outcome]:
         f = _file_of(key)
         covered = False
         for nodeid in other.outcomes:
-            if (nodeid == key or nodeid.startswith(key + "::") or (key == f and _file_of(nodeid) == f)) \
-                    and nodeid not in out:
+            if (
+                nodeid == key or nodeid.startswith(key + "::") or (key == f and _file_of(nodeid) == f)
+            ) and nodeid not in out:
                 o = copy.deepcopy(err)
                 o.nodeid = nodeid
                 out[nodeid] = o
@@ -403,7 +441,7 @@ def effective_outcomes(arm: ArmResult, other: ArmResult) -> dict[str, Outcome]:
     return out
 
 
-def compare_arms(a: ArmResult, b: ArmResult, mapping: Optional[dict[str, str]] = None) -> list[TestComparison]:
+def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = None) -> list[TestComparison]:
     mapping = mapping or {}
     oa = effective_outcomes(a, b)
     ob = effective_outcomes(b, a)
@@ -421,8 +459,15 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: Optional[dict[str, str]] =
     for nodeid in sorted(oa):
         if pairs.get(nodeid) == "" and kind(oa[nodeid]) == SKIP:
             # A restructuring map retired it: its guard skipped it in A, B no longer generates it.
-            rows.append(TestComparison(nodeid=nodeid, category="same-skip", a=oa[nodeid], b=None,
-                                       note="skipped in A; not generated in B (its class moved, see --map)"))
+            rows.append(
+                TestComparison(
+                    nodeid=nodeid,
+                    category="same-skip",
+                    a=oa[nodeid],
+                    b=None,
+                    note="skipped in A; not generated in B (its class moved, see --map)",
+                )
+            )
             continue
         bid = pairs.get(nodeid, nodeid) or nodeid
         bo = ob.get(bid)
@@ -431,7 +476,7 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: Optional[dict[str, str]] =
         row = TestComparison(nodeid=bid, category=cat, a=oa[nodeid], b=bo, note=note)
         if bid != nodeid:
             row.mapped_from = nodeid
-            row.note = (f"renamed from {nodeid} via --map" + (f"; {note}" if note else ""))
+            row.note = f"renamed from {nodeid} via --map" + (f"; {note}" if note else "")
         rows.append(row)
     for nodeid in sorted(ob):
         if nodeid in seen_b:
@@ -527,14 +572,21 @@ def settle_flaky(row: TestComparison) -> None:
         else:
             alone = next(x for x in reversed(row.a.reruns) if x not in _NO_EVIDENCE)
             failing_b = kind(row.b) in (FAIL, CRASH, TIMEOUT)
-            head = ("order-dependent: fails only when run with the rest of the file in B" if failing_b else
-                    f"order-dependent: {row.a.outcome} in A and {row.b.outcome} in B only when run with the rest of the file")
-            _add_note(row, f"{head} (alone: {alone} in both arms"
-                           + ("; reproduced by a rerun of the file)" if sa and sb else ")"))
+            head = (
+                "order-dependent: fails only when run with the rest of the file in B"
+                if failing_b
+                else f"order-dependent: {row.a.outcome} in A and {row.b.outcome} in B only when run with "
+                "the rest of the file"
+            )
+            _add_note(
+                row,
+                f"{head} (alone: {alone} in both arms" + ("; reproduced by a rerun of the file)" if sa and sb else ")"),
+            )
             return
     if state == "flaky":
-        row.note = (f"was {row.category}; A: {', '.join(seq_a)}; B: {', '.join(seq_b)}"
-                    + (f"; {row.note}" if row.note else ""))
+        row.note = f"was {row.category}; A: {', '.join(seq_a)}; B: {', '.join(seq_b)}" + (
+            f"; {row.note}" if row.note else ""
+        )
         row.category = "flaky"
 
 
@@ -554,18 +606,25 @@ def verdict(result: ABResult) -> tuple[str, str]:
         return "INCONCLUSIVE", "no test was collected in either arm (collection errors only)"
     bad = {c: n for c, n in result.counts.items() if c in REGRESSING and n}
     flaky = [t.nodeid for t in result.tests if t.category == "flaky"]
-    flaky_text = (f"; {len(flaky) or result.counts.get('flaky', 0)} flaky (inconsistent on reruns, not counted "
-                  f"as a regression): " + ", ".join(flaky[:3]) + (", ..." if len(flaky) > 3 else "")
-                  if (flaky or result.counts.get("flaky")) else "")
+    flaky_text = (
+        f"; {len(flaky) or result.counts.get('flaky', 0)} flaky (inconsistent on reruns, not counted "
+        f"as a regression): " + ", ".join(flaky[:3]) + (", ..." if len(flaky) > 3 else "")
+        if (flaky or result.counts.get("flaky"))
+        else ""
+    )
     if bad:
         parts = [f"{n} {c}" for c, n in sorted(bad.items(), key=lambda kv: CATEGORIES.index(kv[0]))]
         return "REGRESSION", ", ".join(parts)
     unknown = [t.nodeid for t in result.tests if t.category == INCONCLUSIVE_CATEGORY]
     if unknown or result.counts.get(INCONCLUSIVE_CATEGORY):
         n = len(unknown) or result.counts.get(INCONCLUSIVE_CATEGORY, 0)
-        return "INCONCLUSIVE", (f"{n} test{'s' if n != 1 else ''} ran in neither arm (the file was stopped "
-                                f"before {'them' if n != 1 else 'it'}: -x/--maxfail, a crash or --file-timeout): "
-                                + ", ".join(unknown[:3]) + (", ..." if len(unknown) > 3 else "") + flaky_text)
+        return "INCONCLUSIVE", (
+            f"{n} test{'s' if n != 1 else ''} ran in neither arm (the file was stopped "
+            f"before {'them' if n != 1 else 'it'}: -x/--maxfail, a crash or --file-timeout): "
+            + ", ".join(unknown[:3])
+            + (", ..." if len(unknown) > 3 else "")
+            + flaky_text
+        )
     fails = sum(result.counts.get(c, 0) for c in ("pre-existing", "similar-failure", "different-failure"))
     reason = "no test regressed"
     if fails:
@@ -586,8 +645,9 @@ def _fmt_vars(variables: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in variables.items())
 
 
-def diagnose(name: str, based_on: str, variables: dict[str, str],
-             base: ArmResult, diag: ArmResult) -> DiagnosticSummary:
+def diagnose(
+    name: str, based_on: str, variables: dict[str, str], base: ArmResult, diag: ArmResult
+) -> DiagnosticSummary:
     ob = effective_outcomes(base, diag)
     od = effective_outcomes(diag, base)
     changed: dict[str, list[str]] = {}
@@ -599,17 +659,25 @@ def diagnose(name: str, based_on: str, variables: dict[str, str],
         differs = (kind(x) != kind(y)) if (x is not None and y is not None) else (xo != yo)
         if differs:
             changed[nodeid] = [xo, yo]
-    fail_to_pass = sum(1 for v in changed.values() if _KIND.get(v[0]) in (FAIL, CRASH, TIMEOUT) and _KIND.get(v[1]) == PASS)
-    pass_to_fail = sum(1 for v in changed.values() if _KIND.get(v[0]) == PASS and _KIND.get(v[1]) in (FAIL, CRASH, TIMEOUT))
+    fail_to_pass = sum(
+        1 for v in changed.values() if _KIND.get(v[0]) in (FAIL, CRASH, TIMEOUT) and _KIND.get(v[1]) == PASS
+    )
+    pass_to_fail = sum(
+        1 for v in changed.values() if _KIND.get(v[0]) == PASS and _KIND.get(v[1]) in (FAIL, CRASH, TIMEOUT)
+    )
     other = len(changed) - fail_to_pass - pass_to_fail
     vtext = _fmt_vars(variables) or "no extra variables"
     parts = []
     if fail_to_pass:
-        parts.append(f"{fail_to_pass} test{'s' if fail_to_pass != 1 else ''} failing in {based_on} "
-                     f"pass{'es' if fail_to_pass == 1 else ''} with {vtext}")
+        parts.append(
+            f"{fail_to_pass} test{'s' if fail_to_pass != 1 else ''} failing in {based_on} "
+            f"pass{'es' if fail_to_pass == 1 else ''} with {vtext}"
+        )
     if pass_to_fail:
-        parts.append(f"{pass_to_fail} test{'s' if pass_to_fail != 1 else ''} passing in {based_on} "
-                     f"fail{'s' if pass_to_fail == 1 else ''} with {vtext}")
+        parts.append(
+            f"{pass_to_fail} test{'s' if pass_to_fail != 1 else ''} passing in {based_on} "
+            f"fail{'s' if pass_to_fail == 1 else ''} with {vtext}"
+        )
     if other:
         parts.append(f"{other} other test{'s' if other != 1 else ''} change outcome")
     if not diag.ran:
@@ -618,8 +686,9 @@ def diagnose(name: str, based_on: str, variables: dict[str, str],
         statement = "; ".join(parts) + "."
     else:
         statement = f"No test changes outcome with {vtext} (relative to {based_on})."
-    return DiagnosticSummary(name=name, based_on=based_on, variables=dict(variables),
-                             changed=changed, statement=statement)
+    return DiagnosticSummary(
+        name=name, based_on=based_on, variables=dict(variables), changed=changed, statement=statement
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -650,10 +719,15 @@ def merge(results: Sequence[ABResult]) -> ABResult:
         r = copy.deepcopy(r)
         if r.normaliser_version != out.normaliser_version:
             warnings.append(f"normaliser versions differ: {out.normaliser_version} vs {r.normaliser_version}")
-        if r.environment.torch_version != out.environment.torch_version or r.environment.python != out.environment.python:
-            warnings.append("shards ran in different environments "
-                            f"(python {out.environment.python} / {r.environment.python}, "
-                            f"torch {out.environment.torch_version} / {r.environment.torch_version})")
+        if (
+            r.environment.torch_version != out.environment.torch_version
+            or r.environment.python != out.environment.python
+        ):
+            warnings.append(
+                "shards ran in different environments "
+                f"(python {out.environment.python} / {r.environment.python}, "
+                f"torch {out.environment.torch_version} / {r.environment.torch_version})"
+            )
         if r.base_ref != out.base_ref:
             warnings.append(f"shards compare different bases: {out.base_ref} vs {r.base_ref}")
         out.paths.extend(p for p in r.paths if p not in out.paths)

@@ -17,13 +17,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from codemod.ab import arms as _arms
 from codemod.ab import procs
 from codemod.ab.model import Outcome
 from codemod.ab.procs import Interrupted
-
 from codemod.ab.warm import ServerError
 
 if TYPE_CHECKING:
@@ -72,9 +71,14 @@ def _rec_outcome(nodeid: str, rec: dict, result: str, phase: str) -> Outcome:
     if not msg and result not in ("passed",):
         msg = next((ln for ln in (rec.get("longrepr") or "").splitlines() if ln.strip()), "")
     return Outcome(
-        nodeid=nodeid, outcome=result, phase=phase, exc_type=exc.get("type"),
-        exc_chain=list(exc.get("chain") or []), message=msg[:4000],
-        traceback=rec.get("longrepr") or "", duration=float(rec.get("duration") or 0.0),
+        nodeid=nodeid,
+        outcome=result,
+        phase=phase,
+        exc_type=exc.get("type"),
+        exc_chain=list(exc.get("chain") or []),
+        message=msg[:4000],
+        traceback=rec.get("longrepr") or "",
+        duration=float(rec.get("duration") or 0.0),
     )
 
 
@@ -82,7 +86,7 @@ def build_outcome(acc: _TestAcc) -> Outcome:
     """Fold the phase reports (and subtests) of one test into one Outcome."""
     setup, call, teardown = (acc.reports.get(w) for w in ("setup", "call", "teardown"))
     duration = sum(float(r.get("duration") or 0.0) for r in acc.reports.values())
-    out: Optional[Outcome] = None
+    out: Outcome | None = None
     if setup is not None and _phase_result(setup) != "passed":
         out = _rec_outcome(acc.nodeid, setup, _phase_result(setup), "setup")
     elif call is not None:
@@ -104,7 +108,9 @@ def build_outcome(acc: _TestAcc) -> Outcome:
             n = len(failing_subs)
             out.outcome, out.phase, out.exc_type, out.exc_chain = "failed", "call", None, []
             out.message = f"{n} failed subtest{'s' if n != 1 else ''}: " + "; ".join(
-                f"{s.nodeid.split(' ', 1)[1] if ' ' in s.nodeid else ''} {s.exc_type or ''}".strip() for s in failing_subs[:5])
+                f"{s.nodeid.split(' ', 1)[1] if ' ' in s.nodeid else ''} {s.exc_type or ''}".strip()
+                for s in failing_subs[:5]
+            )
             out.traceback = "\n\n".join(s.traceback for s in failing_subs)[:30000]
     if teardown is not None and teardown.get("outcome") == "failed":
         td = _rec_outcome(acc.nodeid, teardown, "error", "teardown")
@@ -124,7 +130,7 @@ class FileRun:
     file: str
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     collection_errors: dict[str, Outcome] = field(default_factory=dict)
-    collection_skips: dict[str, Outcome] = field(default_factory=dict)   # module-level pytest.skip
+    collection_skips: dict[str, Outcome] = field(default_factory=dict)  # module-level pytest.skip
     crashes: list[str] = field(default_factory=list)
     processes: int = 0
     duration: float = 0.0
@@ -169,7 +175,7 @@ def _tail(path: Path, n: int = _OUTPUT_TAIL) -> str:
         return ""
 
 
-def _parse_error_line(text: str) -> tuple[Optional[str], str]:
+def _parse_error_line(text: str) -> tuple[str | None, str]:
     """Exception type and message from the last `E   Type: msg` line, if any."""
     found = None
     for line in text.splitlines():
@@ -188,14 +194,21 @@ def _parse_error_line(text: str) -> tuple[Optional[str], str]:
 class ArmRunner:
     """Runs files of one arm; thread-safe (one call per worker thread)."""
 
-    def __init__(self, spec: _arms.ArmSpec, python: str, timeout: float, file_timeout: float,
-                 stop: threading.Event, server: Optional["ForkServer"] = None):
+    def __init__(
+        self,
+        spec: _arms.ArmSpec,
+        python: str,
+        timeout: float,
+        file_timeout: float,
+        stop: threading.Event,
+        server: ForkServer | None = None,
+    ):
         self.spec = spec
         self.python = python
         self.timeout = timeout
         self.file_timeout = file_timeout
         self.stop = stop
-        self.server = server      # the arm's warm interpreter; None = a fresh process per run
+        self.server = server  # the arm's warm interpreter; None = a fresh process per run
         self._seq = 0
         self._lock = threading.Lock()
 
@@ -206,7 +219,7 @@ class ArmRunner:
 
     def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[str]):
         """A pytest process: forked by the warm interpreter, or a fresh `python -m pytest`."""
-        proc: Any = None   # a ForkedProcess or a Popen: both poll/wait/kill
+        proc: Any = None  # a ForkedProcess or a Popen: both poll/wait/kill
         if self.server is not None:
             try:
                 proc = self.server.start(argv, self.spec.root, env, log)
@@ -217,18 +230,25 @@ class ArmRunner:
             # die with the runner (the plugin sets PR_SET_PDEATHSIG when its parent is this pid)
             env = {**env, "DECOUPLE_AB_PARENT": str(os.getpid())}
             with open(log, "wb") as logfh:
-                proc = subprocess.Popen([self.python, "-m", "pytest", *argv], cwd=str(self.spec.root), env=env,
-                                        stdout=logfh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    [self.python, "-m", "pytest", *argv],
+                    cwd=str(self.spec.root),
+                    env=env,
+                    stdout=logfh,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
         procs.register(proc)
         return proc
 
-    def run_file(self, file: str, args: list[str], only: Optional[set[str]] = None,
-                 deselect: tuple[str, ...] = ()) -> FileRun:
+    def run_file(
+        self, file: str, args: list[str], only: set[str] | None = None, deselect: tuple[str, ...] = ()
+    ) -> FileRun:
         res = FileRun(arm=self.spec.name, file=file)
         accs: dict[str, _TestAcc] = {}
         collected: list[str] = []
-        excluded: set[str] = set(deselect)   # the node ids another shard runs, then crashed tests
+        excluded: set[str] = set(deselect)  # the node ids another shard runs, then crashed tests
         t_file = time.monotonic()
         attempts = 0
         ever_collected = False
@@ -250,17 +270,24 @@ class ArmRunner:
                 onlyf = self.spec.workdir / "events" / f"{seq:05d}.only"
                 onlyf.write_text("".join(x + "\n" for x in sorted(only)), encoding="utf-8")
                 env["DECOUPLE_AB_ONLY"] = str(onlyf)
-            argv = ["-p", PLUGIN_MODULE, *_arms.PYTEST_ARGS, "-q", "-rN",
-                    *[_arms.safe_arg(a) for a in args], *self.spec.extra_args]
+            argv = [
+                "-p",
+                PLUGIN_MODULE,
+                *_arms.PYTEST_ARGS,
+                "-q",
+                "-rN",
+                *[_arms.safe_arg(a) for a in args],
+                *self.spec.extra_args,
+            ]
             if self.stop.is_set():
                 raise Interrupted("stopped")
             proc = self._start(argv, env, log, res.notes)
             res.processes += 1
             reader = _EventReader(events)
-            current: Optional[_TestAcc] = None
+            current: _TestAcc | None = None
             saw_session = saw_end = False
             collected_now = False
-            killed: Optional[str] = None   # "test-timeout" | "file-timeout" | "collect-timeout"
+            killed: str | None = None  # "test-timeout" | "file-timeout" | "collect-timeout"
             t_proc = time.time()
             progress = False
             rc = None
@@ -284,15 +311,24 @@ class ArmRunner:
                         if not etype:
                             etype, emsg = _parse_error_line(ev.get("longrepr") or "")
                         res.collection_errors[key] = Outcome(
-                            nodeid=key, outcome="error", phase="collect", exc_type=etype,
+                            nodeid=key,
+                            outcome="error",
+                            phase="collect",
+                            exc_type=etype,
                             exc_chain=list(exc.get("chain") or []),
-                            message=(emsg or next((ln for ln in (ev.get("longrepr") or "").splitlines() if ln.strip()), ""))[:4000],
-                            traceback=ev.get("longrepr") or "")
+                            message=(
+                                emsg or next((ln for ln in (ev.get("longrepr") or "").splitlines() if ln.strip()), "")
+                            )[:4000],
+                            traceback=ev.get("longrepr") or "",
+                        )
                     elif kind == "collectskip":
                         key = ev.get("nodeid") or file
                         res.collection_skips[key] = Outcome(
-                            nodeid=key, outcome="skipped", phase="collect",
-                            message=(ev.get("reason") or "skipped at module level")[:4000])
+                            nodeid=key,
+                            outcome="skipped",
+                            phase="collect",
+                            message=(ev.get("reason") or "skipped at module level")[:4000],
+                        )
                     elif kind == "start":
                         nid = ev["nodeid"]
                         acc = accs.get(nid)
@@ -354,9 +390,12 @@ class ArmRunner:
             tail = _tail(log)
             if killed == "collect-timeout" or (killed == "file-timeout" and not collected_now):
                 res.collection_errors[file] = Outcome(
-                    nodeid=file, outcome="timeout", phase="collect",
+                    nodeid=file,
+                    outcome="timeout",
+                    phase="collect",
                     message=f"collection exceeded the {'file ' if killed == 'file-timeout' else ''}time limit",
-                    traceback=tail)
+                    traceback=tail,
+                )
                 break
             if killed in ("test-timeout", "file-timeout"):
                 acc = current
@@ -365,7 +404,8 @@ class ArmRunner:
                     o = build_outcome(acc)
                     o.outcome = "timeout"
                     o.phase = _next_phase(acc)
-                    o.message = f"killed after exceeding --{'timeout' if killed == 'test-timeout' else 'file-timeout'} {limit:g}s"
+                    option = "timeout" if killed == "test-timeout" else "file-timeout"
+                    o.message = f"killed after exceeding --{option} {limit:g}s"
                     o.traceback = tail
                     o.exc_type, o.exc_chain = None, []
                     accs[acc.nodeid].finished = True
@@ -377,10 +417,14 @@ class ArmRunner:
             elif not saw_session:
                 etype, emsg = _parse_error_line(tail)
                 res.collection_errors[file] = Outcome(
-                    nodeid=file, outcome="error" if rc is not None and rc >= 0 else "crashed",
-                    phase="collect", exc_type=etype,
+                    nodeid=file,
+                    outcome="error" if rc is not None and rc >= 0 else "crashed",
+                    phase="collect",
+                    exc_type=etype,
                     message=emsg or f"pytest did not start ({procs.signame(rc if rc is not None else -9)})",
-                    traceback=tail, signal=procs.signame(rc) if rc is not None and rc < 0 else None)
+                    traceback=tail,
+                    signal=procs.signame(rc) if rc is not None and rc < 0 else None,
+                )
                 break
             else:
                 acc = current
@@ -397,8 +441,13 @@ class ArmRunner:
                     excluded.add(acc.nodeid)
                 elif not ever_collected:
                     res.collection_errors[file] = Outcome(
-                        nodeid=file, outcome="crashed", phase="collect", signal=sig,
-                        message=f"the test process died ({sig}) during collection", traceback=tail)
+                        nodeid=file,
+                        outcome="crashed",
+                        phase="collect",
+                        signal=sig,
+                        message=f"the test process died ({sig}) during collection",
+                        traceback=tail,
+                    )
                     break
                 elif not progress:
                     res.notes.append(f"{file}: process died ({sig}) between tests without progress")
@@ -419,8 +468,9 @@ class ArmRunner:
             if acc.finished or acc.reports:
                 res.outcomes[nid] = build_outcome(acc)
             else:
-                res.outcomes[nid] = Outcome(nodeid=nid, outcome="not-run", phase="setup",
-                                            message="not run (the file was stopped before it)")
+                res.outcomes[nid] = Outcome(
+                    nodeid=nid, outcome="not-run", phase="setup", message="not run (the file was stopped before it)"
+                )
         res.duration = time.monotonic() - t_file
         return res
 
@@ -433,4 +483,3 @@ def _next_phase(acc: _TestAcc) -> str:
     if "setup" in acc.reports:
         return "call"
     return "setup"
-

@@ -69,6 +69,7 @@ def _load_prctl():
         return None
     try:
         import ctypes
+
         return ctypes.CDLL(None, use_errno=True).prctl
     except Exception:
         return None
@@ -81,7 +82,7 @@ def die_with_parent(parent: int) -> None:
     """SIGKILL this process when its parent dies (Linux); exit now if it already has."""
     if _PRCTL is not None:
         try:
-            _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)   # PR_SET_PDEATHSIG
+            _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
         except Exception:
             pass
     if os.getppid() != parent:
@@ -91,7 +92,7 @@ def die_with_parent(parent: int) -> None:
 def _write_line(fd: int, record: dict) -> None:
     data = (json.dumps(record) + "\n").encode("utf-8", "replace")
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 # ---------------------------------------------------------------------------
@@ -136,6 +137,7 @@ def preload(names: list, root: str) -> tuple:
     """Import pytest's machinery, the capture plugin and `names`; (loaded, skipped)."""
     importlib.import_module("pytest")
     from _pytest import config as _config
+
     for plugin in getattr(_config, "default_plugins", ()):
         try:
             importlib.import_module("_pytest." + plugin)
@@ -154,7 +156,7 @@ def preload(names: list, root: str) -> tuple:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as err:
-            if err.name != name:      # `from pkg import function` guessed as a module: not an error
+            if err.name != name:  # `from pkg import function` guessed as a module: not an error
                 skipped[name] = f"{type(err).__name__}: {err}"[:300]
             continue
         except BaseException as err:  # noqa: BLE001 - the child will meet it again, with its own report
@@ -170,7 +172,7 @@ def fork_unsafe() -> str | None:
     """Why forking this process could break a child's device runtime (None = safe)."""
     if not hasattr(os, "fork"):
         return "this platform has no fork()"
-    if not hasattr(os, "waitid"):   # e.g. macOS: a child's exit cannot be seen without reaping it
+    if not hasattr(os, "waitid"):  # e.g. macOS: a child's exit cannot be seen without reaping it
         return "this platform has no waitid()"
     for name in _BACKENDS:
         if name in sys.modules:
@@ -216,6 +218,7 @@ def _fresh_main_module():
     """A ``__main__`` like the one ``python -m pytest`` has (multiprocessing's
     spawn re-imports it by its spec name)."""
     import types
+
     main = types.ModuleType("__main__")
     spec = importlib.util.find_spec("pytest.__main__")
     main.__spec__ = spec
@@ -251,8 +254,9 @@ def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no co
         os.environ.clear()
         os.environ.update(req["env"])
         import tempfile
-        tempfile.tempdir = None           # read TMPDIR again
-        sys.path[0] = os.getcwd()         # `python -m` puts the cwd first
+
+        tempfile.tempdir = None  # read TMPDIR again
+        sys.path[0] = os.getcwd()  # `python -m` puts the cwd first
         if req.get("nice"):
             try:
                 os.nice(19)
@@ -261,11 +265,13 @@ def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no co
         try:
             if req.get("script"):
                 import runpy
+
                 sys.argv = [req["script"], *req["argv"]]
                 runpy.run_path(req["script"], run_name="__main__")
                 code = 0
             else:
                 import pytest
+
                 main = _fresh_main_module()
                 sys.argv = [main.__file__, *req["argv"]]
                 sys.modules["__main__"] = main
@@ -284,6 +290,7 @@ def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no co
         if shutdown is not None:
             shutdown()
         import atexit
+
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -300,8 +307,8 @@ class Server:
     def __init__(self, out_fd: int, parent: int):
         self.out = out_fd
         self.parent = parent
-        self.pids: dict[int, int] = {}        # id -> pid (not reaped)
-        self.running: dict[int, int] = {}     # id -> pid (exit not yet reported)
+        self.pids: dict[int, int] = {}  # id -> pid (not reaped)
+        self.running: dict[int, int] = {}  # id -> pid (exit not yet reported)
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
@@ -420,18 +427,19 @@ def main(argv: list) -> int:
     # answers go to the original stdout; stray output of imports goes to the log (stderr)
     out = os.dup(1)
     os.dup2(2, 1)
-    sys.path[0] = os.getcwd()             # as `python -m pytest` from the arm root
+    sys.path[0] = os.getcwd()  # as `python -m pytest` from the arm root
     if prefix is not None and not all(_installed_bytecode(n) for n in {"_pytest", *(n.split(".")[0] for n in names)}):
-        _use_prefix(prefix)               # no usable bytecode beside the sources: compile into the prefix
+        _use_prefix(prefix)  # no usable bytecode beside the sources: compile into the prefix
         prefix = None
     if prefix is not None:
-        sys.dont_write_bytecode = True    # read the installed bytecode, never write beside it
+        sys.dont_write_bytecode = True  # read the installed bytecode, never write beside it
     loaded, skipped = preload(names, os.getcwd())
     if prefix is not None:
         _use_prefix(prefix)
     server = Server(out, parent)
-    _write_line(out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped,
-                      "unsafe": fork_unsafe()})
+    _write_line(
+        out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped, "unsafe": fork_unsafe()}
+    )
     server.loop()
     return 0
 

@@ -13,13 +13,11 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
-from typing import Optional
 
 from codemod.ab import procs
 from codemod.ab.model import Environment
 from codemod.ab.procs import UsageError
 from codemod.ab.warm import ForkServer, ServerError
-
 
 
 def resolve_python(python: str, cwd: Path) -> str:
@@ -39,10 +37,13 @@ def resolve_python(python: str, cwd: Path) -> str:
 
 def check_python(python: str) -> dict:
     """Raise UsageError unless `python` runs and imports pytest."""
-    code = "import json, sys, pytest; print(json.dumps({'python': sys.version.split()[0], 'pytest': pytest.__version__}))"
+    code = (
+        "import json, sys, pytest; print(json.dumps({'python': sys.version.split()[0], 'pytest': pytest.__version__}))"
+    )
     try:
-        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         raise UsageError(f"--python {python}: no such interpreter") from None
     except PermissionError:
@@ -63,9 +64,15 @@ def check_python(python: str) -> dict:
         raise UsageError(f"--python {python}: unexpected answer {proc.stdout!r}") from None
 
 
-
-def probe(python: str, server: Optional[ForkServer], script: Path, env: dict[str, str], cwd: Path,
-          nice: bool, stop: threading.Event) -> Environment:
+def probe(
+    python: str,
+    server: ForkServer | None,
+    script: Path,
+    env: dict[str, str],
+    cwd: Path,
+    nice: bool,
+    stop: threading.Event,
+) -> Environment:
     """The environment probe: forked by arm A's warm interpreter when there is a
     usable one (torch is imported there already), else a fresh process."""
     if server is not None:
@@ -78,8 +85,9 @@ def probe(python: str, server: Optional[ForkServer], script: Path, env: dict[str
     return run_probe(python, script, env, cwd, nice)
 
 
-def _probe_forked(python: str, server: ForkServer, script: Path, env: dict[str, str], cwd: Path,
-                  nice: bool) -> Environment:
+def _probe_forked(
+    python: str, server: ForkServer, script: Path, env: dict[str, str], cwd: Path, nice: bool
+) -> Environment:
     envr = Environment(executable=python)
     log = cwd / "probe.log"
     try:
@@ -121,9 +129,16 @@ def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: b
     it fills idle gaps instead of competing with the test processes."""
     envr = Environment(executable=python)
     try:
-        proc = subprocess.Popen([python, str(script)], cwd=str(cwd), env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=procs.lower_priority if nice else None)
+        proc = subprocess.Popen(
+            [python, str(script)],
+            cwd=str(cwd),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=procs.lower_priority if nice else None,
+        )
         procs.register(proc)
         try:
             out, err = proc.communicate(timeout=300)

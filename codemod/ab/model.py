@@ -15,27 +15,34 @@ READABLE_SCHEMA_VERSIONS = (1, 2)
 
 # Outcomes of one test in one arm (worst phase wins: error > failed > ...).
 OUTCOMES = (
-    "passed", "failed", "error", "skipped", "xfailed", "xpassed",
-    "crashed", "timeout", "not-run",
+    "passed",
+    "failed",
+    "error",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "crashed",
+    "timeout",
+    "not-run",
 )
 
 # Per-test A/B categories, in report order (most important first).
 CATEGORIES = (
-    "new-failure",        # passed (or skipped) in A, fails/errors in B
-    "crash",              # crashed in B, not in A
-    "timeout",            # timed out in B, not in A
-    "missing-in-b",       # collected in A, absent from B
-    "no-longer-run",      # ran in A, skipped / not run in B (never counted as fixed)
+    "new-failure",  # passed (or skipped) in A, fails/errors in B
+    "crash",  # crashed in B, not in A
+    "timeout",  # timed out in B, not in A
+    "missing-in-b",  # collected in A, absent from B
+    "no-longer-run",  # ran in A, skipped / not run in B (never counted as fixed)
     "xfail-to-xpass",
     "xpass-to-xfail",
     "different-failure",  # fails in both, signatures differ
-    "similar-failure",    # fails in both, only the loose signatures match
-    "flaky",              # discordant, inconsistent on alternating reruns
-    "inconclusive",       # ran in neither arm (its file was stopped before it): no evidence
-    "pre-existing",       # fails in both with identical signature
-    "fixed",              # fails in A, passes in B
-    "newly-run",          # skipped in A, runs in B
-    "added-in-b",         # absent from A, present in B
+    "similar-failure",  # fails in both, only the loose signatures match
+    "flaky",  # discordant, inconsistent on alternating reruns
+    "inconclusive",  # ran in neither arm (its file was stopped before it): no evidence
+    "pre-existing",  # fails in both with identical signature
+    "fixed",  # fails in A, passes in B
+    "newly-run",  # skipped in A, runs in B
+    "added-in-b",  # absent from A, present in B
     "same-skip",
     "same-pass",
 )
@@ -55,17 +62,17 @@ class Outcome:
     """One test's result in one arm."""
 
     nodeid: str
-    outcome: str                      # one of OUTCOMES
-    phase: str = "call"               # collect | setup | call | teardown
-    exc_type: Optional[str] = None    # qualified, e.g. "_pickle.UnpicklingError"
+    outcome: str  # one of OUTCOMES
+    phase: str = "call"  # collect | setup | call | teardown
+    exc_type: str | None = None  # qualified, e.g. "_pickle.UnpicklingError"
     exc_chain: list[str] = field(default_factory=list)  # causes/contexts, outermost first
-    message: str = ""                 # raw first lines of the message (capped)
-    signature: Optional[str] = None   # exact normalised signature (None when passed)
-    loose_signature: Optional[str] = None
-    traceback: str = ""               # full longrepr, for the report only
+    message: str = ""  # raw first lines of the message (capped)
+    signature: str | None = None  # exact normalised signature (None when passed)
+    loose_signature: str | None = None
+    traceback: str = ""  # full longrepr, for the report only
     duration: float = 0.0
-    subtests: list["Outcome"] = field(default_factory=list)
-    signal: Optional[str] = None      # "SIGSEGV" when crashed
+    subtests: list[Outcome] = field(default_factory=list)
+    signal: str | None = None  # "SIGSEGV" when crashed
     reruns: list[str] = field(default_factory=list)  # outcomes of confirmation reruns (alone)
     # outcomes of reruns of the file up to this test (only when the arms agree
     # alone but differed in the file: order dependence vs flakiness)
@@ -74,41 +81,41 @@ class Outcome:
 
 @dataclass
 class ArmResult:
-    name: str                          # "A", "B", or a diagnostic arm's name
-    label: str                         # human description: "base HEAD~1", "work tree", ...
-    root: str                          # where it ran (temporary, removed afterwards)
-    source: str                        # "git:REF", "worktree", "dir:PATH"
+    name: str  # "A", "B", or a diagnostic arm's name
+    label: str  # human description: "base HEAD~1", "work tree", ...
+    root: str  # where it ran (temporary, removed afterwards)
+    source: str  # "git:REF", "worktree", "dir:PATH"
     env_added: dict[str, str] = field(default_factory=dict)  # --env and --diag vars
-    extra_args: list[str] = field(default_factory=list)     # e.g. --hw-classification GENERIC
-    command: str = ""                  # reproduction command (shell-quoted)
+    extra_args: list[str] = field(default_factory=list)  # e.g. --hw-classification GENERIC
+    command: str = ""  # reproduction command (shell-quoted)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     collection_errors: dict[str, Outcome] = field(default_factory=dict)  # by file
     # module-level pytest.skip(allow_module_level=True), by file (outcome "skipped", phase "collect")
     collection_skips: dict[str, Outcome] = field(default_factory=dict)
-    crashes: list[str] = field(default_factory=list)   # nodeids attributed a crash
-    ran: bool = True                    # False: the arm could not run at all
-    error: str = ""                     # why it could not run
+    crashes: list[str] = field(default_factory=list)  # nodeids attributed a crash
+    ran: bool = True  # False: the arm could not run at all
+    error: str = ""  # why it could not run
     duration: float = 0.0
 
 
 @dataclass
 class TestComparison:
     nodeid: str
-    category: str                       # one of CATEGORIES
-    a: Optional[Outcome] = None
-    b: Optional[Outcome] = None
-    note: str = ""                      # e.g. "renamed from X via --map"
-    mapped_from: Optional[str] = None
+    category: str  # one of CATEGORIES
+    a: Outcome | None = None
+    b: Outcome | None = None
+    note: str = ""  # e.g. "renamed from X via --map"
+    mapped_from: str | None = None
 
 
 @dataclass
 class DiagnosticSummary:
     name: str
-    based_on: str                       # "A" or "B"
+    based_on: str  # "A" or "B"
     variables: dict[str, str] = field(default_factory=dict)
     # nodeid -> (outcome in the base arm, outcome in the diagnostic arm), only changed ones
     changed: dict[str, list[str]] = field(default_factory=dict)
-    statement: str = ""                 # "3 failures in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
+    statement: str = ""  # "3 failures in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
 
 
 @dataclass
@@ -116,16 +123,16 @@ class CauseFinding:
     """Why one group of identical failures fails (codemod.ab.causes), and the evidence."""
 
     nodeids: list[str] = field(default_factory=list)
-    scope: str = "both"                 # "both" (identical in A and B), "b-changed" (fails differently), "b-only"
+    scope: str = "both"  # "both" (identical in A and B), "b-changed" (fails differently), "b-only"
     category: str = ""
-    signature: str = ""                 # the group's (B, else A) signature
+    signature: str = ""  # the group's (B, else A) signature
     exc_type: str = ""
-    cause: Optional[str] = None         # an id of codemod.ab.causes.CAUSES; None = no cause matched
-    status: str = "unknown"             # confirmed | not-confirmed | suspected | unknown
-    experiment: str = ""                # "diag" | "probe" | "import"
+    cause: str | None = None  # an id of codemod.ab.causes.CAUSES; None = no cause matched
+    status: str = "unknown"  # confirmed | not-confirmed | suspected | unknown
+    experiment: str = ""  # "diag" | "probe" | "import"
     variables: dict[str, str] = field(default_factory=dict)  # kind "diag": the confirming arm's variables
-    based_on: str = ""                  # kind "diag": "A" or "B"
-    evidence: dict[str, str] = field(default_factory=dict)   # facts the explanation and remedy cite
+    based_on: str = ""  # kind "diag": "A" or "B"
+    evidence: dict[str, str] = field(default_factory=dict)  # facts the explanation and remedy cite
 
 
 @dataclass
@@ -134,23 +141,23 @@ class Environment:
     executable: str = ""
     platform: str = ""
     machine: str = ""
-    cpu_model: Optional[str] = None      # "Intel(R) Xeon(R) ...", or the Arm implementer/part
+    cpu_model: str | None = None  # "Intel(R) Xeon(R) ...", or the Arm implementer/part
     cpu_flags: list[str] = field(default_factory=list)  # ISA flags the quantized engines depend on
-    cpu_count: Optional[int] = None      # os.cpu_count()
-    cpu_usable: Optional[int] = None     # cores this process may run on (affinity)
-    torch_version: Optional[str] = None
-    torch_git_version: Optional[str] = None
-    cuda: Optional[str] = None           # version string when available
-    rocm: Optional[str] = None
-    xpu: Optional[bool] = None
-    mps: Optional[bool] = None
-    accelerator: Optional[str] = None    # torch.accelerator.current_accelerator()
+    cpu_count: int | None = None  # os.cpu_count()
+    cpu_usable: int | None = None  # cores this process may run on (affinity)
+    torch_version: str | None = None
+    torch_git_version: str | None = None
+    cuda: str | None = None  # version string when available
+    rocm: str | None = None
+    xpu: bool | None = None
+    mps: bool | None = None
+    accelerator: str | None = None  # torch.accelerator.current_accelerator()
     backends: dict[str, str] = field(default_factory=dict)  # e.g. {"torch_npu": "2.6.0"}
-    quantized_engine: Optional[str] = None
+    quantized_engine: str | None = None
     supported_engines: list[str] = field(default_factory=list)
-    prepack: dict[str, str] = field(default_factory=dict)   # engine -> "ok" | error text
-    has_hw_classification: Optional[bool] = None
-    pytest_version: Optional[str] = None   # added by the A/B runner
+    prepack: dict[str, str] = field(default_factory=dict)  # engine -> "ok" | error text
+    has_hw_classification: bool | None = None
+    pytest_version: str | None = None  # added by the A/B runner
     variables: dict[str, str] = field(default_factory=dict)  # TORCH_*, PYTORCH_*
     probe_error: str = ""
 
@@ -160,7 +167,7 @@ class ClassChange:
     """What the diff between the arms does inside one class."""
 
     name: str
-    labels: list[str] = field(default_factory=list)      # `hw_classification = HardwareClassification.X` added
+    labels: list[str] = field(default_factory=list)  # `hw_classification = HardwareClassification.X` added
     removed_labels: list[str] = field(default_factory=list)
     torch_load: list[str] = field(default_factory=list)  # torch.load edits: "weights_only=False", "safe_globals([...])"
 
@@ -172,7 +179,7 @@ class FileChange:
     removed: int = 0
     classes: list[ClassChange] = field(default_factory=list)
     torch_load: list[str] = field(default_factory=list)  # torch.load edits outside any class
-    imports: list[str] = field(default_factory=list)     # import lines added
+    imports: list[str] = field(default_factory=list)  # import lines added
 
 
 @dataclass
@@ -180,9 +187,9 @@ class Changes:
     """What differs between the arms, read from `git diff REF` (arms from git only)."""
 
     ref: str = ""
-    stat: str = ""                                        # `git diff --stat` text
+    stat: str = ""  # `git diff --stat` text
     files: list[FileChange] = field(default_factory=list)
-    error: str = ""                                       # why the diff could not be read
+    error: str = ""  # why the diff could not be read
 
 
 @dataclass
@@ -193,31 +200,31 @@ class ABResult:
     verdict: str = "INCONCLUSIVE"
     verdict_reason: str = ""
     paths: list[str] = field(default_factory=list)
-    base_ref: Optional[str] = None
-    started: str = ""                   # ISO 8601
+    base_ref: str | None = None
+    started: str = ""  # ISO 8601
     duration: float = 0.0
-    python: str = ""                    # the target interpreter
-    shard: Optional[str] = None         # "I/N"
+    python: str = ""  # the target interpreter
+    shard: str | None = None  # "I/N"
     env_unset: list[str] = field(default_factory=list)
-    env_set: dict[str, str] = field(default_factory=dict)   # applied to every arm
+    env_set: dict[str, str] = field(default_factory=dict)  # applied to every arm
     arms: list[ArmResult] = field(default_factory=list)
     tests: list[TestComparison] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)    # category -> n
+    counts: dict[str, int] = field(default_factory=dict)  # category -> n
     diagnostics: list[DiagnosticSummary] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
-    mapping: dict[str, str] = field(default_factory=dict)   # --map OLD=NEW
-    warnings: list[str] = field(default_factory=list)       # added by the A/B runner: non-fatal problems
+    mapping: dict[str, str] = field(default_factory=dict)  # --map OLD=NEW
+    warnings: list[str] = field(default_factory=list)  # added by the A/B runner: non-fatal problems
     causes: list[CauseFinding] = field(default_factory=list)  # schema 2: per failure group (codemod.ab.causes)
-    changes: Optional["Changes"] = None                       # schema 2: what differs between git arms
+    changes: Changes | None = None  # schema 2: what differs between git arms
 
-    def arm(self, name: str) -> Optional[ArmResult]:
+    def arm(self, name: str) -> ArmResult | None:
         return next((a for a in self.arms if a.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> "ABResult":
+    def from_json(cls, data: Any) -> ABResult:
         """Rebuild a result; ValueError for anything that is not one (wrong shape included)."""
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")

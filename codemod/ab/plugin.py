@@ -107,7 +107,7 @@ def _longrepr(report) -> str:
     except Exception:
         text = repr(report.longrepr)
     if len(text) > _LONGREPR_CHARS:
-        text = text[: _LONGREPR_CHARS // 3] + "\n...[truncated]...\n" + text[-(2 * _LONGREPR_CHARS) // 3:]
+        text = text[: _LONGREPR_CHARS // 3] + "\n...[truncated]...\n" + text[-(2 * _LONGREPR_CHARS) // 3 :]
     return text
 
 
@@ -206,8 +206,9 @@ class _Recorder:
             if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
                 reason = str(report.longrepr[2])
             nodeid = self.nid(report.nodeid)
-            self.emit({"ev": "collectskip", "nodeid": nodeid, "file": nodeid.split("::", 1)[0],
-                       "reason": reason}, sync=True)
+            self.emit(
+                {"ev": "collectskip", "nodeid": nodeid, "file": nodeid.split("::", 1)[0], "reason": reason}, sync=True
+            )
             return
         if not report.failed:
             return
@@ -216,10 +217,16 @@ class _Recorder:
             info = self.last_exc[2]
         nodeid = self.nid(report.nodeid)
         path = nodeid.split("::", 1)[0]
-        self.emit({
-            "ev": "collecterror", "nodeid": nodeid, "file": path,
-            "exc": info, "longrepr": _longrepr(report),
-        }, sync=True)
+        self.emit(
+            {
+                "ev": "collecterror",
+                "nodeid": nodeid,
+                "file": path,
+                "exc": info,
+                "longrepr": _longrepr(report),
+            },
+            sync=True,
+        )
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.emit({"ev": "start", "nodeid": self.nid(nodeid)}, sync=True)
@@ -246,11 +253,16 @@ class _Recorder:
         subtest = None
         if context is not None and hasattr(context, "kwargs"):
             kwargs = getattr(context, "kwargs", None) or {}
-            subtest = {"msg": getattr(context, "msg", None),
-                       "kwargs": {str(k): str(v) for k, v in dict(kwargs).items()}}
+            subtest = {
+                "msg": getattr(context, "msg", None),
+                "kwargs": {str(k): str(v) for k, v in dict(kwargs).items()},
+            }
         record = {
-            "ev": "report", "nodeid": self.nid(report.nodeid), "when": report.when,
-            "outcome": report.outcome, "duration": getattr(report, "duration", 0.0),
+            "ev": "report",
+            "nodeid": self.nid(report.nodeid),
+            "when": report.when,
+            "outcome": report.outcome,
+            "duration": getattr(report, "duration", 0.0),
             "wasxfail": getattr(report, "wasxfail", None) if hasattr(report, "wasxfail") else None,
             "xfail": hasattr(report, "wasxfail"),
             "exc": info if report.outcome != "passed" else None,
@@ -273,6 +285,7 @@ def _die_with_parent(parent: str) -> None:
         try:
             import ctypes
             import signal
+
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
         except Exception:
             return
@@ -288,9 +301,16 @@ def pytest_configure(config):
     if parent:
         _die_with_parent(parent)
     rec = _Recorder(path, os.environ.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
-    rec.emit({
-        "ev": "session", "pid": os.getpid(), "python": sys.version.split()[0],
-        "pytest": getattr(pytest, "__version__", "?"), "cwd": os.getcwd(),
-        "rootdir": str(getattr(config, "rootpath", "")), "nodeid_prefix": rec.prefix,
-    }, sync=True)
+    rec.emit(
+        {
+            "ev": "session",
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "pytest": getattr(pytest, "__version__", "?"),
+            "cwd": os.getcwd(),
+            "rootdir": str(getattr(config, "rootpath", "")),
+            "nodeid_prefix": rec.prefix,
+        },
+        sync=True,
+    )
     config.pluginmanager.register(rec, "decouple_ab_recorder")

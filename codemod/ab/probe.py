@@ -15,8 +15,15 @@ import sys
 import warnings
 
 _KNOWN_BACKENDS = (
-    "torch_npu", "torch-npu", "torch_mlu", "intel_extension_for_pytorch", "torch_xla",
-    "torch_directml", "habana_torch_plugin", "torch_musa", "torch_gcu",
+    "torch_npu",
+    "torch-npu",
+    "torch_mlu",
+    "intel_extension_for_pytorch",
+    "torch_xla",
+    "torch_directml",
+    "habana_torch_plugin",
+    "torch_musa",
+    "torch_gcu",
 )
 
 
@@ -53,9 +60,29 @@ def _backends() -> dict:
 # CPU features the quantized engines depend on (fbgemm/x86: AVX2, AVX-512, VNNI, AMX;
 # qnnpack/onednn on Arm: NEON/ASIMD, dot product, SVE, i8mm, bf16).
 QUANT_FLAGS = (
-    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_vnni",
-    "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16",
-    "neon", "asimd", "asimddp", "asimdhp", "sve", "sve2", "i8mm", "bf16",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512dq",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+    "neon",
+    "asimd",
+    "asimddp",
+    "asimdhp",
+    "sve",
+    "sve2",
+    "i8mm",
+    "bf16",
 )
 
 
@@ -87,7 +114,8 @@ def cpu_facts(cpuinfo: str = "", machine: str = "") -> dict:
     flags = set((fields.get("flags") or fields.get("features") or "").split())
     if not cpuinfo and sys.platform == "darwin":  # pragma: no cover - macOS only
         import subprocess
-        for key, name in (("model", "machdep.cpu.brand_string"),):
+
+        for _key, name in (("model", "machdep.cpu.brand_string"),):
             try:
                 out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5)
                 if out.returncode == 0:
@@ -118,6 +146,7 @@ def probe() -> dict:
     errors = []
     try:
         import pytest  # noqa: F401
+
         facts["pytest_version"] = getattr(pytest, "__version__", None)
     except Exception as err:
         errors.append(f"pytest: {_first_line(err)}")

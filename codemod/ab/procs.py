@@ -14,7 +14,6 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 try:
     import fcntl
@@ -37,7 +36,7 @@ class Interrupted(Exception):
 # ---------------------------------------------------------------------------
 # child process registry (so a signal handler can kill every group)
 
-_LIVE: dict[int, subprocess.Popen] = {}    # or warm.ForkedProcess
+_LIVE: dict[int, subprocess.Popen] = {}  # or warm.ForkedProcess
 _LIVE_LOCK = threading.Lock()
 
 
@@ -170,7 +169,7 @@ def block_signals():
 LOCK_NAME = "run.lock"
 
 
-def claim_root(work) -> Optional[int]:
+def claim_root(work) -> int | None:
     """Mark `work` (a run's temporary root) as in use for the life of this
     process: an exclusive flock on ``work/run.lock``, released by the kernel
     when the process dies however it dies.  The lock is taken before the name
@@ -212,7 +211,7 @@ def reap_stale_roots(tmpdir, prefix: str) -> list:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            os.close(fd)              # a live run holds it
+            os.close(fd)  # a live run holds it
             continue
         try:
             shutil.rmtree(entry.path, ignore_errors=True)

@@ -19,20 +19,20 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from codemod.ab import arms as _arms
 from codemod.ab import compare as _cmp
-from codemod.ab import shard as _shard
 from codemod.ab import procs
-from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
-from codemod.ab.model import ABResult, ArmResult, TestComparison
-from codemod.ab.interp import check_python, probe, resolve_python  # noqa: F401 (resolve_python: API)
-from codemod.ab.procs import Interrupted, UsageError, kill_all_children  # noqa: F401 (API)
+from codemod.ab import shard as _shard
 from codemod.ab import warm as _warm
+from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
+from codemod.ab.interp import check_python, probe, resolve_python  # noqa: F401 (resolve_python: API)
+from codemod.ab.model import ABResult, ArmResult, TestComparison
+from codemod.ab.procs import Interrupted, UsageError, kill_all_children  # noqa: F401 (API)
 from codemod.ab.warm import SERVER_MODULE, ForkServer
 
 _HERE = Path(__file__).resolve().parent
@@ -42,7 +42,7 @@ TEMP_PREFIX = "decouple-ab-"
 @dataclass
 class DiagSpec:
     name: str
-    based_on: str          # "A" or "B"
+    based_on: str  # "A" or "B"
     variables: dict[str, str]
 
 
@@ -76,7 +76,7 @@ def parse_env(items) -> dict[str, str]:
     return out
 
 
-def parse_shard(text: Optional[str]) -> Optional[tuple[int, int]]:
+def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
     try:
@@ -91,25 +91,25 @@ def parse_shard(text: Optional[str]) -> Optional[tuple[int, int]]:
 @dataclass
 class RunOptions:
     paths: list[str]
-    base: Optional[str] = None
-    a_root: Optional[str] = None
-    b_root: Optional[str] = None
+    base: str | None = None
+    a_root: str | None = None
+    b_root: str | None = None
     python: str = sys.executable
     env: dict[str, str] = field(default_factory=dict)
     diags: list[DiagSpec] = field(default_factory=list)
     hw_classification: list[str] = field(default_factory=list)
-    timeout: float = 600.0            # per test (0 = none)
-    file_timeout: float = 0.0         # per file (0 = none)
-    jobs: int = 0                     # 0 = cpu count
+    timeout: float = 600.0  # per test (0 = none)
+    file_timeout: float = 0.0  # per file (0 = none)
+    jobs: int = 0  # 0 = cpu count
     confirm: int = 2
     mapping: dict[str, str] = field(default_factory=dict)
-    shard: Optional[str] = None
-    durations: Optional[_shard.Durations] = None   # recorded times that balance the shards
-    cwd: Optional[str] = None
-    progress: Optional[Callable[[str], None]] = None
-    keep_temp: bool = False           # debugging only
-    fsync: str = "none"               # plugin fsync policy: none | start | all
-    fork: bool = True                 # a warm interpreter per arm (False: a fresh process per run)
+    shard: str | None = None
+    durations: _shard.Durations | None = None  # recorded times that balance the shards
+    cwd: str | None = None
+    progress: Callable[[str], None] | None = None
+    keep_temp: bool = False  # debugging only
+    fsync: str = "none"  # plugin fsync policy: none | start | all
+    fork: bool = True  # a warm interpreter per arm (False: a fresh process per run)
     # filled in by the run: wall seconds per file (the slower of arms A and B), for --durations-out
     file_durations: dict[str, float] = field(default_factory=dict)
 
@@ -121,10 +121,10 @@ class RunOptions:
 def _tool_version() -> str:
     try:
         from importlib import metadata
+
         return metadata.version("test-decouple")
     except Exception:
         return ""
-
 
 
 def thread_vars(base_env: dict[str, str], user_env: dict[str, str], jobs: int) -> dict[str, str]:
@@ -152,9 +152,9 @@ def _safe_name(name: str) -> str:
 def run_ab(opts: RunOptions) -> ABResult:
     old = procs.install_signal_handlers()
     stop = threading.Event()
-    work: Optional[Path] = None
-    pool: Optional[ThreadPoolExecutor] = None
-    lock: Optional[int] = None
+    work: Path | None = None
+    pool: ThreadPoolExecutor | None = None
+    lock: int | None = None
     servers: list[ForkServer] = []
     try:
         for stale in procs.reap_stale_roots(Path(tempfile.gettempdir()), TEMP_PREFIX):
@@ -162,8 +162,9 @@ def run_ab(opts: RunOptions) -> ABResult:
             (opts.progress or (lambda _m: None))(f"removed {stale}, left by an A/B run that was killed")
         work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         lock = procs.claim_root(work)
-        pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs or os.cpu_count() or 1),
-                                  thread_name_prefix="decouple-ab")
+        pool = ThreadPoolExecutor(
+            max_workers=max(1, opts.jobs or os.cpu_count() or 1), thread_name_prefix="decouple-ab"
+        )
         return _run(opts, work, pool, stop, servers)
     except Interrupted:
         stop.set()
@@ -200,14 +201,20 @@ def _wait_all(futures: list[Future], stop: threading.Event) -> None:
                 raise exc
 
 
-def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading.Event,
-         servers: list[ForkServer]) -> ABResult:
+def _run(
+    opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading.Event, servers: list[ForkServer]
+) -> ABResult:
     t0 = time.monotonic()
     say = opts.progress or (lambda _m: None)
     cwd = Path(opts.cwd or os.getcwd()).resolve()
-    result = ABResult(tool_version=_tool_version(), normaliser_version=_cmp.NORMALISER_VERSION,
-                      started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                      python=opts.python, shard=opts.shard, mapping=dict(opts.mapping))
+    result = ABResult(
+        tool_version=_tool_version(),
+        normaliser_version=_cmp.NORMALISER_VERSION,
+        started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        python=opts.python,
+        shard=opts.shard,
+        mapping=dict(opts.mapping),
+    )
     shard = parse_shard(opts.shard)
     if not opts.paths:
         raise UsageError("give at least one test path")
@@ -249,8 +256,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
             for root, flag in ((a_root, "--a-root"), (b_root, "--b-root")):
                 if not root.is_dir():
                     raise UsageError(f"{flag} {root} is not a directory")
-            sel = _arms.Selection(paths=[p.strip("/") for p in opts.paths],
-                                  common=_arms.common_dir(opts.paths))
+            sel = _arms.Selection(paths=[p.strip("/") for p in opts.paths], common=_arms.common_dir(opts.paths))
             for p in sel.paths:
                 if os.path.isabs(p.split("::")[0]) or ".." in Path(p.split("::")[0]).parts:
                     raise UsageError(f"with --a-root/--b-root, PATHS must be relative to the roots: {p}")
@@ -268,12 +274,19 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     # the runner's own variables, applied to every arm like --env (which overrides them)
     runner_env = thread_vars(base_env, opts.env, opts.jobs)
     if runner_env:
-        say("torch threads: " + " ".join(f"{k}={v}" for k, v in runner_env.items())
-            + f" in every arm (-j {opts.jobs} on {os.cpu_count()} cores)")
+        say(
+            "torch threads: "
+            + " ".join(f"{k}={v}" for k, v in runner_env.items())
+            + f" in every arm (-j {opts.jobs} on {os.cpu_count()} cores)"
+        )
     arm_env = {**runner_env, **opts.env}
     result.env_unset = list(_arms.UNSET_VARS)
-    result.env_set = {**_arms.FIXED_VARS, "PYTHONPYCACHEPREFIX": "<per-arm prefix in the decouple cache>",
-                      "TMPDIR": "<per-arm temp dir>", **arm_env}
+    result.env_set = {
+        **_arms.FIXED_VARS,
+        "PYTHONPYCACHEPREFIX": "<per-arm prefix in the decouple cache>",
+        "TMPDIR": "<per-arm temp dir>",
+        **arm_env,
+    }
     result.warnings.extend(_arms.pythonpath_warnings(base_env, user_roots))
 
     # arm specs
@@ -288,8 +301,15 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         (wd / "tmp").mkdir()
         pycache = cache / _safe_name(name) if cache is not None else wd / "pycache"
         pycache.mkdir(parents=True, exist_ok=True)
-        spec = _arms.ArmSpec(name=name, label=label, source=source, root=wd / "root", workdir=wd,
-                             env_added=dict(added), based_on=based_on)
+        spec = _arms.ArmSpec(
+            name=name,
+            label=label,
+            source=source,
+            root=wd / "root",
+            workdir=wd,
+            env_added=dict(added),
+            based_on=based_on,
+        )
         spec.env = _arms.sanitised_env(base_env, added, pycache, support, wd / "tmp")
         spec.env["DECOUPLE_AB_FSYNC"] = opts.fsync
         return spec
@@ -307,12 +327,13 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
                 # whole commit when the import root is the top
                 paths = "" if "" in used else " --" + "".join(f" {shlex.quote(p)}" for p in used)
                 spec.materialise_note = (
-                    f"D=$(mktemp -d) && git -C {shlex.quote(str(src))} archive {commit}{paths}"
-                    f' | tar -x -C "$D"')
+                    f'D=$(mktemp -d) && git -C {shlex.quote(str(src))} archive {commit}{paths} | tar -x -C "$D"'
+                )
                 if _has_export_attributes(spec.root):
                     result.warnings.append(
                         f"arm {name}: .gitattributes uses export-ignore/export-subst; the reproduction command's "
-                        "git archive applies them (the run itself read the git objects unaltered)")
+                        "git archive applies them (the run itself read the git objects unaltered)"
+                    )
             else:
                 _arms.materialise_dir(src, sel, spec.root)
         except (_arms.ArmError, OSError) as err:
@@ -321,8 +342,9 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
         say(f"arm {name}: {label} materialised in {time.monotonic() - t:.2f}s")
     for d in opts.diags:
         base = specs[d.based_on]
-        spec = make_spec(d.name, f"diagnostic {d.name} on {d.based_on}", base.source,
-                         {**arm_env, **d.variables}, based_on=d.based_on)
+        spec = make_spec(
+            d.name, f"diagnostic {d.name} on {d.based_on}", base.source, {**arm_env, **d.variables}, based_on=d.based_on
+        )
         if d.based_on in arm_errors:
             arm_errors[d.name] = arm_errors[d.based_on]
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -364,8 +386,16 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     # A dedicated thread: the pool's workers are for test processes.  Niced,
     # unless --hw-classification has to wait for its answer before B starts.
     probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
-    probe_future = probe_pool.submit(probe, opts.python, (launched or {}).get("A"), support / "decouple_ab_probe.py",
-                                     probe_env, probe_dir, not opts.hw_classification, stop)
+    probe_future = probe_pool.submit(
+        probe,
+        opts.python,
+        (launched or {}).get("A"),
+        support / "decouple_ab_probe.py",
+        probe_env,
+        probe_dir,
+        not opts.hw_classification,
+        stop,
+    )
     probe_pool.shutdown(wait=False)
 
     # --hw-classification for B (and diagnostic arms based on B)
@@ -385,8 +415,9 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
                         specs[d.name].extra_args = list(hw)
 
     warm = _warm.settle(opts.fork, launched, t_warm, stop, say, result.warnings)
-    runners = {n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n))
-               for n, s in specs.items()}
+    runners = {
+        n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
+    }
     jobs: list[Future] = []
     job_meta: list[tuple[str, str]] = []
     for piece in pieces:
@@ -401,9 +432,15 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
 
     arm_results: dict[str, ArmResult] = {}
     for name, spec in specs.items():
-        arm_results[name] = ArmResult(name=name, label=spec.label, root=str(spec.root), source=spec.source,
-                                      env_added=dict(spec.env_added), extra_args=list(spec.extra_args))
-    for fut, (name, f) in zip(jobs, job_meta):
+        arm_results[name] = ArmResult(
+            name=name,
+            label=spec.label,
+            root=str(spec.root),
+            source=spec.source,
+            env_added=dict(spec.env_added),
+            extra_args=list(spec.extra_args),
+        )
+    for fut, (name, f) in zip(jobs, job_meta, strict=False):
         fr: FileRun = fut.result()
         ar = arm_results[name]
         ar.outcomes.update(fr.outcomes)
@@ -420,10 +457,17 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
             ar.ran, ar.error = False, arm_errors[name]
         run_files = [x for f in all_files for x in files_by_arm[name].get(f, [])]
         ar.command = _arms.repro_command(
-            spec, opts.python, run_files, prefix=spec.materialise_note,
-            cd=('"$D"' if spec.materialise_note else
-                str(sources["A" if name == "A" or spec.based_on == "A" else "B"][1])),
-            cd_raw=bool(spec.materialise_note))
+            spec,
+            opts.python,
+            run_files,
+            prefix=spec.materialise_note,
+            cd=(
+                '"$D"'
+                if spec.materialise_note
+                else str(sources["A" if name == "A" or spec.based_on == "A" else "B"][1])
+            ),
+            cd_raw=bool(spec.materialise_note),
+        )
 
     roots = [str(s.root) for s in specs.values()] + [str(r) for r in user_roots] + [str(work)]
     for ar in arm_results.values():
@@ -435,16 +479,26 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
 
     # confirm discordant tests: each alone, alternating A and B
     if opts.confirm > 0 and a.ran and b.ran:
-        todo = [r for r in rows if r.category in _cmp.DISCORDANT and r.a is not None and r.b is not None
-                and r.a.phase != "collect" and r.b.phase != "collect"
-                and r.a.outcome != "not-run" and r.b.outcome != "not-run"
-                and r.a.nodeid in a.outcomes and r.b.nodeid in b.outcomes]
+        todo = [
+            r
+            for r in rows
+            if r.category in _cmp.DISCORDANT
+            and r.a is not None
+            and r.b is not None
+            and r.a.phase != "collect"
+            and r.b.phase != "collect"
+            and r.a.outcome != "not-run"
+            and r.b.outcome != "not-run"
+            and r.a.nodeid in a.outcomes
+            and r.b.nodeid in b.outcomes
+        ]
         if todo:
             groups = _by_file(todo)
-            say(f"confirming {len(todo)} discordant test(s) in {len(groups)} file(s), {opts.confirm} "
-                "alternating rerun(s) each")
-            futs = [pool.submit(_confirm, runners["A"], runners["B"], a, b, rs, opts.confirm)
-                    for rs in groups.values()]
+            say(
+                f"confirming {len(todo)} discordant test(s) in {len(groups)} file(s), {opts.confirm} "
+                "alternating rerun(s) each"
+            )
+            futs = [pool.submit(_confirm, runners["A"], runners["B"], a, b, rs, opts.confirm) for rs in groups.values()]
             _wait_all(futs, stop)
             # alone, both arms agree although they differed in the file: rerun
             # the file (up to the test) once per arm to tell an order-dependent
@@ -452,8 +506,10 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
             suspects = [r for r in todo if _cmp.rerun_state(r) == "order-suspect"]
             if suspects:
                 say(f"rerunning the file around {len(suspects)} test(s) that differ only in the file")
-                futs = [pool.submit(_confirm_in_file, runners["A"], runners["B"], a, b, fa, fb, rs)
-                        for (fa, fb), rs in _by_file(suspects).items()]
+                futs = [
+                    pool.submit(_confirm_in_file, runners["A"], runners["B"], a, b, fa, fb, rs)
+                    for (fa, fb), rs in _by_file(suspects).items()
+                ]
                 _wait_all(futs, stop)
             for r in todo:
                 _cmp.settle_flaky(r)
@@ -463,8 +519,9 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
     result.counts = _cmp.count(rows)
 
     for d in opts.diags:
-        result.diagnostics.append(_cmp.diagnose(d.name, d.based_on, d.variables,
-                                                arm_results[d.based_on], arm_results[d.name]))
+        result.diagnostics.append(
+            _cmp.diagnose(d.name, d.based_on, d.variables, arm_results[d.based_on], arm_results[d.name])
+        )
 
     envr = probe_future.result()
     envr.executable = envr.executable or opts.python
@@ -482,8 +539,7 @@ def _run(opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading
 
 
 def _progress_wrap(runner: ArmRunner, f: str, args: list[str], say, piece: _shard.Piece) -> FileRun:
-    fr = runner.run_file(f, args, only=set(piece.only) if piece.only is not None else None,
-                         deselect=piece.deselect)
+    fr = runner.run_file(f, args, only=set(piece.only) if piece.only is not None else None, deselect=piece.deselect)
     counts: dict[str, int] = {}
     for o in fr.outcomes.values():
         counts[o.outcome] = counts.get(o.outcome, 0) + 1
@@ -531,8 +587,9 @@ def _file_prefix(arm: ArmResult, file: str, upto: set[str]) -> set[str]:
     return set(ids[: last + 1])
 
 
-def _confirm_in_file(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, fa: str, fb: str,
-                     rows: list[TestComparison]) -> None:
+def _confirm_in_file(
+    ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, fa: str, fb: str, rows: list[TestComparison]
+) -> None:
     for runner, arm, f, side in ((ra, a, fa, "a"), (rb, b, fb, "b")):
         targets = {getattr(r, side).nodeid for r in rows}
         only = _file_prefix(arm, f, targets)
@@ -544,7 +601,7 @@ def _confirm_in_file(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, f
 
 
 def _has_export_attributes(root: Path) -> bool:
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         if ".gitattributes" in filenames:
             try:
                 text = Path(dirpath, ".gitattributes").read_text(encoding="utf-8", errors="replace")
@@ -555,8 +612,7 @@ def _has_export_attributes(root: Path) -> bool:
     return False
 
 
-def _confirm(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, rows: list[TestComparison],
-             k: int) -> None:
+def _confirm(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, rows: list[TestComparison], k: int) -> None:
     """`k` rounds, alternating A and B; each round reruns all of the file's
     discordant tests in one process per arm."""
     for _ in range(k):
@@ -567,9 +623,16 @@ def _confirm(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, rows: lis
             r.b.reruns.append(got_b[r.b.nodeid])
 
 
-def run_single_file(root: str, file: str, python: Optional[str] = None, env: Optional[dict[str, str]] = None,
-                    timeout: float = 600.0, file_timeout: float = 0.0, only: Optional[set[str]] = None,
-                    args: Optional[list[str]] = None) -> FileRun:
+def run_single_file(
+    root: str,
+    file: str,
+    python: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600.0,
+    file_timeout: float = 0.0,
+    only: set[str] | None = None,
+    args: list[str] | None = None,
+) -> FileRun:
     """Run one test file of a directory (in place) through the capture plugin.
 
     For tests and tooling: no arm copy, no comparison.  `root` is the cwd and
@@ -583,8 +646,9 @@ def run_single_file(root: str, file: str, python: Optional[str] = None, env: Opt
         shutil.copy2(_HERE / "plugin.py", support / f"{PLUGIN_MODULE}.py")
         for sub in ("events", "logs", "pycache", "tmp"):
             (work / sub).mkdir()
-        spec = _arms.ArmSpec(name="X", label="single", source=f"dir:{root}", root=Path(root), workdir=work,
-                             env_added=dict(env or {}))
+        spec = _arms.ArmSpec(
+            name="X", label="single", source=f"dir:{root}", root=Path(root), workdir=work, env_added=dict(env or {})
+        )
         spec.env = _arms.sanitised_env(dict(os.environ), dict(env or {}), work / "pycache", support, work / "tmp")
         runner = ArmRunner(spec, python or sys.executable, timeout, file_timeout, threading.Event())
         return runner.run_file(file, list(args or [file]), only=only)

@@ -34,8 +34,8 @@ class DurationsError(ValueError):
 
 @dataclass(frozen=True)
 class Durations:
-    files: Mapping[str, float] = field(default_factory=dict)   # file path -> seconds
-    tests: Mapping[str, float] = field(default_factory=dict)   # node id -> seconds
+    files: Mapping[str, float] = field(default_factory=dict)  # file path -> seconds
+    tests: Mapping[str, float] = field(default_factory=dict)  # node id -> seconds
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ class Piece:
 
     file: str
     weight: float
-    only: tuple[str, ...] | None = None     # run just these node ids
-    deselect: tuple[str, ...] = ()          # run the file without these node ids (the file's home part)
+    only: tuple[str, ...] | None = None  # run just these node ids
+    deselect: tuple[str, ...] = ()  # run the file without these node ids (the file's home part)
 
 
 def file_of(nodeid: str) -> str:
@@ -80,8 +80,10 @@ def _read_one(path: Path) -> Durations:
         raise DurationsError(f"--durations {path}: not JSON: {err}") from None
     if isinstance(data, dict) and data.get("schema") == DURATIONS_SCHEMA:
         try:
-            return Durations({str(k): float(v) for k, v in data.get("files", {}).items()},
-                             {str(k): float(v) for k, v in data.get("tests", {}).items()})
+            return Durations(
+                {str(k): float(v) for k, v in data.get("files", {}).items()},
+                {str(k): float(v) for k, v in data.get("tests", {}).items()},
+            )
         except (TypeError, ValueError, AttributeError) as err:
             raise DurationsError(f"--durations {path}: malformed: {err}") from None
     if isinstance(data, dict) and "arms" in data and "verdict" in data:
@@ -115,9 +117,17 @@ def load_durations(paths: Sequence[str]) -> Durations:
 
 
 def durations_json(files: Mapping[str, float], tests: Mapping[str, float]) -> str:
-    return json.dumps({"schema": DURATIONS_SCHEMA,
-                       "files": {k: round(v, 3) for k, v in sorted(files.items())},
-                       "tests": {k: round(v, 3) for k, v in sorted(tests.items())}}, indent=1) + "\n"
+    return (
+        json.dumps(
+            {
+                "schema": DURATIONS_SCHEMA,
+                "files": {k: round(v, 3) for k, v in sorted(files.items())},
+                "tests": {k: round(v, 3) for k, v in sorted(tests.items())},
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -190,20 +200,27 @@ def _merge_parts(bins: list[list[Piece]]) -> list[list[Piece]]:
     return [sorted(items, key=lambda p: p.file) for items in out]
 
 
-def plan(files: Sequence[str], n: int, durations: Durations | None = None,
-         size_of: Callable[[str], int] = lambda f: 1) -> list[list[Piece]]:
+def plan(
+    files: Sequence[str], n: int, durations: Durations | None = None, size_of: Callable[[str], int] = lambda f: 1
+) -> list[list[Piece]]:
     """All N shards (0-based list), each a path-sorted list of pieces."""
     return _merge_parts(pack(pieces(files, n, durations or Durations(), size_of), n))
 
 
-def select(files: Sequence[str], i: int, n: int, durations: Durations | None = None,
-           size_of: Callable[[str], int] = lambda f: 1) -> list[Piece]:
+def select(
+    files: Sequence[str],
+    i: int,
+    n: int,
+    durations: Durations | None = None,
+    size_of: Callable[[str], int] = lambda f: 1,
+) -> list[Piece]:
     """Shard I of N (1-based, as on the command line)."""
     return plan(files, n, durations, size_of)[i - 1]
 
 
 def size_in(roots: Sequence[Path]) -> Callable[[str], int]:
     """File size in the first root that has the file (0 when none has it)."""
+
     def size_of(rel: str) -> int:
         for root in roots:
             try:
@@ -211,4 +228,5 @@ def size_in(roots: Sequence[Path]) -> Callable[[str], int]:
             except OSError:
                 continue
         return 0
+
     return size_of

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Optional
 
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
 from codemod.report.ab_facts import compact_signature, failure_groups, middle_truncate
@@ -17,12 +16,12 @@ def _c(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-def _short(text: Optional[str], n: int) -> str:
+def _short(text: str | None, n: int) -> str:
     text = (text or "").replace("\n", " ")
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _cell(o: Optional[Outcome]) -> str:
+def _cell(o: Outcome | None) -> str:
     if o is None:
         return "-"
     s = o.outcome
@@ -93,7 +92,7 @@ def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) ->
     wb = min(24, max(len(_cell(g[0].b)) for g in groups))
     out: list[str] = []
     shown = 0
-    for group, label in zip(groups, labels):
+    for group, label in zip(groups, labels, strict=False):
         if shown >= max_rows:
             break
         r = group[0]
@@ -103,8 +102,10 @@ def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) ->
             cat = _c(cat, "31", color)
         elif r.category == "flaky":
             cat = _c(cat, "33", color)
-        line = (f"  {cat}  {middle_truncate(label, wid).ljust(wid)}  {_short(_cell(r.a), wa).ljust(wa)}  "
-                f"{_short(_cell(r.b), wb).ljust(wb)}")
+        line = (
+            f"  {cat}  {middle_truncate(label, wid).ljust(wid)}  {_short(_cell(r.a), wa).ljust(wa)}  "
+            f"{_short(_cell(r.b), wb).ljust(wb)}"
+        )
         room = max(20, width - len(line) - 2)
         out.append(line + "  " + _short(sig, room))
         shown += 1
@@ -120,13 +121,16 @@ def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) ->
     return out
 
 
-def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int = 160,
-           repro: Optional[str] = None) -> str:
+def render(
+    result: ABResult, color: bool = False, max_rows: int = 60, width: int = 160, repro: str | None = None
+) -> str:
     """The summary; `repro`: the repro.sh written for this run (shown instead of the commands)."""
     out: list[str] = []
     v = result.verdict
-    out.append(_c(f"decouple ab: {v}", "1;" + _VERDICT_COLOUR.get(v, "0"), color)
-               + (f" - {result.verdict_reason}" if result.verdict_reason else ""))
+    out.append(
+        _c(f"decouple ab: {v}", "1;" + _VERDICT_COLOUR.get(v, "0"), color)
+        + (f" - {result.verdict_reason}" if result.verdict_reason else "")
+    )
     arms = "   ".join(f"{a.name}: {a.label}" + ("" if a.ran else f" (DID NOT RUN: {a.error})") for a in result.arms)
     out.append(arms)
     meta = [f"normaliser {result.normaliser_version}", f"{result.duration:.1f}s"]
@@ -150,8 +154,12 @@ def render(result: ABResult, color: bool = False, max_rows: int = 60, width: int
     out.append("")
     out.append("Environment: " + environment_line(result))
     if result.env_unset or result.env_set:
-        out.append("Arm environment: unset " + " ".join(result.env_unset)
-                   + "; set " + " ".join(f"{k}={v}" for k, v in result.env_set.items()))
+        out.append(
+            "Arm environment: unset "
+            + " ".join(result.env_unset)
+            + "; set "
+            + " ".join(f"{k}={v}" for k, v in result.env_set.items())
+        )
     warnings = getattr(result, "warnings", []) or []
     if warnings:
         out.append("Warnings:")

@@ -20,8 +20,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from codemod.ab import procs
 
@@ -53,8 +53,9 @@ def preload_modules(files: Iterable[Path]) -> list[str]:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 # `from pkg import mod`: mod may be a submodule (lower-case names
                 # only; the server skips those that are not modules)
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names
-                                         if a.name != "*" and a.name[:1].islower()]
+                names = [node.module] + [
+                    f"{node.module}.{a.name}" for a in node.names if a.name != "*" and a.name[:1].islower()
+                ]
             for name in names:
                 if name.split(".")[0] in PRELOAD_PACKAGES:
                     seen.setdefault(name, None)
@@ -83,15 +84,15 @@ def _module_level(body: list) -> Iterable[ast.stmt]:
 class ForkedProcess:
     """A pytest process forked by a server (see the module docstring)."""
 
-    def __init__(self, server: "ForkServer", rid: int, pid: int):
+    def __init__(self, server: ForkServer, rid: int, pid: int):
         self.server = server
         self.rid = rid
         self.pid = pid
-        self.returncode: Optional[int] = None
-        self._exit: Optional[int] = None
+        self.returncode: int | None = None
+        self._exit: int | None = None
         self._event = threading.Event()
         self._reaped = False
-        self._gone = threading.Event()          # the server has reaped it (or is dead)
+        self._gone = threading.Event()  # the server has reaped it (or is dead)
 
     def _exited_with(self, rc: int) -> None:
         self._exit = rc
@@ -109,7 +110,7 @@ class ForkedProcess:
         except OSError:
             pass
 
-    def wait(self, timeout: Optional[float] = None) -> int:
+    def wait(self, timeout: float | None = None) -> int:
         if not self._event.wait(timeout):
             raise subprocess.TimeoutExpired(f"fork {self.pid}", timeout or 0)
         if not self._reaped:
@@ -125,17 +126,16 @@ class ForkedProcess:
 class ForkServer:
     """One warm interpreter (one arm)."""
 
-    def __init__(self, python: str, script: Path, cwd: Path, env: dict[str, str], log: Path,
-                 preload: list[str]):
+    def __init__(self, python: str, script: Path, cwd: Path, env: dict[str, str], log: Path, preload: list[str]):
         """`env` is the arm's environment; its PYTHONPYCACHEPREFIX is applied
         by the server after the preload (see forkserver.py)."""
         self.log = log
-        self.hello: Optional[dict] = None
+        self.hello: dict | None = None
         self.dead = False
         self._lock = threading.Lock()
         self._cond = threading.Condition()
         self._seq = 0
-        self._waiting: dict[int, dict] = {}           # id -> answer to "run"
+        self._waiting: dict[int, dict] = {}  # id -> answer to "run"
         self._procs: dict[int, ForkedProcess] = {}
         cmd = [python, str(script), "--parent", str(os.getpid())]
         if preload:
@@ -145,8 +145,15 @@ class ForkServer:
         if prefix is not None:
             cmd += ["--pycache-prefix", prefix]
         with open(log, "wb") as logfh:
-            self.proc = subprocess.Popen(cmd, cwd=str(cwd), env=env, stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=logfh, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=str(cwd),
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=logfh,
+                start_new_session=True,
+            )
         procs.register(self.proc)
         self._reader = threading.Thread(target=self._read, name="decouple-ab-forkserver", daemon=True)
         self._reader.start()
@@ -189,14 +196,16 @@ class ForkServer:
                     p._gone.set()
             self._cond.notify_all()
 
-    def ready(self, timeout: float = READY_TIMEOUT, stop: Optional[threading.Event] = None) -> dict:
+    def ready(self, timeout: float = READY_TIMEOUT, stop: threading.Event | None = None) -> dict:
         """The server's hello (preloaded modules, whether forking is safe)."""
         end = time.monotonic() + timeout
         with self._cond:
             while self.hello is None:
                 if self.dead:
-                    raise ServerError(f"the warm interpreter exited before it was ready "
-                                      f"({procs.signame(self.proc.wait())}): {_tail(self.log)}")
+                    raise ServerError(
+                        f"the warm interpreter exited before it was ready "
+                        f"({procs.signame(self.proc.wait())}): {_tail(self.log)}"
+                    )
                 if stop is not None and stop.is_set():
                     raise procs.Interrupted("stopped")
                 left = end - time.monotonic()
@@ -218,8 +227,9 @@ class ForkServer:
             except (OSError, ValueError):
                 pass
 
-    def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
-              script: Optional[Path] = None, nice: bool = False) -> ForkedProcess:
+    def start(
+        self, argv: list[str], cwd: Path, env: dict[str, str], log: Path, script: Path | None = None, nice: bool = False
+    ) -> ForkedProcess:
         """A forked `python -m pytest ARGV` (or `python SCRIPT ARGV`) with this
         cwd and exactly this environment, output to `log`."""
         with self._cond:
@@ -274,8 +284,9 @@ def _tail(path: Path, n: int = 2000) -> str:
 # one warm interpreter per arm, all or none
 
 
-def launch(fork: bool, python: str, specs: dict, files_by_arm: dict[str, dict], support: Path,
-           servers: list[ForkServer], say) -> Optional[dict[str, ForkServer]]:
+def launch(
+    fork: bool, python: str, specs: dict, files_by_arm: dict[str, dict], support: Path, servers: list[ForkServer], say
+) -> dict[str, ForkServer] | None:
     """Start a warm interpreter per arm (they import in the background); None
     when they are not to be used at all."""
     if not fork:
@@ -288,15 +299,22 @@ def launch(fork: bool, python: str, specs: dict, files_by_arm: dict[str, dict], 
     started: dict[str, ForkServer] = {}
     for name, spec in specs.items():
         if files_by_arm.get(name):
-            server = ForkServer(python, support / f"{SERVER_MODULE}.py", spec.root, spec.env,
-                                spec.workdir / "logs" / "server.log", preload)
+            server = ForkServer(
+                python,
+                support / f"{SERVER_MODULE}.py",
+                spec.root,
+                spec.env,
+                spec.workdir / "logs" / "server.log",
+                preload,
+            )
             servers.append(server)
             started[name] = server
     return started
 
 
-def settle(fork: bool, started: Optional[dict[str, ForkServer]], t: float, stop: threading.Event, say,
-           warnings: list[str]) -> dict[str, ForkServer]:
+def settle(
+    fork: bool, started: dict[str, ForkServer] | None, t: float, stop: threading.Event, say, warnings: list[str]
+) -> dict[str, ForkServer]:
     """The warm interpreters to use: all or none (the arms must run alike)."""
     if started is None:
         if fork:
@@ -311,9 +329,12 @@ def settle(fork: bool, started: Optional[dict[str, ForkServer]], t: float, stop:
         if not unsafe:
             loaded = next(iter(hellos.values()), {}).get("preloaded") or []
             skipped = next(iter(hellos.values()), {}).get("skipped") or {}
-            say(f"warm interpreter per arm ({len(started)}): pytest"
-                + "".join(f", {m}" for m in loaded) + f" imported once, in {time.monotonic() - t:.1f}s"
-                + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items()))
+            say(
+                f"warm interpreter per arm ({len(started)}): pytest"
+                + "".join(f", {m}" for m in loaded)
+                + f" imported once, in {time.monotonic() - t:.1f}s"
+                + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items())
+            )
             return started
         reason = "; ".join(f"arm {n}: {why}" for n, why in unsafe.items())
     for server in started.values():

@@ -8,9 +8,8 @@ import sys
 
 import click
 
-from codemod.refactor import pipeline
+from codemod.refactor import pipeline, prbody
 from codemod.refactor import plan as _plan
-from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, open_repo
 
 _VERDICT_EXIT = {"SAFE": 0, "REGRESSION": 1, "INCONCLUSIVE": 3}
@@ -21,8 +20,9 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _transforms(classification, per_class, force, torch_load, globals_file, explain, python, cfg,
-                restructure_names) -> list:
+def _transforms(
+    classification, per_class, force, torch_load, globals_file, explain, python, cfg, restructure_names
+) -> list:
     """The same transforms `decouple apply` builds from the same options."""
     from codemod import cli, target
     from transforms import restructure
@@ -33,12 +33,15 @@ def _transforms(classification, per_class, force, torch_load, globals_file, expl
         try:
             selected = restructure.parse_selection(restructure_names)
         except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--restructure")
+            raise click.BadParameter(str(e), param_hint="--restructure") from e
         transforms.insert(0, restructure.Restructure(selected))  # labels go on the resulting classes
     if torch_load:
         info = target.probe(python or cfg.python, import_torch=True)
-        refusal = check_mode_supported(torch_load, info.torch_version) if info.torch_version else (
-            f"--torch-load needs torch in the target interpreter: {info.reason}")
+        refusal = (
+            check_mode_supported(torch_load, info.torch_version)
+            if info.torch_version
+            else (f"--torch-load needs torch in the target interpreter: {info.reason}")
+        )
         if refusal:
             _fail(refusal)
         transforms.append(TorchLoad(torch_load, cli._read_globals(globals_file), info.torch_version, explain))
@@ -82,45 +85,104 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--from-allowlist", "allowlist", type=click.Path(dir_okay=False),
-              help="Take the files from this allowlist (as at --base), in its order; graduate them there.")
-@click.option("--branch", metavar="NAME", help="Branch name (default hw-classification/<path-slug>; "
-              "in a batch of several groups, NAME-1, NAME-2, ...).")
+@click.option(
+    "--from-allowlist",
+    "allowlist",
+    type=click.Path(dir_okay=False),
+    help="Take the files from this allowlist (as at --base), in its order; graduate them there.",
+)
+@click.option(
+    "--branch",
+    metavar="NAME",
+    help="Branch name (default hw-classification/<path-slug>; in a batch of several groups, NAME-1, NAME-2, ...).",
+)
 @click.option("--base", default="HEAD", show_default=True, metavar="REF", help="Start the branch(es) from REF.")
 @click.option("--allow-dirty", is_flag=True, help="Run despite uncommitted changes (they are never committed).")
 @click.option("--dry-run", is_flag=True, help="Print the plan (branches, commits, diffs); change nothing.")
 @click.option("--no-ab", is_flag=True, help="Prepare branch and commit only (verify elsewhere, then `pr-body`).")
 @click.option("--out", type=click.Path(file_okay=False), help="Output folder (default: <repo>/.decouple-out).")
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True,
-              help="Language of PR_BODY.md and the reports.")
+@click.option(
+    "--lang",
+    type=click.Choice(["en", "zh"]),
+    default="en",
+    show_default=True,
+    help="Language of PR_BODY.md and the reports.",
+)
 @click.option("--limit", type=click.IntRange(1), help="Batch: take the next N files that need no manual work.")
 @click.option("--group-size", type=click.IntRange(1), help="Batch: K files per branch (default 1).")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes for the edits and the A/B run.")
 @click.option("--classification", metavar="VALUE", help="Use VALUE for every unlabelled test class.")
 @click.option("--set", "per_class", multiple=True, metavar="CLASS=VALUE", help="Use VALUE for CLASS (repeatable).")
 @click.option("--force", is_flag=True, help="Apply an override even when it breaks a linter rule.")
-@click.option("--torch-load", "torch_load", type=click.Choice(["weights-only-false", "safe-globals", "auto"]),
-              help="Also make torch.load calls explicit (as `apply --torch-load`).")
+@click.option(
+    "--torch-load",
+    "torch_load",
+    type=click.Choice(["weights-only-false", "safe-globals", "auto"]),
+    help="Also make torch.load calls explicit (as `apply --torch-load`).",
+)
 @click.option("--globals", "globals_file", type=click.Path(dir_okay=False), help="discover-globals JSON.")
 @click.option("--explain", is_flag=True, help="With --torch-load: add a short comment saying why.")
-@click.option("--restructure", "restructure_names", metavar="auto|NAME[,NAME]",
-              help="Restructure classes no label fits first (as `apply --restructure`); such files count "
-                   "as doable in a batch, and the A/B compares moved tests with their old selves.")
+@click.option(
+    "--restructure",
+    "restructure_names",
+    metavar="auto|NAME[,NAME]",
+    help="Restructure classes no label fits first (as `apply --restructure`); such files count "
+    "as doable in a batch, and the A/B compares moved tests with their old selves.",
+)
 @click.option("--python", metavar="PATH", help="Target interpreter for the A/B run and torch probes.")
 @click.option("--env", multiple=True, metavar="K=V", help="A/B: set a variable in every arm (repeatable).")
 @click.option("--diag", multiple=True, metavar="NAME[@B]:K=V[,K=V]", help="A/B: a diagnostic arm (repeatable).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
-              help="A/B: per-test limit in seconds; 0 = none.")
-@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
-              help="A/B: reruns of each discordant test per arm.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="A/B: per-test limit in seconds; 0 = none.",
+)
+@click.option(
+    "--confirm",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="A/B: reruns of each discordant test per arm.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr: the plan or the report only.")
-@click.option("--linter", metavar="auto|PATH|off", default=None,
-              help="Gate: the base commit's own tools/linter/adapters/test_linter.py (auto), or PATH, judges "
-                   "every would-be output under --python; a file it rejects is not committed nor graduated. "
-                   "Default: [tool.decouple] linter, else auto.")
-def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, lang, limit, group_size, jobs,
-             classification, per_class, force, torch_load, globals_file, explain, restructure_names, python, env,
-             diag, timeout, confirm, quiet, linter):
+@click.option(
+    "--linter",
+    metavar="auto|PATH|off",
+    default=None,
+    help="Gate: the base commit's own tools/linter/adapters/test_linter.py (auto), or PATH, judges "
+    "every would-be output under --python; a file it rejects is not committed nor graduated. "
+    "Default: [tool.decouple] linter, else auto.",
+)
+def refactor(
+    paths,
+    allowlist,
+    branch,
+    base,
+    allow_dirty,
+    dry_run,
+    no_ab,
+    out,
+    lang,
+    limit,
+    group_size,
+    jobs,
+    classification,
+    per_class,
+    force,
+    torch_load,
+    globals_file,
+    explain,
+    restructure_names,
+    python,
+    env,
+    diag,
+    timeout,
+    confirm,
+    quiet,
+    linter,
+):
     """From test files (or the allowlist) to reviewable branches: label, graduate, commit on a
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
 
@@ -135,20 +197,38 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
         raise click.UsageError("--globals and --explain go with --torch-load")
     cfg = cli._config()
     try:
-        ab = dict(python=python or cfg.python or sys.executable, env=_run.parse_env(env),
-                  diags=[_run.parse_diag(d) for d in diag], timeout=timeout, confirm=confirm)
+        ab = dict(
+            python=python or cfg.python or sys.executable,
+            env=_run.parse_env(env),
+            diags=[_run.parse_diag(d) for d in diag],
+            timeout=timeout,
+            confirm=confirm,
+        )
     except (_run.UsageError, ValueError) as e:
-        raise click.UsageError(str(e))
+        raise click.UsageError(str(e)) from e
     if jobs:
         ab["jobs"] = jobs
-    transforms = _transforms(classification, per_class, force, torch_load, globals_file, explain, python, cfg,
-                             restructure_names)
-    opts = pipeline.Options(paths=list(paths), transforms=transforms, base=base,
-                            allowlist=allowlist or cfg.allowlist,
-                            branch=branch, allow_dirty=allow_dirty, dry_run=dry_run, no_ab=no_ab, out=out,
-                            lang=lang, limit=limit, group_size=group_size, jobs=jobs or cfg.jobs, ab=ab,
-                            linter=linter or cfg.linter or "auto",
-                            say=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)))
+    transforms = _transforms(
+        classification, per_class, force, torch_load, globals_file, explain, python, cfg, restructure_names
+    )
+    opts = pipeline.Options(
+        paths=list(paths),
+        transforms=transforms,
+        base=base,
+        allowlist=allowlist or cfg.allowlist,
+        branch=branch,
+        allow_dirty=allow_dirty,
+        dry_run=dry_run,
+        no_ab=no_ab,
+        out=out,
+        lang=lang,
+        limit=limit,
+        group_size=group_size,
+        jobs=jobs or cfg.jobs,
+        ab=ab,
+        linter=linter or cfg.linter or "auto",
+        say=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)),
+    )
     try:
         repo = open_repo(".")
         current = repo.repo.head.ref.name if not repo.repo.head.is_detached else "a detached HEAD"
@@ -156,8 +236,11 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
     except (pipeline.RefactorError, GitError) as e:
         _fail(str(e))
     except _run.Interrupted as e:
-        click.echo(f"decouple refactor: interrupted ({e.signame}); the temporary work tree was removed, "
-                   "branches already committed are kept", err=True)
+        click.echo(
+            f"decouple refactor: interrupted ({e.signame}); the temporary work tree was removed, "
+            "branches already committed are kept",
+            err=True,
+        )
         sys.exit(143 if e.signame == "SIGTERM" else 130)
     if dry_run:
         _print_plan(outcome, outcome.plans)
@@ -170,10 +253,19 @@ def refactor(paths, allowlist, branch, base, allow_dirty, dry_run, no_ab, out, l
 
 
 @click.command("pr-body", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--ab", "ab_json", type=click.Path(exists=True, dir_okay=False),
-              help="A/B result (`decouple ab ... --json ab.json`) of the branch against its base.")
-@click.option("--branch", default="HEAD", show_default=True, metavar="REF",
-              help="The branch `decouple refactor` made (its commit records the changes).")
+@click.option(
+    "--ab",
+    "ab_json",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A/B result (`decouple ab ... --json ab.json`) of the branch against its base.",
+)
+@click.option(
+    "--branch",
+    default="HEAD",
+    show_default=True,
+    metavar="REF",
+    help="The branch `decouple refactor` made (its commit records the changes).",
+)
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="For uniformity: pr-body prints only the body (and errors) anyway.")

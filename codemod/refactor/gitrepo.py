@@ -86,7 +86,7 @@ class Repo:
     # --- writing, in a temporary linked work tree ---------------------------------------------
 
     @contextmanager
-    def scratch_worktree(self, commit: str) -> Iterator["Worktree"]:
+    def scratch_worktree(self, commit: str) -> Iterator[Worktree]:
         """A detached linked work tree at `commit`, removed (and pruned) afterwards."""
         parent = tempfile.mkdtemp(prefix="decouple-refactor-")
         path = os.path.join(parent, "tree")

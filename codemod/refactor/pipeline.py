@@ -12,7 +12,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from codemod import engine
 from codemod.discovery import graduate, is_test_file, read_allowlist
@@ -34,18 +34,18 @@ class Options:
     paths: list[str]
     transforms: list
     base: str = "HEAD"
-    allowlist: Optional[str] = None        # --from-allowlist (a path in the user's tree)
-    branch: Optional[str] = None
+    allowlist: str | None = None  # --from-allowlist (a path in the user's tree)
+    branch: str | None = None
     allow_dirty: bool = False
     dry_run: bool = False
     no_ab: bool = False
-    out: Optional[str] = None
+    out: str | None = None
     lang: str = "en"
-    limit: Optional[int] = None
-    group_size: Optional[int] = None
-    jobs: Optional[int] = None
+    limit: int | None = None
+    group_size: int | None = None
+    jobs: int | None = None
     ab: dict = field(default_factory=dict)  # RunOptions fields: python, env, diags, timeout, confirm, jobs
-    linter: str = "auto"                    # the gate: auto (the base commit's linter) | PATH | off
+    linter: str = "auto"  # the gate: auto (the base commit's linter) | PATH | off
     say: Callable[[str], None] = lambda _m: None
 
 
@@ -54,9 +54,9 @@ class BranchRecord:
     branch: str
     files: list[str]
     base: str
-    status: str                  # created | verified-before | ab-rerun | base-moved | conflict | would-create
+    status: str  # created | verified-before | ab-rerun | base-moved | conflict | would-create
     head: str = ""
-    verdict: Optional[str] = None
+    verdict: str | None = None
     note: str = ""
     pr_body: str = ""
     reports: dict[str, str] = field(default_factory=dict)
@@ -69,7 +69,7 @@ class Outcome:
     skipped: list[dict[str, str]] = field(default_factory=list)
     manual_left: int = 0
     out_dir: str = ""
-    plans: dict = field(default_factory=dict, repr=False)   # by path (printed by a dry run)
+    plans: dict = field(default_factory=dict, repr=False)  # by path (printed by a dry run)
 
     def exit_code(self) -> int:
         statuses = {b.status for b in self.branches}
@@ -81,8 +81,12 @@ class Outcome:
         return 3 if "INCONCLUSIVE" in verdicts else 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": STATE_VERSION, "base": self.base,
-                "branches": [asdict(b) for b in self.branches], "skipped": self.skipped}
+        return {
+            "schema_version": STATE_VERSION,
+            "base": self.base,
+            "branches": [asdict(b) for b in self.branches],
+            "skipped": self.skipped,
+        }
 
 
 # --- selection ------------------------------------------------------------------------------
@@ -96,7 +100,7 @@ def _rel(repo: Repo, path: str) -> str:
     return "" if rel == "." else rel.replace(os.sep, "/")
 
 
-def _allowlist_rel(repo: Repo, opts: Options, base: str) -> Optional[str]:
+def _allowlist_rel(repo: Repo, opts: Options, base: str) -> str | None:
     if opts.allowlist:
         return _rel(repo, opts.allowlist)
     return DEFAULT_ALLOWLIST if repo.blob(base, DEFAULT_ALLOWLIST) is not None else None
@@ -131,7 +135,7 @@ def _explicit_files(repo: Repo, base: str, paths: list[str]) -> list[str]:
 
 
 def _groups(items: list[str], size: int) -> list[list[str]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 # --- state (what was verified: resuming a batch) -----------------------------------------------
@@ -151,8 +155,10 @@ def _load_state(out: str) -> dict[str, dict]:
 
 
 def _save_state(out: str, state: dict[str, dict]) -> None:
-    _write(_state_path(out), json.dumps({"schema_version": STATE_VERSION,
-                                        "branches": [state[k] for k in sorted(state)]}, indent=2) + "\n")
+    _write(
+        _state_path(out),
+        json.dumps({"schema_version": STATE_VERSION, "branches": [state[k] for k in sorted(state)]}, indent=2) + "\n",
+    )
 
 
 def _write(path: str, text: str) -> None:
@@ -166,7 +172,7 @@ def _write(path: str, text: str) -> None:
 # --- one group ---------------------------------------------------------------------------------
 
 
-def _edit_group(wt: Worktree, files: list[str], allowlist_rel: Optional[str], opts: Options):
+def _edit_group(wt: Worktree, files: list[str], allowlist_rel: str | None, opts: Options):
     """Write the edits and graduate the allowlist in the scratch tree: (plans, changed paths)."""
     full = {os.path.join(wt.root, *f.split("/")): f for f in files}
     results = engine.run_files(list(full), opts.transforms, "write", opts.jobs)
@@ -205,15 +211,19 @@ def write_outputs(out_dir: str, result, facts: _plan.CommitFacts, lang: str) -> 
     reports: dict[str, str] = {}
     if result is not None:
         from codemod.report import ab_html, ab_markdown
-        for name, text in (("ab.json", json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"),
-                           ("ab.md", ab_markdown.render(result, lang)),
-                           ("ab.html", ab_html.render(result, lang))):
+
+        for name, text in (
+            ("ab.json", json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"),
+            ("ab.md", ab_markdown.render(result, lang)),
+            ("ab.html", ab_html.render(result, lang)),
+        ):
             path = os.path.join(out_dir, name)
             _write(path, text)
             reports[name.split(".")[1]] = path
     moves = {p.path: p.moves for p in facts.files if p.moves}
     if moves:  # what `decouple ab --map-file` reads (the PR's Test Plan names it)
         from transforms.restructure import model
+
         document = model.map_document({path: [model.Move(**m.__dict__) for m in ms] for path, ms in moves.items()})
         _write(os.path.join(out_dir, "test-map.json"), json.dumps(document, indent=2) + "\n")
     body = os.path.join(out_dir, "PR_BODY.md")
@@ -229,8 +239,7 @@ def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str
         opts.say(f"A/B: {rec.branch} against {rec.base[:12]}")
         result = _run_ab(wt, rec.files, rec.base, opts, _plan.test_map(facts.files))
         rec.verdict = result.verdict
-    rec.pr_body, rec.reports = write_outputs(os.path.join(out, _plan.branch_slug(rec.branch)), result, facts,
-                                             opts.lang)
+    rec.pr_body, rec.reports = write_outputs(os.path.join(out, _plan.branch_slug(rec.branch)), result, facts, opts.lang)
 
 
 def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) -> bool:
@@ -243,8 +252,10 @@ def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) 
         return False
     if not parents or parents[0] != rec.base:
         rec.status = "base-moved"
-        rec.note = (f"built on {facts.base[:12]}, the base is now {rec.base[:12]}: not rebuilt "
-                    f"(delete it with `git branch -D {rec.branch}` to rebuild)")
+        rec.note = (
+            f"built on {facts.base[:12]}, the base is now {rec.base[:12]}: not rebuilt "
+            f"(delete it with `git branch -D {rec.branch}` to rebuild)"
+        )
         return False
     if [p.path for p in facts.files] != rec.files:
         rec.status = "conflict"
@@ -282,11 +293,20 @@ def plan_groups(repo: Repo, opts: Options, base: str):
         if len(picked) >= limit:
             break
         try:
-            plans.update(_plan.plan_at(repo, base, candidates[i:i + chunk], opts.transforms, opts.jobs,
-                                       opts.linter, opts.ab.get("python")))
+            plans.update(
+                _plan.plan_at(
+                    repo,
+                    base,
+                    candidates[i : i + chunk],
+                    opts.transforms,
+                    opts.jobs,
+                    opts.linter,
+                    opts.ab.get("python"),
+                )
+            )
         except _plan.GateFailed as e:
             raise RefactorError(f"linter gate: {e} (no branch made)") from None
-        for rel in candidates[i:i + chunk]:
+        for rel in candidates[i : i + chunk]:
             p = plans[rel]
             if len(picked) >= limit:
                 break
@@ -314,8 +334,11 @@ def run(repo: Repo, opts: Options) -> Outcome:
         dirty = repo.dirty_paths()
         if dirty:
             raise RefactorError(
-                "the work tree has uncommitted changes (" + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-                + "): commit or stash them, or pass --allow-dirty (they are never committed)")
+                "the work tree has uncommitted changes ("
+                + ", ".join(dirty[:5])
+                + (" ..." if len(dirty) > 5 else "")
+                + "): commit or stash them, or pass --allow-dirty (they are never committed)"
+            )
     groups, plans, skipped, allowlist_rel = plan_groups(repo, opts, base)
     out = os.path.abspath(opts.out or os.path.join(repo.root, ".decouple-out"))
     outcome = Outcome(base, skipped=skipped, out_dir=out, plans=plans)
@@ -366,8 +389,14 @@ def run(repo: Repo, opts: Options) -> Outcome:
 
 
 def summary_markdown(outcome: Outcome) -> str:
-    lines = ["# decouple refactor: batch summary", "", f"Base: `{outcome.base}`", "",
-             "| Branch | Files | Status | Verdict | PR body |", "|---|---|---|---|---|"]
+    lines = [
+        "# decouple refactor: batch summary",
+        "",
+        f"Base: `{outcome.base}`",
+        "",
+        "| Branch | Files | Status | Verdict | PR body |",
+        "|---|---|---|---|---|",
+    ]
     for b in outcome.branches:
         files = "<br>".join(f"`{f}`" for f in b.files)
         status = b.status + (f": {b.note}" if b.note else "")

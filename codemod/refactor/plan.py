@@ -54,6 +54,7 @@ class ManualClass:
 @dataclass
 class Moved:
     """One test moved by a restructuring transform (`transforms.restructure.Move`, flattened)."""
+
     transform: str
     test: str
     old_class: str
@@ -66,16 +67,16 @@ class Moved:
 
 @dataclass
 class FilePlan:
-    path: str                                  # repo-relative, POSIX
-    status: str = ""                           # the engine's bucket, or "missing"
+    path: str  # repo-relative, POSIX
+    status: str = ""  # the engine's bucket, or "missing"
     reason: str = ""
     labels: list[ClassLabel] = field(default_factory=list)
     loads: list[LoadEdit] = field(default_factory=list)
     manual: list[ManualClass] = field(default_factory=list)
-    restructured: list[str] = field(default_factory=list)    # the transforms' per-class summaries
+    restructured: list[str] = field(default_factory=list)  # the transforms' per-class summaries
     moves: list[Moved] = field(default_factory=list)
     fully_classified: bool = False
-    graduated_from: str = ""                   # the allowlist the entry was removed from
+    graduated_from: str = ""  # the allowlist the entry was removed from
     diff: str = ""
 
     @property
@@ -114,12 +115,21 @@ def _from_result(path: str, fr) -> FilePlan:
         elif x.rule in LOAD_EDITS:
             plan.loads.append(LoadEdit(x.line, _one_line(x.message)))
         elif x.rule == "restructure/moves":
-            plan.moves += [Moved(m["transform"], m["test"], m["old_class"], m["new_class"], bool(m["old_instantiated"]),
-                                 bool(m["new_instantiated"]), tuple(m["before"]), tuple(m["after"]))
-                           for m in x.data.get("moves", [])]
+            plan.moves += [
+                Moved(
+                    m["transform"],
+                    m["test"],
+                    m["old_class"],
+                    m["new_class"],
+                    bool(m["old_instantiated"]),
+                    bool(m["new_instantiated"]),
+                    tuple(m["before"]),
+                    tuple(m["after"]),
+                )
+                for m in x.data.get("moves", [])
+            ]
         elif x.rule == "gate/rejected":
-            plan.manual.append(ManualClass(x.cls or "(file)", x.line, _one_line(x.message),
-                                           "see the linter's message"))
+            plan.manual.append(ManualClass(x.cls or "(file)", x.line, _one_line(x.message), "see the linter's message"))
         elif x.rule.startswith("restructure/") and x.severity != "error":
             plan.restructured.append(_one_line(x.message))
     if fr.manual and not plan.manual:  # e.g. a torch.load call left for a human
@@ -127,8 +137,15 @@ def _from_result(path: str, fr) -> FilePlan:
     return plan
 
 
-def plan_at(repo: Repo, commit: str, paths: list[str], transforms, jobs: int | None,
-            linter: str = "off", python: str | None = None) -> dict[str, FilePlan]:
+def plan_at(
+    repo: Repo,
+    commit: str,
+    paths: list[str],
+    transforms,
+    jobs: int | None,
+    linter: str = "off",
+    python: str | None = None,
+) -> dict[str, FilePlan]:
     """Run the engine (diff mode) over `paths` as they are at `commit`; with a linter gate
     (`auto`: the base commit's own tools/linter/adapters/test_linter.py; or a PATH), a file
     that linter rejects is planned as manual work (not committed, not graduated)."""
@@ -184,7 +201,7 @@ def plan_at(repo: Repo, commit: str, paths: list[str], transforms, jobs: int | N
 def path_slug(rel: str) -> str:
     stem = rel[:-3] if rel.endswith(".py") else rel
     if stem.startswith("test/"):
-        stem = stem[len("test/"):]
+        stem = stem[len("test/") :]
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-.")
     return re.sub(r"\.{2,}", ".", slug) or "file"
 
@@ -216,11 +233,15 @@ def commit_title(files: list[str]) -> str:
 _INTRO = "Label the test classes with hw_classification (tracking issue: {issue})."
 _LABEL = re.compile(r"^- (?P<cls>\S+) = (?P<value>[A-Z]+) \(line (?P<line>\d+)\): (?P<evidence>.*)$")
 _LOAD = re.compile(r"^- torch\.load at line (?P<line>\d+): (?P<message>.*)$")
-_MANUAL = re.compile(r"^- needs manual work: (?P<cls>\S+) \(line (?P<line>\d+)\): (?P<reason>.*?)"
-                     r"(?: \| fits: (?P<fits>.*))?$")
+_MANUAL = re.compile(
+    r"^- needs manual work: (?P<cls>\S+) \(line (?P<line>\d+)\): (?P<reason>.*?)"
+    r"(?: \| fits: (?P<fits>.*))?$"
+)
 _RESTRUCTURED = re.compile(r"^- restructured: (?P<message>.*)$")
-_MOVED = re.compile(r"^- moved (?P<test>\S+): (?P<old>\S+)(?P<oi> \(instantiated\))? -> (?P<new>\S+)"
-                    r"(?P<ni> \(instantiated\))? by (?P<transform>\S+); devices (?P<before>\S*) -> (?P<after>\S*)$")
+_MOVED = re.compile(
+    r"^- moved (?P<test>\S+): (?P<old>\S+)(?P<oi> \(instantiated\))? -> (?P<new>\S+)"
+    r"(?P<ni> \(instantiated\))? by (?P<transform>\S+); devices (?P<before>\S*) -> (?P<after>\S*)$"
+)
 _GRADUATED = re.compile(r"^- graduated from (?P<allowlist>.+)$")
 _BASE = re.compile(r"^Decouple-Base: (?P<sha>[0-9a-f]{40})$")
 
@@ -231,12 +252,17 @@ def commit_message(files: list[FilePlan], base: str) -> str:
         lines += ["", p.path]
         lines += [f"- {c.cls} = {c.value} (line {c.line}): {c.evidence}" for c in p.labels]
         lines += [f"- torch.load at line {e.line}: {e.message}" for e in p.loads]
-        lines += [f"- needs manual work: {m.cls} (line {m.line}): {m.reason}" + (f" | fits: {m.fits}" if m.fits else "")
-                  for m in p.manual]
+        lines += [
+            f"- needs manual work: {m.cls} (line {m.line}): {m.reason}" + (f" | fits: {m.fits}" if m.fits else "")
+            for m in p.manual
+        ]
         lines += [f"- restructured: {r}" for r in p.restructured]
-        lines += [f"- moved {m.test}: {m.old_class}{' (instantiated)' if m.old_instantiated else ''} -> "
-                  f"{m.new_class}{' (instantiated)' if m.new_instantiated else ''} by {m.transform}; "
-                  f"devices {','.join(m.before)} -> {','.join(m.after)}" for m in p.moves]
+        lines += [
+            f"- moved {m.test}: {m.old_class}{' (instantiated)' if m.old_instantiated else ''} -> "
+            f"{m.new_class}{' (instantiated)' if m.new_instantiated else ''} by {m.transform}; "
+            f"devices {','.join(m.before)} -> {','.join(m.after)}"
+            for m in p.moves
+        ]
         if p.graduated_from:
             lines.append(f"- graduated from {p.graduated_from}")
     lines += ["", f"Decouple-Base: {base}", ""]
@@ -275,9 +301,18 @@ def parse_commit_message(message: str) -> CommitFacts | None:
         elif m := _RESTRUCTURED.match(line):
             p.restructured.append(m["message"])
         elif m := _MOVED.match(line):
-            p.moves.append(Moved(m["transform"], m["test"], m["old"], m["new"], bool(m["oi"]), bool(m["ni"]),
-                                 tuple(x for x in m["before"].split(",") if x),
-                                 tuple(x for x in m["after"].split(",") if x)))
+            p.moves.append(
+                Moved(
+                    m["transform"],
+                    m["test"],
+                    m["old"],
+                    m["new"],
+                    bool(m["oi"]),
+                    bool(m["ni"]),
+                    tuple(x for x in m["before"].split(",") if x),
+                    tuple(x for x in m["after"].split(",") if x),
+                )
+            )
         elif m := _GRADUATED.match(line):
             p.graduated_from = m["allowlist"]
     return CommitFacts(lines[0], base, files)

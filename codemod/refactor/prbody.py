@@ -11,7 +11,6 @@ facts): one wording for the reports and the PR.
 from __future__ import annotations
 
 import shlex
-from typing import Optional
 
 from codemod.ab.model import ABResult
 from codemod.refactor import plan as _plan
@@ -26,18 +25,22 @@ _S = {
     "en": {
         "summary": "Summary",
         "summary.text": "Adds `hw_classification` to {n} test class(es) in {files} file(s) of the test-decoupling "
-                        "refactor{loads}{grad}.",
+        "refactor{loads}{grad}.",
         "summary.loads": ", makes {n} `torch.load` call(s) explicit",
         "summary.grad": " and removes {n} file(s) from the test linter allowlist",
         "changes": "Changes",
-        "col.class": "Class", "col.value": "Value", "col.evidence": "Evidence",
+        "col.class": "Class",
+        "col.value": "Value",
+        "col.evidence": "Evidence",
         "loads": "`torch.load` calls (torch >= 2.6 loads with `weights_only=True` and refuses whole modules):",
         "load.line": "line {line}: {message}",
         "graduated": "Removed from {allowlist}: the linter now checks this file.",
         "restructured": "Restructured before labelling (each test's classes and devices before and after):",
-        "col.test": "Test", "col.before": "Before", "col.after": "After",
+        "col.test": "Test",
+        "col.before": "Before",
+        "col.after": "After",
         "map": "The A/B run compared each moved test with its old self under this test-id map "
-               "(`test-map.json`, for `decouple ab --map-file`):",
+        "(`test-map.json`, for `decouple ab --map-file`):",
         "no.labels": "No class needed a label (already labelled).",
         "manual": "Still needs manual work",
         "manual.none": "None: every test class in these files carries a label the linter accepts.",
@@ -45,10 +48,10 @@ _S = {
         "manual.fits": "fitting restructuring: {fits}",
         "plan": "Test Plan",
         "plan.text": "Each file under the label filter, then the A/B comparison of the original and the modified "
-                     "files (same interpreter, per-test outcomes compared):",
+        "files (same interpreter, per-test outcomes compared):",
         "ab": "A/B verification",
         "ab.pending": "Not run yet: run the `decouple ab` command above on the machine that matters, then "
-                      "`decouple pr-body --ab ab.json` writes the verdict here.",
+        "`decouple pr-body --ab ab.json` writes the verdict here.",
         "ab.more": "… and {n} more in the attached report.",
         "ab.none": "No test differs between the arms, and none fails in both.",
         "analysis": "Cause analysis",
@@ -61,14 +64,18 @@ _S = {
         "summary.loads": "，将 {n} 处 `torch.load` 调用改为显式",
         "summary.grad": "，并将 {n} 个文件移出测试 linter 白名单",
         "changes": "改动",
-        "col.class": "测试类", "col.value": "取值", "col.evidence": "依据",
+        "col.class": "测试类",
+        "col.value": "取值",
+        "col.evidence": "依据",
         "loads": "`torch.load` 调用（torch >= 2.6 默认 `weights_only=True`，拒绝加载完整模块）：",
         "load.line": "第 {line} 行：{message}",
         "graduated": "已从 {allowlist} 中移除：linter 现在检查此文件。",
         "restructured": "添加标签前先做了重构（每个测试前后所在的类与设备）：",
-        "col.test": "测试", "col.before": "之前", "col.after": "之后",
+        "col.test": "测试",
+        "col.before": "之前",
+        "col.after": "之后",
         "map": "A/B 运行按以下测试 ID 映射把每个移动过的测试与其原测试比较（`test-map.json`，供 "
-               "`decouple ab --map-file` 使用）：",
+        "`decouple ab --map-file` 使用）：",
         "no.labels": "没有需要添加标签的类（已有标签）。",
         "manual": "仍需人工处理",
         "manual.none": "无：这些文件中的每个测试类都带有 linter 接受的标签。",
@@ -78,7 +85,7 @@ _S = {
         "plan.text": "按标签过滤运行每个文件，然后用同一解释器对比原始文件与修改后文件（逐个测试比较结果）：",
         "ab": "A/B 验证",
         "ab.pending": "尚未运行：请在目标机器上运行上面的 `decouple ab` 命令，然后用 "
-                      "`decouple pr-body --ab ab.json` 把结论写入此处。",
+        "`decouple pr-body --ab ab.json` 把结论写入此处。",
         "ab.more": "…… 另有 {n} 项见附带的报告。",
         "ab.none": "两组之间没有差异的测试，也没有两组都失败的测试。",
         "analysis": "原因分析",
@@ -88,7 +95,7 @@ _S = {
 }
 
 
-def ab_command(facts: CommitFacts, result: Optional[ABResult], files: list[str]) -> str:
+def ab_command(facts: CommitFacts, result: ABResult | None, files: list[str]) -> str:
     """The `decouple ab` invocation that verifies this branch (checked out) against its base."""
     args = ["decouple", "ab", *files, "--base", facts.base[:12]]
     if result is not None and result.python:
@@ -96,7 +103,7 @@ def ab_command(facts: CommitFacts, result: Optional[ABResult], files: list[str])
     a = result.arm("A") if result is not None else None
     for k, v in sorted((a.env_added if a else {}).items()):
         args += ["--env", f"{k}={v}"]
-    for d in (result.diagnostics if result is not None else []):
+    for d in result.diagnostics if result is not None else []:
         name = d.name if d.based_on == "A" else f"{d.name}@{d.based_on}"
         args += ["--diag", f"{name}:" + ",".join(f"{k}={v}" for k, v in d.variables.items())]
     if any(p.moves for p in facts.files):
@@ -112,21 +119,29 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def _signature(c, f: md.MarkdownFmt) -> str:
     sig = md.shown_signature(c.b) or md.shown_signature(c.a)
-    return f.code(sig if len(sig) <= MAX_SIGNATURE else sig[:MAX_SIGNATURE - 1] + "…")
+    return f.code(sig if len(sig) <= MAX_SIGNATURE else sig[: MAX_SIGNATURE - 1] + "…")
 
 
 def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
     lines = [f"## {s['ab']}", "", md.verdict_line(result, f), ""]
     counts = md.category_counts(result)
-    lines += _table([f.say("col.category"), f.say("col.count")],
-                    [[f.category(c), str(n)] for c, n in counts.items()])
+    lines += _table([f.say("col.category"), f.say("col.count")], [[f.category(c), str(n)] for c, n in counts.items()])
     tests = md.interesting_tests(result)
     lines.append("")
     if tests:
-        lines += _table([f.say("col.test"), f.say("col.a"), f.say("col.b"), f.say("col.category"),
-                         f.say("col.signature")],
-                        [[f.code(c.nodeid), f.outcome(md.outcome_of(c.a)), f.outcome(md.outcome_of(c.b)),
-                          f.category(c.category), _signature(c, f)] for c in tests[:MAX_ROWS]])
+        lines += _table(
+            [f.say("col.test"), f.say("col.a"), f.say("col.b"), f.say("col.category"), f.say("col.signature")],
+            [
+                [
+                    f.code(c.nodeid),
+                    f.outcome(md.outcome_of(c.a)),
+                    f.outcome(md.outcome_of(c.b)),
+                    f.category(c.category),
+                    _signature(c, f),
+                ]
+                for c in tests[:MAX_ROWS]
+            ],
+        )
         if len(tests) > MAX_ROWS:
             lines += ["", s["ab.more"].format(n=len(tests) - MAX_ROWS)]
     else:
@@ -141,12 +156,13 @@ def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
         else:
             lines += [f"- {item}" for item in content]
     lines += ["", f"## {s['environment']}", ""]
-    lines += ["- " + f.say("kv", k=f.strong(label), v=value)
-              for label, value in md.environment_facts(result.environment, f)]
+    lines += [
+        "- " + f.say("kv", k=f.strong(label), v=value) for label, value in md.environment_facts(result.environment, f)
+    ]
     return lines
 
 
-def compose(facts: CommitFacts, result: Optional[ABResult], lang: str = "en") -> str:
+def compose(facts: CommitFacts, result: ABResult | None, lang: str = "en") -> str:
     """The PR body in `lang` ("en" or "zh"). Without an A/B result the verification section
     says how to produce one."""
     s = _S[lang]
@@ -157,18 +173,24 @@ def compose(facts: CommitFacts, result: Optional[ABResult], lang: str = "en") ->
     files = [p.path for p in facts.files]
 
     lines = [f"## {s['summary']}", ""]
-    lines.append(s["summary.text"].format(
-        n=len(labels), files=len(files),
-        loads=s["summary.loads"].format(n=loads) if loads else "",
-        grad=s["summary.grad"].format(n=len(graduated)) if graduated else ""))
+    lines.append(
+        s["summary.text"].format(
+            n=len(labels),
+            files=len(files),
+            loads=s["summary.loads"].format(n=loads) if loads else "",
+            grad=s["summary.grad"].format(n=len(graduated)) if graduated else "",
+        )
+    )
     lines += ["", s["tracking"].format(issue=TRACKING_ISSUE)]
 
     lines += ["", f"## {s['changes']}"]
     for p in facts.files:
         lines += ["", f"### {f.code(p.path)}", ""]
         if p.labels:
-            lines += _table([s["col.class"], s["col.value"], s["col.evidence"]],
-                            [[f"{f.code(c.cls)} (L{c.line})", f.code(c.value), f.text(c.evidence)] for c in p.labels])
+            lines += _table(
+                [s["col.class"], s["col.value"], s["col.evidence"]],
+                [[f"{f.code(c.cls)} (L{c.line})", f.code(c.value), f.text(c.evidence)] for c in p.labels],
+            )
         else:
             lines.append(s["no.labels"])
         if p.loads:
@@ -180,8 +202,15 @@ def compose(facts: CommitFacts, result: Optional[ABResult], lang: str = "en") ->
             if p.moves:
                 lines += [""] + _table(
                     [s["col.test"], s["col.before"], s["col.after"]],
-                    [[f.code(m.test), f"{f.code(m.old_class)}: {', '.join(m.before)}",
-                      f"{f.code(m.new_class)}: {', '.join(m.after)}"] for m in p.moves])
+                    [
+                        [
+                            f.code(m.test),
+                            f"{f.code(m.old_class)}: {', '.join(m.before)}",
+                            f"{f.code(m.new_class)}: {', '.join(m.after)}",
+                        ]
+                        for m in p.moves
+                    ],
+                )
         if p.graduated_from:
             lines += ["", s["graduated"].format(allowlist=f.code(p.graduated_from))]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from codemod.ab.model import CATEGORIES, ABResult, Environment, Outcome, TestComparison
 
@@ -33,8 +33,9 @@ def visible_controls(s: str, strip_ansi: bool = True) -> str:
     (and code points XML forbids) as `\\xNN` / `\\uNNNN` text."""
     if strip_ansi:
         s = _ANSI.sub("", s)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                        else f"\\u{ord(m.group()):04x}", s)
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", s
+    )
 
 
 def _one_line(s: str, joiner: str = " ") -> str:
@@ -63,11 +64,11 @@ def interesting_tests(result: ABResult) -> list[TestComparison]:
     return [c for c in ordered_tests(result) if c.category not in QUIET]
 
 
-def outcome_of(o: Optional[Outcome]) -> Optional[str]:
+def outcome_of(o: Outcome | None) -> str | None:
     return o.outcome if o is not None else None
 
 
-def is_failing(o: Optional[Outcome]) -> bool:
+def is_failing(o: Outcome | None) -> bool:
     return o is not None and o.outcome in FAILING
 
 
@@ -96,7 +97,7 @@ def headline(o: Outcome, limit: int = 160) -> str:
     return clip_words(text, limit)
 
 
-def shown_signature(o: Optional[Outcome]) -> str:
+def shown_signature(o: Outcome | None) -> str:
     if o is None:
         return ""
     return o.signature or (headline(o) if o.outcome in FAILING else "")
@@ -135,7 +136,6 @@ def clip_traceback(tb: str, lang: str, limit: int = MAX_TRACEBACK) -> str:
     return tb[:head] + "\n" + t("tb.truncated", lang, n=omitted) + "\n" + tb[-tail:]
 
 
-
 # ---------------------------------------------------------------------------
 # Compact forms: what a reviewer reads first (the full forms stay in the details).
 # ---------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def clip_words(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def compact_signature(o: Optional[Outcome], limit: int = SIGNATURE_CELL) -> str:
+def compact_signature(o: Outcome | None, limit: int = SIGNATURE_CELL) -> str:
     """A failure in at most `limit` characters: the exception type and the most telling
     message line (e.g. the missing GLOBAL), cut at a word boundary."""
     if o is None:
@@ -175,11 +175,14 @@ def middle_truncate(text: str, width: int) -> str:
         return text[:width]
     tail = (width - 1) * 2 // 3
     head = width - 1 - tail
-    return text[:head] + "…" + text[len(text) - tail:]
+    return text[:head] + "…" + text[len(text) - tail :]
 
 
-_SECTION = re.compile(r"^(The above exception was the direct cause of the following exception:"
-                      r"|During handling of the above exception, another exception occurred:)\s*$", re.M)
+_SECTION = re.compile(
+    r"^(The above exception was the direct cause of the following exception:"
+    r"|During handling of the above exception, another exception occurred:)\s*$",
+    re.M,
+)
 _ENTRY_SEP = re.compile(r"^(?:_ )+_?[ \t]*$", re.M)
 _LOCATION = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+): ?(?P<rest>.*)$")
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
@@ -187,11 +190,15 @@ _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
 
 def _own_frame(path: str) -> bool:
     """A frame of the tests' own tree: pytest prints those paths relative to the rootdir."""
-    return not path.startswith(("/", "<")) and not re.match(r"^[A-Za-z]:[\\/]", path) \
-        and "site-packages" not in path and "dist-packages" not in path
+    return (
+        not path.startswith(("/", "<"))
+        and not re.match(r"^[A-Za-z]:[\\/]", path)
+        and "site-packages" not in path
+        and "dist-packages" not in path
+    )
 
 
-def _short_entry(entry: str) -> Optional[tuple[str, str, list[str]]]:
+def _short_entry(entry: str) -> tuple[str, str, list[str]] | None:
     """(location, raising line, E lines) of one pytest long-style traceback entry."""
     lines = entry.strip("\n").split("\n")
     loc_i = next((i for i in range(len(lines) - 1, -1, -1) if _LOCATION.match(lines[i])), None)
@@ -293,11 +300,17 @@ def short_traceback(tb: str) -> str:
 # Groups of identical failures (every view shows each group once).
 # ---------------------------------------------------------------------------
 
+
 def group_key(c: TestComparison) -> tuple:
     """Tests with equal keys fail identically: same category, outcomes and signatures."""
     a, b = c.a, c.b
-    return (c.category, a.outcome if a else None, b.outcome if b else None,
-            a.signature if a else None, b.signature if b else None)
+    return (
+        c.category,
+        a.outcome if a else None,
+        b.outcome if b else None,
+        a.signature if a else None,
+        b.signature if b else None,
+    )
 
 
 def failure_groups(tests: list[TestComparison]) -> list[list[TestComparison]]:
@@ -336,4 +349,4 @@ def common_prefix_ids(nodeids: list[str]) -> tuple[str, list[str]]:
     if k == -1:
         return "", list(nodeids)
     prefix = prefix[: k + 2]
-    return prefix, [n[len(prefix):] for n in nodeids]
+    return prefix, [n[len(prefix) :] for n in nodeids]

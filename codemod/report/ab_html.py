@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-from typing import Optional
 
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
 
@@ -207,7 +206,7 @@ def row_id(nodeid: str) -> str:
     return "t-" + hashlib.sha1(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def _fmt_time(o: Optional[Outcome]) -> tuple[str, str]:
+def _fmt_time(o: Outcome | None) -> tuple[str, str]:
     if o is None or o.outcome in ("not-run",):
         return "", ""
     return f"{o.duration:.3f}", f"{o.duration:.3f}"
@@ -217,8 +216,7 @@ def _traceback_html(c: TestComparison, f: HtmlFmt, roots: list[str]) -> str:
     """Full signature(s) and short tracebacks (pytest's short style) of one test."""
     parts = []
     shown = tracebacks_of(c)
-    if shown and c.a is not None and c.b is not None and c.a.signature == c.b.signature \
-            and c.a.outcome == c.b.outcome:
+    if shown and c.a is not None and c.b is not None and c.a.signature == c.b.signature and c.a.outcome == c.b.outcome:
         shown = [("B", c.b)]
         heading = lambda arm, o: f.say("tb.arm_both", arm=f.text(arm), outcome=f.outcome(o.outcome))  # noqa: E731
     else:
@@ -229,10 +227,14 @@ def _traceback_html(c: TestComparison, f: HtmlFmt, roots: list[str]) -> str:
             parts.append(f'<div class="muted">{f.say("tb.signature")}</div><pre class="ab-sig">{_e(o.signature)}</pre>')
         body = report_traceback(o.traceback, f.lang, roots) if o.traceback else t("tb.none", f.lang)
         parts.append(f"<pre>{_e(body)}</pre>")
-    for s in (c.b.subtests if c.b else []):
+    for s in c.b.subtests if c.b else []:
         if s.outcome in ("failed", "error", "crashed", "timeout"):
-            parts.append(f'<div class="muted">{f.say("tb.subtest", nodeid=f.code(s.nodeid), outcome=f.outcome(s.outcome))}</div>')
-            body = report_traceback(s.traceback, f.lang, roots) if s.traceback else (s.signature or t("tb.none", f.lang))
+            parts.append(
+                f'<div class="muted">{f.say("tb.subtest", nodeid=f.code(s.nodeid), outcome=f.outcome(s.outcome))}</div>'
+            )
+            body = (
+                report_traceback(s.traceback, f.lang, roots) if s.traceback else (s.signature or t("tb.none", f.lang))
+            )
             parts.append(f"<pre>{_e(body)}</pre>")
     if not parts:
         return ""
@@ -256,25 +258,37 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
     present += sorted({x.category for x in tests} - set(CATEGORIES))
     total = len(tests)
 
-    out = [f'<h3 id="ab-all-tests">{f.say("h.all_tests")}</h3>',
-           f'<noscript><p class="muted">{f.say("html.nojs")}</p></noscript>',
-           '<div id="ab-controls" class="ab-controls" hidden>',
-           f'<label for="ab-filter">{f.say("html.filter")}</label>',
-           f'<input type="search" id="ab-filter" autocomplete="off" placeholder="{_e(t("html.filter_placeholder", lang))}">',
-           '<select id="ab-category">',
-           f'<option value="">{f.say("html.all_categories")}</option>']
+    out = [
+        f'<h3 id="ab-all-tests">{f.say("h.all_tests")}</h3>',
+        f'<noscript><p class="muted">{f.say("html.nojs")}</p></noscript>',
+        '<div id="ab-controls" class="ab-controls" hidden>',
+        f'<label for="ab-filter">{f.say("html.filter")}</label>',
+        f'<input type="search" id="ab-filter" autocomplete="off" placeholder="{_e(t("html.filter_placeholder", lang))}">',
+        '<select id="ab-category">',
+        f'<option value="">{f.say("html.all_categories")}</option>',
+    ]
     for cat in present:
         n = sum(1 for x in tests if x.category == cat)
         out.append(f'<option value="{_e(cat)}">{_e(category_label(cat, lang))} ({_e(cat)}): {n}</option>')
-    out += ['</select>',
-            f'<span id="ab-shown" class="muted" data-template="{_e(t("html.shown", lang))}">'
-            f'{f.say("html.shown", shown=total, total=total)}</span>',
-            f'<span class="muted">{f.say("html.sort_hint")}</span>',
-            '</div>']
+    out += [
+        "</select>",
+        f'<span id="ab-shown" class="muted" data-template="{_e(t("html.shown", lang))}">'
+        f"{f.say('html.shown', shown=total, total=total)}</span>",
+        f'<span class="muted">{f.say("html.sort_hint")}</span>',
+        "</div>",
+    ]
 
-    cols = [("index", "col.index"), ("nodeid", "col.test"), ("category", "col.category"), ("a", "col.a"),
-            ("b", "col.b"), ("a_time", "col.a_time"), ("b_time", "col.b_time"), ("signature", "col.signature"),
-            ("note", "col.note")]
+    cols = [
+        ("index", "col.index"),
+        ("nodeid", "col.test"),
+        ("category", "col.category"),
+        ("a", "col.a"),
+        ("b", "col.b"),
+        ("a_time", "col.a_time"),
+        ("b_time", "col.b_time"),
+        ("signature", "col.signature"),
+        ("note", "col.note"),
+    ]
     out.append(f'<table id="ab-tests" data-total="{total}"><thead><tr>')
     for col, key in cols:
         out.append(f'<th data-col="{col}" scope="col"><button type="button">{f.say(key)}</button></th>')
@@ -303,8 +317,10 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
         sig_html = signature_cell(c, f).replace("\n", "<br>") if sig_text else ""
         if c.nodeid in first_of:
             lead, lead_id, n = first_of[c.nodeid]
-            details = (f'<div class="muted ab-same"><a href="#{row_id(lead_id)}">'
-                       f'{f.say("html.same_as", row=lead, n=n)}</a></div>')
+            details = (
+                f'<div class="muted ab-same"><a href="#{row_id(lead_id)}">'
+                f"{f.say('html.same_as', row=lead, n=n)}</a></div>"
+            )
         else:
             details = _traceback_html(c, f, roots)
         out.append(
@@ -320,7 +336,8 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
             f'<td class="num" data-sort="{b_sort}">{b_time}</td>'
             f'<td class="signature" data-sort="{_e(sig_text)}">{sig_html}{details}</td>'
             f'<td class="note">{test_note(c, f)}</td>'
-            "</tr>")
+            "</tr>"
+        )
     out.append("</tbody></table>")
     return out
 
@@ -328,31 +345,43 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
 def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
     out = [f'<section id="ab-results"><h2>{f.say("h.results")}</h2>']
     counts = category_counts(result)
-    out.append(f'<h3>{f.say("h.counts")}</h3>')
-    out.append(f'<table id="ab-counts"><thead><tr><th>{f.say("col.category")}</th><th>{f.say("col.count")}</th>'
-               "</tr></thead><tbody>")
+    out.append(f"<h3>{f.say('h.counts')}</h3>")
+    out.append(
+        f'<table id="ab-counts"><thead><tr><th>{f.say("col.category")}</th><th>{f.say("col.count")}</th>'
+        "</tr></thead><tbody>"
+    )
     for cat, n in counts.items():
         out.append(f'<tr data-count-category="{_e(cat)}"><td>{f.category(cat)}</td><td class="num">{n}</td></tr>')
-    out.append(f'<tr><td>{f.strong(f.say("total"))}</td><td class="num">{f.strong(str(sum(counts.values())))}</td></tr>')
+    out.append(
+        f'<tr><td>{f.strong(f.say("total"))}</td><td class="num">{f.strong(str(sum(counts.values())))}</td></tr>'
+    )
     out.append("</tbody></table>")
 
     if result.diagnostics:
         out.append(f'<h3 id="ab-diagnostics">{f.say("h.diagnostics")}</h3><ul>')
         for d in result.diagnostics:
             variables = f.pairs(d.variables) if d.variables else f.say("diag.no_vars")
-            out.append(f'<li class="ab-diagnostic" data-name="{_e(d.name)}">'
-                       + f.say("diag.intro", name=f.strong(f.text(d.name)), base=f.code(d.based_on), vars=variables)
-                       + f.say("sentence.sep") + diagnostic_statement(result, d, f) + "</li>")
+            out.append(
+                f'<li class="ab-diagnostic" data-name="{_e(d.name)}">'
+                + f.say("diag.intro", name=f.strong(f.text(d.name)), base=f.code(d.based_on), vars=variables)
+                + f.say("sentence.sep")
+                + diagnostic_statement(result, d, f)
+                + "</li>"
+            )
         out.append("</ul>")
         changed = [(d, nid, v) for d in result.diagnostics for nid, v in sorted(d.changed.items())]
         if changed:
-            out.append(f'<table class="ab-diag-changes"><thead><tr><th>{f.say("col.diag_name")}</th>'
-                       f'<th>{f.say("col.test")}</th><th>{f.say("col.base")}</th><th>{f.say("col.diag")}</th>'
-                       "</tr></thead><tbody>")
+            out.append(
+                f'<table class="ab-diag-changes"><thead><tr><th>{f.say("col.diag_name")}</th>'
+                f"<th>{f.say('col.test')}</th><th>{f.say('col.base')}</th><th>{f.say('col.diag')}</th>"
+                "</tr></thead><tbody>"
+            )
             for d, nid, v in changed:
-                out.append(f"<tr><td>{f.text(d.name)}</td><td>{f.code(nid)}</td>"
-                           f"<td>{f.outcome(v[0] if v else None)}</td>"
-                           f"<td>{f.outcome(v[1] if len(v) > 1 else None)}</td></tr>")
+                out.append(
+                    f"<tr><td>{f.text(d.name)}</td><td>{f.code(nid)}</td>"
+                    f"<td>{f.outcome(v[0] if v else None)}</td>"
+                    f"<td>{f.outcome(v[1] if len(v) > 1 else None)}</td></tr>"
+                )
             out.append("</tbody></table>")
 
     warnings = runner_warnings(result)
@@ -364,12 +393,22 @@ def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
     coll = [(arm, path, o) for arm in result.arms for path, o in sorted(arm.collection_errors.items())]
     crashes = [arm for arm in result.arms if arm.crashes]
     if coll or crashes:
-        out.append(f'<h3>{f.say("h.collection_errors")}</h3><ul>')
+        out.append(f"<h3>{f.say('h.collection_errors')}</h3><ul>")
         for arm, path, o in coll:
-            item = f.say("collection.error", arm=f.text(arm.name), file=f.code(path),
-                         sig=f.code(shown_signature(o) or headline(o)))
-            tb = (f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary><pre>{_e(report_traceback(o.traceback, f.lang, arm_roots(result)))}</pre>'
-                  "</details>") if o.traceback else ""
+            item = f.say(
+                "collection.error",
+                arm=f.text(arm.name),
+                file=f.code(path),
+                sig=f.code(shown_signature(o) or headline(o)),
+            )
+            tb = (
+                (
+                    f'<details class="ab-tb"><summary>{f.say("html.traceback")}</summary><pre>{_e(report_traceback(o.traceback, f.lang, arm_roots(result)))}</pre>'
+                    "</details>"
+                )
+                if o.traceback
+                else ""
+            )
             out.append(f"<li>{item}{tb}</li>")
         for arm in crashes:
             out.append(f"<li>{f.say('crashes', arm=f.text(arm.name), tests=f.tests(arm.crashes))}</li>")
@@ -387,12 +426,15 @@ def _section_background(result: ABResult, f: HtmlFmt) -> list[str]:
     if result.changes is not None:
         out.append(f'<h3 id="ab-changes">{f.say("h.changes")}</h3>')
         if result.changes.stat:
-            out.append(f"<p>{f.say('changes.stat', ref=f.code(result.changes.ref))}</p>"
-                       f"<pre>{_e(result.changes.stat)}</pre>")
+            out.append(
+                f"<p>{f.say('changes.stat', ref=f.code(result.changes.ref))}</p><pre>{_e(result.changes.stat)}</pre>"
+            )
         rows = change_rows(result, f)
         if rows:
-            out.append(f'<table class="ab-changes"><thead><tr><th>{f.say("col.file")}</th><th>{f.say("col.class")}'
-                       f'</th><th>{f.say("col.label")}</th><th>{f.say("col.torch_load")}</th></tr></thead><tbody>')
+            out.append(
+                f'<table class="ab-changes"><thead><tr><th>{f.say("col.file")}</th><th>{f.say("col.class")}'
+                f"</th><th>{f.say('col.label')}</th><th>{f.say('col.torch_load')}</th></tr></thead><tbody>"
+            )
             out += ["<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows]
             out.append("</tbody></table>")
         out += [f"<p>{note}</p>" for note in change_notes(result, f)]
@@ -406,24 +448,30 @@ def _section_environment(result: ABResult, f: HtmlFmt) -> list[str]:
     env = result.environment
     out = [f'<section id="ab-environment"><h2>{f.say("h.environment")}</h2>', '<table class="ab-env"><tbody>']
     for label, value in environment_facts(env, f):
-        out.append(f"<tr><th scope=\"row\">{label}</th><td>{value}</td></tr>")
+        out.append(f'<tr><th scope="row">{label}</th><td>{value}</td></tr>')
     out.append("</tbody></table>")
     rows = prepack_rows(env, f)
     if rows:
-        out.append(f'<h3>{f.say("env.prepack")}</h3>')
+        out.append(f"<h3>{f.say('env.prepack')}</h3>")
         for engine, _listed, _shown, warn in rows:
             if warn:
-                out.append(f'<p class="warn prepack-warning">⚠️ {f.strong(f.say("env.prepack_warn", engine=engine))}</p>')
-        out.append(f'<table class="ab-prepack"><thead><tr><th>{f.say("col.engine")}</th><th>{f.say("col.listed")}</th>'
-                   f'<th>{f.say("col.prepack")}</th></tr></thead><tbody>')
+                out.append(
+                    f'<p class="warn prepack-warning">⚠️ {f.strong(f.say("env.prepack_warn", engine=engine))}</p>'
+                )
+        out.append(
+            f'<table class="ab-prepack"><thead><tr><th>{f.say("col.engine")}</th><th>{f.say("col.listed")}</th>'
+            f"<th>{f.say('col.prepack')}</th></tr></thead><tbody>"
+        )
         for engine, listed, shown, warn in rows:
             cls = ' class="warn"' if warn else ""
             out.append(f"<tr{cls}><td>{engine}</td><td>{listed}</td><td>{shown}</td></tr>")
         out.append("</tbody></table>")
-    out.append(f'<h3>{f.say("env.variables")}</h3>')
+    out.append(f"<h3>{f.say('env.variables')}</h3>")
     if env.variables:
-        out.append(f'<table class="ab-vars"><thead><tr><th>{f.say("col.variable")}</th><th>{f.say("col.value")}</th>'
-                   "</tr></thead><tbody>")
+        out.append(
+            f'<table class="ab-vars"><thead><tr><th>{f.say("col.variable")}</th><th>{f.say("col.value")}</th>'
+            "</tr></thead><tbody>"
+        )
         for k, v in sorted(env.variables.items()):
             out.append(f"<tr><td>{f.code(k)}</td><td>{f.code(v) if v else ''}</td></tr>")
         out.append("</tbody></table>")
@@ -434,8 +482,10 @@ def _section_environment(result: ABResult, f: HtmlFmt) -> list[str]:
 
 
 def _section_reproduction(result: ABResult, f: HtmlFmt) -> list[str]:
-    out = [f'<section id="ab-reproduction"><h2>{f.say("h.reproduction")}</h2>',
-           f"<p>{reproduction_intro(result, f)}</p>"]
+    out = [
+        f'<section id="ab-reproduction"><h2>{f.say("h.reproduction")}</h2>',
+        f"<p>{reproduction_intro(result, f)}</p>",
+    ]
     for arm, heading, notes, warning, command in reproduction_parts(result, f):
         out.append(f'<div class="ab-arm" data-arm="{_e(arm.name)}"><h3>{heading}</h3>')
         out.extend(f"<p>{note}</p>" for note in notes)
@@ -474,14 +524,18 @@ def _header(result: ABResult, f: HtmlFmt) -> list[str]:
     verdict = result.verdict if result.verdict in ("SAFE", "REGRESSION", "INCONCLUSIVE") else "INCONCLUSIVE"
     counts = category_counts(result)
     badge = '<span class="badge">' + f.verdict(result.verdict) + "</span>"
-    out = [f'<header id="ab-summary" class="verdict-{verdict}" data-verdict="{_e(result.verdict)}">',
-           f'<h1>{f.say("title", verdict=badge)}</h1>',
-           f'<p class="ab-verdict">{verdict_line(result, f)}</p>',
-           '<ul class="ab-counts">']
+    out = [
+        f'<header id="ab-summary" class="verdict-{verdict}" data-verdict="{_e(result.verdict)}">',
+        f"<h1>{f.say('title', verdict=badge)}</h1>",
+        f'<p class="ab-verdict">{verdict_line(result, f)}</p>',
+        '<ul class="ab-counts">',
+    ]
     for cat, n in counts.items():
         cls = "ab-chip regressing" if cat in REGRESSING else "ab-chip"
-        out.append(f'<li><button type="button" class="{cls}" data-filter="{_e(cat)}">'
-                   f'{f.text(category_label(cat, f.lang))}: <strong>{n}</strong></button></li>')
+        out.append(
+            f'<li><button type="button" class="{cls}" data-filter="{_e(cat)}">'
+            f"{f.text(category_label(cat, f.lang))}: <strong>{n}</strong></button></li>"
+        )
     out.append(f'<li class="muted">{f.say("kv", k=f.say("total"), v=str(sum(counts.values())))}</li>')
     out += ["</ul>", "</header>"]
     return out

@@ -13,7 +13,6 @@ XML 1.0 forbids are written as visible `\\xNN` escapes.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Optional
 
 from codemod.ab.model import ABResult, Outcome, TestComparison
 
@@ -50,19 +49,27 @@ def _message(o: Outcome) -> str:
     return o.signature or headline(o)
 
 
-def _outcome_element(case: ET.Element, o: Optional[Outcome], c: TestComparison) -> str:
+def _outcome_element(case: ET.Element, o: Outcome | None, c: TestComparison) -> str:
     """Append the child that encodes arm B's outcome; return the counter it feeds."""
     if o is None:
-        el = ET.SubElement(case, "failure", message=_x(f"{c.category}: present in A ({c.a.outcome if c.a else '?'}), "
-                                                       "absent from B"), type=_x(f"ab.{c.category}"))
+        el = ET.SubElement(
+            case,
+            "failure",
+            message=_x(f"{c.category}: present in A ({c.a.outcome if c.a else '?'}), absent from B"),
+            type=_x(f"ab.{c.category}"),
+        )
         el.text = _x(c.note or "")
         return "failures"
     kind = o.outcome
     if kind == "passed" or kind == "xpassed":
         return ""
     if kind in ("failed", "timeout"):
-        el = ET.SubElement(case, "failure", message=_x(_message(o)),
-                           type=_x(o.exc_type or ("timeout" if kind == "timeout" else "failure")))
+        el = ET.SubElement(
+            case,
+            "failure",
+            message=_x(_message(o)),
+            type=_x(o.exc_type or ("timeout" if kind == "timeout" else "failure")),
+        )
         el.text = _x(o.traceback or o.message)
         return "failures"
     if kind in ("error", "crashed"):
@@ -82,7 +89,9 @@ def render(result: ABResult) -> str:
     """JUnit XML (a string with an XML declaration) of arm B."""
     arm_b = result.arm("B")
     root = ET.Element("testsuites", name="decouple A/B")
-    suite = ET.SubElement(root, "testsuite", name=_x(f"decouple-ab arm B: {arm_b.label}" if arm_b else "decouple-ab arm B"))
+    suite = ET.SubElement(
+        root, "testsuite", name=_x(f"decouple-ab arm B: {arm_b.label}" if arm_b else "decouple-ab arm B")
+    )
     props = ET.SubElement(suite, "properties")
     suite_props = {
         "ab.verdict": result.verdict,
@@ -106,8 +115,9 @@ def render(result: ABResult) -> str:
         path, classname, name = split_nodeid(c.nodeid)
         duration = o.duration if o is not None else 0.0
         time_total += duration
-        case = ET.SubElement(suite, "testcase", classname=_x(classname), name=_x(name),
-                             file=_x(path), time=f"{duration:.3f}")
+        case = ET.SubElement(
+            suite, "testcase", classname=_x(classname), name=_x(name), file=_x(path), time=f"{duration:.3f}"
+        )
         cprops = ET.SubElement(case, "properties")
         ET.SubElement(cprops, "property", name="ab.category", value=_x(c.category))
         ET.SubElement(cprops, "property", name="ab.a_outcome", value=_x(c.a.outcome if c.a else "absent"))

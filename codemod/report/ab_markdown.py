@@ -7,7 +7,7 @@ HTML view (`ab_sentences`); this module only lays them out as Markdown.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from codemod.ab.model import ABResult, TestComparison
 
@@ -57,9 +57,18 @@ class MarkdownFmt(Fmt):
 
     def text(self, s: str) -> str:
         s = _one_line(s)
-        return self._SPECIAL.sub(lambda m: "&amp;" if m.group(1) == "&" else
-                                 "&lt;" if m.group(1) == "<" else
-                                 "&gt;" if m.group(1) == ">" else "\\" + m.group(1), s)
+        return self._SPECIAL.sub(
+            lambda m: (
+                "&amp;"
+                if m.group(1) == "&"
+                else "&lt;"
+                if m.group(1) == "<"
+                else "&gt;"
+                if m.group(1) == ">"
+                else "\\" + m.group(1)
+            ),
+            s,
+        )
 
     def code(self, s: str) -> str:
         return md_code(s)
@@ -92,10 +101,8 @@ def md_fence(body: str, info: str = "") -> str:
     return f"{fence}{info}\n{body}\n{fence}"
 
 
-
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
+    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(md_cell(cell) for cell in row) + " |" for row in rows]
     return lines
 
@@ -106,11 +113,17 @@ def _section_background(result: ABResult, f: Fmt) -> list[str]:
     if result.changes is not None:
         lines += ["", f"**{f.say('h.changes')}**", ""]
         if result.changes.stat:
-            lines += [f.say("changes.stat", ref=f.code(result.changes.ref)), "", md_fence(result.changes.stat, "text"), ""]
+            lines += [
+                f.say("changes.stat", ref=f.code(result.changes.ref)),
+                "",
+                md_fence(result.changes.stat, "text"),
+                "",
+            ]
         rows = change_rows(result, f)
         if rows:
-            lines += _table([f.say("col.file"), f.say("col.class"), f.say("col.label"), f.say("col.torch_load")],
-                            rows) + [""]
+            lines += _table(
+                [f.say("col.file"), f.say("col.class"), f.say("col.label"), f.say("col.torch_load")], rows
+            ) + [""]
         lines += [f"- {note}" for note in change_notes(result, f)]
         if lines[-1] == "":
             lines.pop()
@@ -129,12 +142,16 @@ def _section_environment(result: ABResult, f: Fmt) -> list[str]:
         for engine, _listed, _shown, warn in rows:
             if warn:
                 lines += [f"> ⚠️ **{f.say('env.prepack_warn', engine=engine)}**", ""]
-        lines += _table([f.say("col.engine"), f.say("col.listed"), f.say("col.prepack")],
-                        [(("⚠️ " if warn else "") + engine, listed, shown) for engine, listed, shown, warn in rows])
+        lines += _table(
+            [f.say("col.engine"), f.say("col.listed"), f.say("col.prepack")],
+            [(("⚠️ " if warn else "") + engine, listed, shown) for engine, listed, shown, warn in rows],
+        )
     lines += ["", f"**{f.say('env.variables')}**", ""]
     if env.variables:
-        lines += _table([f.say("col.variable"), f.say("col.value")],
-                        [(f.code(k), f.code(v) if v else "") for k, v in sorted(env.variables.items())])
+        lines += _table(
+            [f.say("col.variable"), f.say("col.value")],
+            [(f.code(k), f.code(v) if v else "") for k, v in sorted(env.variables.items())],
+        )
     else:
         lines.append(f"- {f.say('env.none_set')}")
     return lines
@@ -162,17 +179,30 @@ def _group_details(members: list[TestComparison], f: Fmt, h: HtmlFmt, roots: lis
     if not shown and not subtests:
         return []
     if len(members) == 1:
-        summary = h.say("tb.summary", nodeid=h.code(first.nodeid), a=h.outcome(outcome_of(first.a)),
-                        b=h.outcome(outcome_of(first.b)))
+        summary = h.say(
+            "tb.summary",
+            nodeid=h.code(first.nodeid),
+            a=h.outcome(outcome_of(first.a)),
+            b=h.outcome(outcome_of(first.b)),
+        )
     else:
-        summary = h.say("tb.group_of", n=len(members), sig=h.code(compact_signature(first.b or first.a, 100)),
-                        a=h.outcome(outcome_of(first.a)), b=h.outcome(outcome_of(first.b)))
+        summary = h.say(
+            "tb.group_of",
+            n=len(members),
+            sig=h.code(compact_signature(first.b or first.a, 100)),
+            a=h.outcome(outcome_of(first.a)),
+            b=h.outcome(outcome_of(first.b)),
+        )
     lines = [f"<details><summary>{summary}</summary>", ""]
     if len(members) > 1:
         lines += [f"- {f.code(c.nodeid)}" for c in members] + [""]
         lines += [f.say("tb.first_of", n=len(members), nodeid=f.code(first.nodeid)), ""]
-    identical = first.a is not None and first.b is not None and first.a.signature == first.b.signature \
+    identical = (
+        first.a is not None
+        and first.b is not None
+        and first.a.signature == first.b.signature
         and first.a.outcome == first.b.outcome
+    )
     if identical:
         shown = [("B", first.b)]
     for name, o in shown:
@@ -203,10 +233,26 @@ def _section_results(result: ABResult, f: Fmt) -> list[str]:
     groups = failure_groups(interesting_tests(result))
     if groups:
         lines += _table(
-            [f.say("col.test"), f.say("col.a"), f.say("col.b"), f.say("col.category"),
-             f.say("col.signature"), f.say("col.note")],
-            [(tests_cell([c.nodeid for c in g], f), f.outcome(outcome_of(g[0].a)), f.outcome(outcome_of(g[0].b)),
-              f.category(g[0].category), signature_cell(g[0], f), test_note(g[0], f)) for g in groups])
+            [
+                f.say("col.test"),
+                f.say("col.a"),
+                f.say("col.b"),
+                f.say("col.category"),
+                f.say("col.signature"),
+                f.say("col.note"),
+            ],
+            [
+                (
+                    tests_cell([c.nodeid for c in g], f),
+                    f.outcome(outcome_of(g[0].a)),
+                    f.outcome(outcome_of(g[0].b)),
+                    f.category(g[0].category),
+                    signature_cell(g[0], f),
+                    test_note(g[0], f),
+                )
+                for g in groups
+            ],
+        )
         blocks = [b for b in (_group_details(g, f, h, arm_roots(result)) for g in groups) if b]
         if blocks:
             lines += ["", f"**{f.say('h.tracebacks')}**"]
@@ -225,30 +271,54 @@ def _section_results(result: ABResult, f: Fmt) -> list[str]:
     if coll or crashes:
         lines += ["", f"#### {f.say('h.collection_errors')}", ""]
         for arm, path, o in coll:
-            lines.append("- " + f.say("collection.error", arm=f.text(arm.name), file=f.code(path),
-                                      sig=f.code(shown_signature(o) or headline(o))))
+            lines.append(
+                "- "
+                + f.say(
+                    "collection.error",
+                    arm=f.text(arm.name),
+                    file=f.code(path),
+                    sig=f.code(shown_signature(o) or headline(o)),
+                )
+            )
         for arm in crashes:
             lines.append("- " + f.say("crashes", arm=f.text(arm.name), tests=f.tests(arm.crashes)))
         for arm, path, o in coll:
             if o.traceback:
-                summary = h.say("collection.error", arm=h.text(arm.name), file=h.code(path),
-                                sig=h.code(shown_signature(o) or headline(o)))
-                lines += ["", f"<details><summary>{summary}</summary>", "",
-                          md_fence(report_traceback(o.traceback, f.lang, arm_roots(result)), "text"), "", "</details>"]
+                summary = h.say(
+                    "collection.error",
+                    arm=h.text(arm.name),
+                    file=h.code(path),
+                    sig=h.code(shown_signature(o) or headline(o)),
+                )
+                lines += [
+                    "",
+                    f"<details><summary>{summary}</summary>",
+                    "",
+                    md_fence(report_traceback(o.traceback, f.lang, arm_roots(result)), "text"),
+                    "",
+                    "</details>",
+                ]
 
     if result.diagnostics:
         lines += ["", f"#### {f.say('h.diagnostics')}", ""]
         for d in result.diagnostics:
             variables = f.pairs(d.variables) if d.variables else f.say("diag.no_vars")
-            lines.append("- " + f.say("diag.intro", name=f.strong(f.text(d.name)), base=f.code(d.based_on),
-                                      vars=variables) + f.say("sentence.sep") + diagnostic_statement(result, d, f))
+            lines.append(
+                "- "
+                + f.say("diag.intro", name=f.strong(f.text(d.name)), base=f.code(d.based_on), vars=variables)
+                + f.say("sentence.sep")
+                + diagnostic_statement(result, d, f)
+            )
         changed = diagnostic_changes(result)
         if changed:
             lines.append("")
             lines += _table(
                 [f.say("col.diag_name"), f.say("col.test"), f.say("col.base"), f.say("col.diag")],
-                [(f.text(d.name), tests_cell(nids, f), f.outcome(before), f.outcome(after))
-                 for d, before, after, nids in changed])
+                [
+                    (f.text(d.name), tests_cell(nids, f), f.outcome(before), f.outcome(after))
+                    for d, before, after, nids in changed
+                ],
+            )
     return lines
 
 

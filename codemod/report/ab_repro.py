@@ -12,7 +12,6 @@ overrides the interpreter.
 from __future__ import annotations
 
 import shlex
-from typing import Optional
 
 from codemod.ab.arms import PYTEST_ARGS, REPRO_VARS
 from codemod.ab.model import ABResult, ArmResult
@@ -24,8 +23,7 @@ def files_of(result: ABResult, arm: ArmResult) -> dict[str, list[str]]:
     """Test file -> the pytest arguments that select it, as the runner passed them: the
     file, the node ids asked for in it, or, for an arm that ran only some tests of a file
     (a `--diagnose` arm reruns only the failing ones), those tests."""
-    files = sorted({n.split("::")[0] for n in arm.outcomes} | set(arm.collection_errors)
-                   | set(arm.collection_skips))
+    files = sorted({n.split("::")[0] for n in arm.outcomes} | set(arm.collection_errors) | set(arm.collection_skips))
     selectors = [p for p in result.paths if "::" in p]
     others = [a for a in result.arms if a.name in ("A", "B") and a is not arm]
     out = {}
@@ -39,7 +37,7 @@ def files_of(result: ABResult, arm: ArmResult) -> dict[str, list[str]]:
     return out
 
 
-def _archive_paths(arm: ArmResult) -> Optional[list[str]]:
+def _archive_paths(arm: ArmResult) -> list[str] | None:
     """The paths `git archive` extracted for a git arm, read from the runner's command
     (None when the command does not say; [] = the whole commit)."""
     cmd = arm.command or ""
@@ -48,13 +46,13 @@ def _archive_paths(arm: ArmResult) -> Optional[list[str]]:
     if start == -1 or end == -1:
         return None
     try:
-        words = shlex.split(cmd[start + len(" archive "):end])
+        words = shlex.split(cmd[start + len(" archive ") : end])
     except ValueError:
         return None
-    return words[words.index("--") + 1:] if "--" in words else []
+    return words[words.index("--") + 1 :] if "--" in words else []
 
 
-def _diag_base(result: ABResult, arm: ArmResult) -> Optional[str]:
+def _diag_base(result: ABResult, arm: ArmResult) -> str | None:
     d = next((d for d in result.diagnostics if d.name == arm.name), None)
     return d.based_on if d else None
 
@@ -77,26 +75,32 @@ def _function(result: ABResult, arm: ArmResult) -> list[str]:
         ref = source[4:]
         paths = _archive_paths(arm)
         spec = "" if not paths else " -- " + " ".join(shlex.quote(p) for p in paths)
-        lines += [f"    # arm {name}: the files as committed at {ref}" + (f" (diagnostic, on arm {base})" if base else ""),
-                  '    local dir; dir=$(mktemp -d) || return 2',
-                  f'    git -C "$TOP" archive {shlex.quote(ref)}{spec} | tar -x -C "$dir" || {{ rm -rf "$dir"; return 2; }}',
-                  '    cd "$dir" || return 2']
+        lines += [
+            f"    # arm {name}: the files as committed at {ref}" + (f" (diagnostic, on arm {base})" if base else ""),
+            "    local dir; dir=$(mktemp -d) || return 2",
+            f'    git -C "$TOP" archive {shlex.quote(ref)}{spec} | tar -x -C "$dir" || {{ rm -rf "$dir"; return 2; }}',
+            '    cd "$dir" || return 2',
+        ]
         cleanup = '    cd "$TOP"; rm -rf "$dir"'
     elif source == "worktree":
-        lines += [f"    # arm {name}: the work tree, uncommitted changes included"
-                  + (f" (diagnostic, on arm {base})" if base else ""),
-                  '    cd "$TOP" || return 2']
+        lines += [
+            f"    # arm {name}: the work tree, uncommitted changes included"
+            + (f" (diagnostic, on arm {base})" if base else ""),
+            '    cd "$TOP" || return 2',
+        ]
         cleanup = ""
     elif source.startswith("dir:"):
-        lines += [f"    # arm {name}: directory {source[4:]}" + (f" (diagnostic, on arm {base})" if base else ""),
-                  f"    cd {shlex.quote(source[4:])} || return 2"]
+        lines += [
+            f"    # arm {name}: directory {source[4:]}" + (f" (diagnostic, on arm {base})" if base else ""),
+            f"    cd {shlex.quote(source[4:])} || return 2",
+        ]
         cleanup = ""
     else:
         return [f"arm_{_ident(name)}() {{", f'    echo "arm {name}: unknown source {source}" >&2; return 2', "}"]
     env = " ".join(_env_words(result, arm))
     extra = "".join(" " + shlex.quote(a) for a in arm.extra_args)
     lines.append("    local status=0")
-    for f, args in files_of(result, arm).items():
+    for _f, args in files_of(result, arm).items():
         selected = " ".join(shlex.quote(a) for a in args)
         lines.append(f'    env {env} "$PYTHON" -m pytest {" ".join(PYTEST_ARGS)} {selected}{extra} || status=1')
     if cleanup:
@@ -124,7 +128,7 @@ def render(result: ABResult) -> str:
         "#   PYTHON=/path/to/python bash repro.sh B",
         "set -u",
         f"PYTHON=${{PYTHON:-{shlex.quote(result.python or 'python')}}}",
-        'TOP=$(git rev-parse --show-toplevel 2>/dev/null || pwd)',
+        "TOP=$(git rev-parse --show-toplevel 2>/dev/null || pwd)",
         "",
     ]
     for arm in arms:
@@ -135,7 +139,7 @@ def render(result: ABResult) -> str:
         'for arm in "$@"; do',
         '    case "$arm" in',
     ]
-    out += [f'        {shlex.quote(a.name)}) arm_{_ident(a.name)} || status=1 ;;' for a in arms]
+    out += [f"        {shlex.quote(a.name)}) arm_{_ident(a.name)} || status=1 ;;" for a in arms]
     out += [
         '        *) echo "unknown arm: $arm (arms: ' + names + ')" >&2; exit 2 ;;',
         "    esac",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from typing import Any, Iterable, Optional, Sequence, Union
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from codemod.ab import causes
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, CauseFinding, Environment, TestComparison
@@ -18,10 +19,10 @@ from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, CauseFinding, Env
 from .ab_facts import (
     FAILING,
     SIGNATURE_CELL,
-    common_prefix_ids,
-    compact_signature,
     broken_engines,
     category_counts,
+    common_prefix_ids,
+    compact_signature,
     failing_sets,
     ordered_tests,
     shown_signature,
@@ -68,7 +69,7 @@ class Fmt:
             shown.append(self.say("an.more", n=len(nodeids) - MAX_LISTED))
         return self.sep().join(shown)
 
-    def outcome(self, outcome: Optional[str]) -> str:
+    def outcome(self, outcome: str | None) -> str:
         if outcome is None:
             return self.say("absent")
         return self.text(outcome_label(outcome, self.lang))
@@ -98,10 +99,10 @@ class HtmlFmt(Fmt):
         return f"<strong>{s}</strong>"
 
 
-
 def _count_parts(f: Fmt, counts: dict[str, int], cats: Iterable[str]) -> str:
     return f.sep().join(
-        f.say("count.part", label=f.text(category_label(c, f.lang)), n=counts[c]) for c in cats if counts.get(c))
+        f.say("count.part", label=f.text(category_label(c, f.lang)), n=counts[c]) for c in cats if counts.get(c)
+    )
 
 
 def _inconclusive_why(result: ABResult, f: Fmt) -> list[str]:
@@ -115,8 +116,11 @@ def _inconclusive_why(result: ABResult, f: Fmt) -> list[str]:
     if not result.tests:
         why.append(f.say("reason.no_tests"))
     if not why:
-        why.append(f.say("reason.runner", reason=f.code(result.verdict_reason)) if result.verdict_reason
-                   else f.say("reason.unknown"))
+        why.append(
+            f.say("reason.runner", reason=f.code(result.verdict_reason))
+            if result.verdict_reason
+            else f.say("reason.unknown")
+        )
     return why
 
 
@@ -130,7 +134,9 @@ def verdict_reason(result: ABResult, f: Fmt) -> str:
     total = len(result.tests) or sum(counts.values())
     if result.verdict == "REGRESSION":
         n = sum(counts.get(c, 0) for c in REGRESSING)
-        return f.say("reason.regression", n=n, parts=_count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]))
+        return f.say(
+            "reason.regression", n=n, parts=_count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING])
+        )
     if result.verdict == "SAFE":
         pre = counts.get("pre-existing", 0)
         return f.say("reason.safe_pre", n=pre) if pre else f.say("reason.safe", n=total, total=total)
@@ -149,8 +155,10 @@ def diagnostic_statement(result: ABResult, d, f: Fmt) -> str:
     pairs = Counter((v[0], v[1]) for v in d.changed.values() if len(v) >= 2)
     if not pairs:
         return f.say("diag.none", vars=variables)
-    parts = [f.say("diag.pair", n=n, a=f.outcome(a), d=f.outcome(b), base=f.code(d.based_on), vars=variables)
-             for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))]
+    parts = [
+        f.say("diag.pair", n=n, a=f.outcome(a), d=f.outcome(b), base=f.code(d.based_on), vars=variables)
+        for (a, b), n in sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     return f.text(t("list.sep", f.lang)).join(parts) + f.say("period")
 
 
@@ -180,21 +188,31 @@ def _evidence_sentence(finding: CauseFinding, f: Fmt) -> str:
         variables = f.pairs(finding.variables)
         if status == "suspected":
             return f.say("cause.ev.diag_pending", vars=variables, cmd=f.code("decouple ab --diagnose"))
-        return f.say("cause.ev.diag", vars=variables, base=f.code(finding.based_on), k=ev.get("passed", "?"),
-                     n=int(ev.get("total", "0") or 0), arm=f.code(ev.get("diag", "?")))
+        return f.say(
+            "cause.ev.diag",
+            vars=variables,
+            base=f.code(finding.based_on),
+            k=ev.get("passed", "?"),
+            n=int(ev.get("total", "0") or 0),
+            arm=f.code(ev.get("diag", "?")),
+        )
     if finding.cause == "quantized-engine":
         if status == "confirmed":
-            return f.say("cause.ev.prepack_fails", engine=f.code(ev.get("engine", "?")), error=f.code(ev.get("error", "?")))
+            return f.say(
+                "cause.ev.prepack_fails", engine=f.code(ev.get("engine", "?")), error=f.code(ev.get("error", "?"))
+            )
         if status == "not-confirmed":
             return f.say("cause.ev.prepack_ok")
         return f.say("cause.ev.prepack_unknown")
     if finding.cause == "hw-classification-missing":
         key = {"confirmed": "cause.ev.hwc_missing", "not-confirmed": "cause.ev.hwc_present"}.get(
-            status, "cause.ev.hwc_unknown")
+            status, "cause.ev.hwc_unknown"
+        )
         return f.say(key, torch=f.code(ev.get("torch", "?")))
     if finding.experiment == "import":
         key = {"confirmed": "cause.ev.import_missing", "not-confirmed": "cause.ev.import_present"}.get(
-            status, "cause.ev.import_pending")
+            status, "cause.ev.import_pending"
+        )
         return f.say(key, module=f.code(ev.get("module", "?")), cmd=f.code("decouple ab --diagnose"))
     return ""
 
@@ -223,7 +241,7 @@ def finding_item(result: ABResult, finding: CauseFinding, f: Fmt) -> str:
     return f.say("sentence.sep").join(parts)
 
 
-def analysis(result: ABResult, f: Fmt) -> list[tuple[str, Union[str, list[str]]]]:
+def analysis(result: ABResult, f: Fmt) -> list[tuple[str, str | list[str]]]:
     """The "what this proves" blocks: ("h", text) sub-headings, ("p", text)
     paragraphs and ("ul", [items]) lists, already formatted with `f`."""
     counts = category_counts(result)
@@ -231,20 +249,35 @@ def analysis(result: ABResult, f: Fmt) -> list[tuple[str, Union[str, list[str]]]
     for c in ordered_tests(result):
         by_cat.setdefault(c.category, []).append(c.nodeid)
     total = len(result.tests) or sum(counts.values())
-    blocks: list[tuple[str, Union[str, list[str]]]] = [("h", f.say("h.change_safe"))]
+    blocks: list[tuple[str, str | list[str]]] = [("h", f.say("h.change_safe"))]
 
     if result.verdict == "REGRESSION":
         regressing = [n for c in CATEGORIES if c in REGRESSING for n in by_cat.get(c, [])]
         n = sum(counts.get(c, 0) for c in REGRESSING)
-        blocks.append(("p", f.say("an.regression", n=n, tests=f.tests(regressing),
-                                  parts=_count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]))))
+        blocks.append(
+            (
+                "p",
+                f.say(
+                    "an.regression",
+                    n=n,
+                    tests=f.tests(regressing),
+                    parts=_count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]),
+                ),
+            )
+        )
     elif result.verdict == "SAFE":
         blocks.append(("p", f.say("an.safe", n=total, total=total)))
     else:
-        blocks.append(("p", f.say("an.inconclusive",
-                                  why=f.text(t("list.sep", f.lang)).join(_inconclusive_why(result, f)))))
-    for cat, key in (("different-failure", "an.different"), ("similar-failure", "an.similar"),
-                     ("no-longer-run", "an.no_longer_run"), ("flaky", "an.flaky"), ("fixed", "an.fixed")):
+        blocks.append(
+            ("p", f.say("an.inconclusive", why=f.text(t("list.sep", f.lang)).join(_inconclusive_why(result, f))))
+        )
+    for cat, key in (
+        ("different-failure", "an.different"),
+        ("similar-failure", "an.similar"),
+        ("no-longer-run", "an.no_longer_run"),
+        ("flaky", "an.flaky"),
+        ("fixed", "an.fixed"),
+    ):
         if by_cat.get(cat):
             blocks.append(("p", f.say(key, n=len(by_cat[cat]), tests=f.tests(by_cat[cat]))))
 
@@ -277,25 +310,39 @@ def analysis(result: ABResult, f: Fmt) -> list[tuple[str, Union[str, list[str]]]
 
 def background_items(result: ABResult, f: Fmt) -> list[str]:
     a, b = result.arm("A"), result.arm("B")
-    items = [f.say("bg.intro",
-                   a=arm_description(a, result, f) if a else f.say("unknown"),
-                   b=arm_description(b, result, f) if b else f.say("unknown"))]
+    items = [
+        f.say(
+            "bg.intro",
+            a=arm_description(a, result, f) if a else f.say("unknown"),
+            b=arm_description(b, result, f) if b else f.say("unknown"),
+        )
+    ]
     if result.paths:
         items.append(f.say("bg.paths", paths=f.codes(result.paths)))
     if result.base_ref:
         items.append(f.say("bg.base_ref", ref=f.code(result.base_ref)))
     if result.started or result.duration:
-        items.append(f.say("bg.started", started=f.code(result.started or "?"),
-                           duration=f.say("seconds", s=f"{result.duration:.1f}")))
+        items.append(
+            f.say(
+                "bg.started",
+                started=f.code(result.started or "?"),
+                duration=f.say("seconds", s=f"{result.duration:.1f}"),
+            )
+        )
     if result.python:
         items.append(f.say("bg.python", python=f.code(result.python)))
     if result.shard:
         items.append(f.say("bg.shard", shard=f.code(result.shard)))
-    items.append(f.say("bg.tool", tool=f.code(result.tool_version or "?"),
-                       norm=f.code(result.normaliser_version or "?")))
+    items.append(
+        f.say("bg.tool", tool=f.code(result.tool_version or "?"), norm=f.code(result.normaliser_version or "?"))
+    )
     if result.mapping:
-        items.append(f.say("bg.mapping", pairs=f.sep().join(
-            f"{f.code(old)} → {f.code(new)}" for old, new in result.mapping.items())))
+        items.append(
+            f.say(
+                "bg.mapping",
+                pairs=f.sep().join(f"{f.code(old)} → {f.code(new)}" for old, new in result.mapping.items()),
+            )
+        )
     return items
 
 
@@ -304,7 +351,7 @@ def change_rows(result: ABResult, f: Fmt) -> list[tuple[str, str, str, str]]:
     row per file for torch.load edits outside classes; formatted with `f`."""
     changes = result.changes
     rows = []
-    for fc in (changes.files if changes else []):
+    for fc in changes.files if changes else []:
         for cc in fc.classes:
             labels = f.codes(cc.labels)
             if cc.removed_labels and not cc.labels:
@@ -340,8 +387,11 @@ def arm_description(arm, result: ABResult, f: Fmt) -> str:
     """Where an arm's files come from, in `f`'s language (never the runner's English label)."""
     diag = next((d for d in result.diagnostics if d.name == arm.name), None)
     if diag is not None:
-        return f.say("arm.diag", base=f.text(diag.based_on), vars=f.pairs(diag.variables) if diag.variables
-                     else f.say("diag.no_vars"))
+        return f.say(
+            "arm.diag",
+            base=f.text(diag.based_on),
+            vars=f.pairs(diag.variables) if diag.variables else f.say("diag.no_vars"),
+        )
     source = arm.source or ""
     if source.startswith("git:"):
         return f.say("arm.git", ref=f.code(source[4:]))
@@ -378,28 +428,39 @@ def environment_facts(env: Environment, f: Fmt) -> list[tuple[str, str]]:
     """(label, value) rows; values already formatted."""
     unknown = f.say("unknown")
 
-    def val(v: Optional[str]) -> str:
+    def val(v: str | None) -> str:
         return f.code(v) if v else unknown
 
-    def version(v: Optional[str]) -> str:
+    def version(v: str | None) -> str:
         return f.code(v) if v else f.say("env.not_available")
 
-    def flag(v: Optional[bool]) -> str:
+    def flag(v: bool | None) -> str:
         if v is None:
             return unknown
         return f.say("env.available") if v else f.say("env.not_available")
 
     rows = [
-        (f.say("env.python"), f.say("env.value_with_exe", version=val(env.python), exe=f.code(env.executable))
-         if env.executable else val(env.python)),
+        (
+            f.say("env.python"),
+            f.say("env.value_with_exe", version=val(env.python), exe=f.code(env.executable))
+            if env.executable
+            else val(env.python),
+        ),
         (f.say("env.platform"), val(env.platform)),
         (f.say("env.machine"), val(env.machine)),
         (f.say("env.cpu_model"), val(getattr(env, "cpu_model", None))),
-        (f.say("env.cpu_flags"), f.codes(env.cpu_flags) if getattr(env, "cpu_flags", None) else
-         (f.say("none") if getattr(env, "cpu_count", None) else unknown)),
-        (f.say("env.cores"), f.say("env.cores_value", n=env.cpu_count, usable=env.cpu_usable)
-         if getattr(env, "cpu_usable", None) and env.cpu_usable != env.cpu_count else val(
-             str(env.cpu_count) if getattr(env, "cpu_count", None) else None)),
+        (
+            f.say("env.cpu_flags"),
+            f.codes(env.cpu_flags)
+            if getattr(env, "cpu_flags", None)
+            else (f.say("none") if getattr(env, "cpu_count", None) else unknown),
+        ),
+        (
+            f.say("env.cores"),
+            f.say("env.cores_value", n=env.cpu_count, usable=env.cpu_usable)
+            if getattr(env, "cpu_usable", None) and env.cpu_usable != env.cpu_count
+            else val(str(env.cpu_count) if getattr(env, "cpu_count", None) else None),
+        ),
         (f.say("env.torch"), val(env.torch_version)),
         (f.say("env.torch_git"), val(env.torch_git_version)),
         (f.say("env.pytest"), val(getattr(env, "pytest_version", None))),
@@ -511,8 +572,11 @@ def signature_cell(c: TestComparison, f: Fmt) -> str:
     sa, sb = shown_signature(c.a), shown_signature(c.b)
     if sa and sb and sa != sb:
         half = SIGNATURE_CELL // 2
-        return (f.say("sig.a", sig=f.code(compact_signature(c.a, half))) + "\n"
-                + f.say("sig.b", sig=f.code(compact_signature(c.b, half))))
+        return (
+            f.say("sig.a", sig=f.code(compact_signature(c.a, half)))
+            + "\n"
+            + f.say("sig.b", sig=f.code(compact_signature(c.b, half)))
+        )
     o = c.b if sb else c.a
     return f.code(compact_signature(o)) if (sb or sa) else ""
 
@@ -524,8 +588,11 @@ def tests_cell(nodeids: Sequence[str], f: Fmt) -> str:
     prefix, rest = common_prefix_ids(list(nodeids))
     listed = f.tests(rest)
     head = f.say("tests.n", n=len(nodeids))
-    return f.say("tests.group", head=head, prefix=f.code(prefix), tests=listed) if prefix else \
-        f.say("kv", k=head, v=f.tests(list(nodeids)))
+    return (
+        f.say("tests.group", head=head, prefix=f.code(prefix), tests=listed)
+        if prefix
+        else f.say("kv", k=head, v=f.tests(list(nodeids)))
+    )
 
 
 def diagnostic_changes(result: ABResult) -> list[tuple[Any, str, str, list[str]]]:

@@ -27,9 +27,17 @@ SEVERITY = {"error": "error", "warning": "warning", "info": "advice"}
 # Findings that describe an edit the replacement makes.
 _EDITS = ("hw/label", "hw/forced", "torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
 # Findings the upstream linter itself reports (as errors) on the file as it is.
-_UPSTREAM_ERRORS = frozenset({"hw/needs-manual", "hw/invalid-label", "hw/refused", "hw/forced",
-                              "hw/duplicate_class", "hw/duplicate_instantiation",
-                              "engine/no-autofix"})  # a file that needs labels lintrunner cannot fix
+_UPSTREAM_ERRORS = frozenset(
+    {
+        "hw/needs-manual",
+        "hw/invalid-label",
+        "hw/refused",
+        "hw/forced",
+        "hw/duplicate_class",
+        "hw/duplicate_instantiation",
+        "engine/no-autofix",
+    }
+)  # a file that needs labels lintrunner cannot fix
 
 
 def severity(finding: Finding) -> str:
@@ -39,10 +47,26 @@ def severity(finding: Finding) -> str:
     return SEVERITY[finding.severity]
 
 
-def _message(path: str, line: int | None, severity: str, name: str, description: str,
-             original: str | None = None, replacement: str | None = None) -> dict[str, Any]:
-    return {"path": path, "line": line, "char": None, "code": CODE, "severity": severity, "name": name,
-            "original": original, "replacement": replacement, "description": description}
+def _message(
+    path: str,
+    line: int | None,
+    severity: str,
+    name: str,
+    description: str,
+    original: str | None = None,
+    replacement: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "path": path,
+        "line": line,
+        "char": None,
+        "code": CODE,
+        "severity": severity,
+        "name": name,
+        "original": original,
+        "replacement": replacement,
+        "description": description,
+    }
 
 
 def messages(run: RunResult) -> Iterator[dict[str, Any]]:
@@ -57,8 +81,7 @@ def messages(run: RunResult) -> Iterator[dict[str, Any]]:
             what = "; ".join(x.message for x in edits) or "edits this file"
             # an unlabelled test class is the upstream linter's [hw_classification] error
             level = "error" if any(x.rule.startswith("hw/") for x in edits) else "warning"
-            yield _message(f.path, first, level, "autofix", f"decouple apply: {what}",
-                           f.original, f.replacement)
+            yield _message(f.path, first, level, "autofix", f"decouple apply: {what}", f.original, f.replacement)
         for x in f.findings:
             if x.severity != "info":
                 detail = f"{x.message} (suggested: {x.fix})" if x.fix and x.data.get("patterns") else x.message

@@ -42,24 +42,30 @@ def render(messages: Iterable[dict[str, Any]]) -> dict[str, Any]:
         physical: dict[str, Any] = {"artifactLocation": _location(m["path"])}
         if isinstance(m.get("line"), int) and m["line"] >= 1:
             physical["region"] = {"startLine": m["line"]}
-        results.append({
-            "ruleId": m["name"],
-            "ruleIndex": index,
-            "level": _LEVEL[m["severity"]],
-            "message": {"text": m["description"]},
-            "locations": [{"physicalLocation": physical}],
-        })
+        results.append(
+            {
+                "ruleId": m["name"],
+                "ruleIndex": index,
+                "level": _LEVEL[m["severity"]],
+                "message": {"text": m["description"]},
+                "locations": [{"physicalLocation": physical}],
+            }
+        )
     return {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
-        "runs": [{
-            "tool": {"driver": {
-                "name": "decouple",
-                "semanticVersion": _tool_version(),
-                "rules": [{"id": name} for name in rules],
-            }},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "decouple",
+                        "semanticVersion": _tool_version(),
+                        "rules": [{"id": name} for name in rules],
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }

@@ -41,7 +41,7 @@ def classification_table(result: RunResult) -> str:
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
     out = []
     for r in [head] + rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5])
+        out.append("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=False)) + "  " + r[5])
     return "\n".join(out) + "\n"
 
 
@@ -100,14 +100,15 @@ def gate_summary(result: RunResult) -> str:
     if gate["checked"]:
         linters = ", ".join(_rel(p) for p in gate["linters"])
         rejected = gate["rejected"]
-        out += (f"\nlinter gate ({linters}): {gate['checked']} file(s) checked, {gate['agree']} agree with "
-                f"the tool, {gate['disagree']} disagree")
+        out += (
+            f"\nlinter gate ({linters}): {gate['checked']} file(s) checked, {gate['agree']} agree with "
+            f"the tool, {gate['disagree']} disagree"
+        )
         if rejected:
             verb = "not written nor graduated" if result.mode == "write" else "not to be written"
             out += f"; {len(rejected)} rejected by the linter ({verb}): " + ", ".join(_rel(p) for p in rejected)
     if gate["unjudged"]:
-        out += (f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate['unjudged']} file(s): "
-                "not gated")
+        out += f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate['unjudged']} file(s): not gated"
     return out
 
 

@@ -12,8 +12,9 @@ before the label transform, which then labels the resulting classes.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Dict, List, Mapping, Tuple
+from typing import ClassVar
 
 from transforms import analysis, diagnosis
 from transforms.base import INFO, WARNING, Finding, TransformResult
@@ -23,8 +24,7 @@ from transforms.restructure.model import Move, Step, map_document, moves_from_js
 from transforms.restructure.split import split_class
 from transforms.restructure.verify import RestructureCheckError, check_step
 
-__all__ = ["REGISTRY", "Restructure", "RestructureCheckError", "map_document", "moves_from_findings",
-           "parse_selection"]
+__all__ = ["REGISTRY", "Restructure", "RestructureCheckError", "map_document", "moves_from_findings", "parse_selection"]
 
 REGISTRY: Mapping[str, Callable[[str, ast.Module, tuple], Step]] = {
     "keyword-args": keyword_args,
@@ -36,7 +36,7 @@ REGISTRY: Mapping[str, Callable[[str, ast.Module, tuple], Step]] = {
 AUTO = "auto"
 
 
-def parse_selection(raw: str) -> Tuple[str, ...]:
+def parse_selection(raw: str) -> tuple[str, ...]:
     """'auto' or 'NAME[,NAME]' -> the names in registry order; ValueError otherwise."""
     names = [n.strip() for n in raw.split(",") if n.strip()]
     if not names:
@@ -51,20 +51,28 @@ def parse_selection(raw: str) -> Tuple[str, ...]:
     return tuple(n for n in REGISTRY if n in names)
 
 
-def compose(moves: List[Move]) -> List[Move]:
+def compose(moves: list[Move]) -> list[Move]:
     """Chain the moves of successive steps: one move per test, first `before`, last `after`."""
-    current: Dict[Tuple[str, str], Move] = {}
+    current: dict[tuple[str, str], Move] = {}
     for m in moves:
         prev = current.pop((m.old_class, m.test), None)
         if prev is not None:
-            m = Move(f"{prev.transform},{m.transform}", m.test, prev.old_class, m.new_class,
-                     prev.old_instantiated, m.new_instantiated, prev.before, m.after)
+            m = Move(
+                f"{prev.transform},{m.transform}",
+                m.test,
+                prev.old_class,
+                m.new_class,
+                prev.old_instantiated,
+                m.new_instantiated,
+                prev.before,
+                m.after,
+            )
         current[(m.new_class, m.test)] = m
     return list(current.values())
 
 
-def _summary(name: str, cls: str, line: int, moves: List[Move]) -> Finding:
-    targets: Dict[str, int] = {}
+def _summary(name: str, cls: str, line: int, moves: list[Move]) -> Finding:
+    targets: dict[str, int] = {}
     for m in moves:
         targets[m.new_class] = targets.get(m.new_class, 0) + 1
     widened = sorted({d for m in moves for d in m.widened})
@@ -72,22 +80,28 @@ def _summary(name: str, cls: str, line: int, moves: List[Move]) -> Finding:
     message = f"{cls}: {name} -> {where}"
     if widened:
         message += f"; WIDENS the devices the tests run on: adds {', '.join(widened)} (review it)"
-    return Finding(f"restructure/{name}", message, line, WARNING if widened else INFO, cls=cls,
-                   data={"moves": [_move_json(m) for m in moves]})
+    return Finding(
+        f"restructure/{name}",
+        message,
+        line,
+        WARNING if widened else INFO,
+        cls=cls,
+        data={"moves": [_move_json(m) for m in moves]},
+    )
 
 
 @dataclass(frozen=True)
 class Restructure:
     name: ClassVar[str] = "restructure"
 
-    selected: Tuple[str, ...] = tuple(REGISTRY)
+    selected: tuple[str, ...] = tuple(REGISTRY)
 
     def triage(self, text: str) -> bool:
         return analysis.may_have_test_class(text) and "instantiate_device_type_tests" in text
 
     def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
-        findings: List[Finding] = []
-        moves: List[Move] = []
+        findings: list[Finding] = []
+        moves: list[Move] = []
         for name in self.selected:
             diags = diagnosis.diagnose(tree, text)
             step = REGISTRY[name](text, tree, diags)
@@ -104,8 +118,14 @@ class Restructure:
             text, tree = step.text, ast.parse(step.text)
         if moves:
             composed = compose(moves)
-            findings.append(Finding("restructure/moves", f"{len(composed)} test(s) restructured", 1,
-                                    data={"moves": [_move_json(m) for m in composed]}))
+            findings.append(
+                Finding(
+                    "restructure/moves",
+                    f"{len(composed)} test(s) restructured",
+                    1,
+                    data={"moves": [_move_json(m) for m in composed]},
+                )
+            )
         return TransformResult(text, findings)
 
     def strip(self, tree: ast.Module) -> ast.Module:
@@ -121,6 +141,6 @@ def _move_json(m: Move) -> dict:
     return {**m.__dict__, "before": list(m.before), "after": list(m.after)}
 
 
-def moves_from_findings(findings: List[Finding]) -> List[Move]:
+def moves_from_findings(findings: list[Finding]) -> list[Move]:
     """The composed moves of one file's `restructure/moves` finding (none: empty)."""
     return [m for f in findings if f.rule == "restructure/moves" for m in moves_from_json(f.data["moves"])]

@@ -5,7 +5,6 @@ the device sets before and after are reported per test."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional
 
 from transforms import analysis, diagnosis
 from transforms.diagnosis import ClassDiagnosis
@@ -13,31 +12,43 @@ from transforms.restructure import textedit
 from transforms.restructure.model import Move, Step
 
 
-def _calls(tree: ast.Module) -> Dict[str, ast.Call]:
+def _calls(tree: ast.Module) -> dict[str, ast.Call]:
     """The last instantiate_device_type_tests call per class name (the one the linter checks)."""
     out = {}
     for stmt in analysis._module_level(tree.body):
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
-            if analysis._call_kind(call)[0] == analysis.INSTANTIATE_DEVICE and call.args \
-                    and isinstance(call.args[0], ast.Name):
+            if (
+                analysis._call_kind(call)[0] == analysis.INSTANTIATE_DEVICE
+                and call.args
+                and isinstance(call.args[0], ast.Name)
+            ):
                 out[call.args[0].id] = call
     return out
 
 
-def device_moves(name: str, before: ClassDiagnosis, after: ClassDiagnosis) -> List[Move]:
+def device_moves(name: str, before: ClassDiagnosis, after: ClassDiagnosis) -> list[Move]:
     new = {t.name: t for t in after.tests}
     return [
-        Move(name, t.name, before.name, after.name, before.instantiation is not None,
-             after.instantiation is not None, t.devices, new[t.name].devices)
-        for t in before.tests if t.name in new
+        Move(
+            name,
+            t.name,
+            before.name,
+            after.name,
+            before.instantiation is not None,
+            after.instantiation is not None,
+            t.devices,
+            new[t.name].devices,
+        )
+        for t in before.tests
+        if t.name in new
     ]
 
 
 def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step:
     lines = textedit.Lines(text)
     calls = _calls(tree)
-    edits: List[textedit.Edit] = []
+    edits: list[textedit.Edit] = []
     touched = []
     for diag in diags:
         call = calls.get(diag.name)
@@ -60,7 +71,7 @@ def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step
 _SLOTS = {2: "except_for", 3: "only_for", 4: "include_lazy", 5: "allow_mps", 6: "allow_xpu"}
 
 
-def _keywords(diag, call, lines, tree) -> List[textedit.Edit]:
+def _keywords(diag, call, lines, tree) -> list[textedit.Edit]:
     if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > 7:
         return []
     taken = {kw.arg for kw in call.keywords}
@@ -80,7 +91,7 @@ def keyword_args(text: str, tree: ast.Module, diags) -> Step:
 # --------------------------------------------------------------------------- inline-only-for
 
 
-def _inline(diag, call, lines, tree) -> List[textedit.Edit]:
+def _inline(diag, call, lines, tree) -> list[textedit.Edit]:
     literals = diagnosis.module_literals(tree)
     edits = []
     for kw in call.keywords:
@@ -99,14 +110,14 @@ def inline_only_for(text: str, tree: ast.Module, diags) -> Step:
 # --------------------------------------------------------------------------- drop-only-for
 
 
-def _keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
+def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
     for kw in call.keywords:
         if kw.arg == name:
             return kw
     return None
 
 
-def _drop(diag, call, lines, tree) -> List[textedit.Edit]:
+def _drop(diag, call, lines, tree) -> list[textedit.Edit]:
     kw = _keyword(call, "only_for")
     if kw is None or _keyword(call, "except_for") is not None:
         return []
@@ -115,7 +126,7 @@ def _drop(diag, call, lines, tree) -> List[textedit.Edit]:
         return []
     lowered = [d.lower() for d in listed]
     quote = textedit.quote_of(lines.segment(kw.value))
-    edits: List[textedit.Edit] = []
+    edits: list[textedit.Edit] = []
     if "cpu" in lowered:
         # Remove `, only_for=(...)`: from the end of the previous argument.
         args = list(call.args) + [k for k in call.keywords]
@@ -148,12 +159,15 @@ def _append_keyword(call: ast.Call, lines: textedit.Lines, new: str) -> textedit
     last = max(list(call.args) + list(call.keywords), key=lambda a: (a.end_lineno, a.end_col_offset))
     pos = lines.end(last)
     row = lines.lines[last.end_lineno - 1]
-    rest = lines.text[pos: lines.line_start(last.end_lineno + 1)]
-    if last.end_lineno > call.lineno and rest.strip() == "," and row.strip().startswith(
-            lines.segment(last).split("\n")[0].strip()):
+    rest = lines.text[pos : lines.line_start(last.end_lineno + 1)]
+    if (
+        last.end_lineno > call.lineno
+        and rest.strip() == ","
+        and row.strip().startswith(lines.segment(last).split("\n")[0].strip())
+    ):
         indent = row[: len(row) - len(row.lstrip())]
         start = lines.line_start(last.end_lineno + 1)
-        return (start, start, f"{indent}{new},{rest[len(rest.rstrip(chr(13) + chr(10))):]}")
+        return (start, start, f"{indent}{new},{rest[len(rest.rstrip(chr(13) + chr(10))) :]}")
     return (pos, pos, f", {new}")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any, List, Optional, Set
+from typing import Any
 
 from transforms import analysis, diagnosis
 from transforms.diagnosis import ACCELERATOR_GUARD, CUDA_EQUIVALENTS
@@ -18,23 +18,31 @@ NAME = "cuda-to-accelerator"
 
 
 def convertible(t: diagnosis.TestDiagnosis) -> bool:
-    return (t.takes_device and t.guards in (("onlyCUDA",), ("common_device_type.onlyCUDA",))
-            and t.cuda_uses is not None and not t.cuda_only_apis)
+    return (
+        t.takes_device
+        and t.guards in (("onlyCUDA",), ("common_device_type.onlyCUDA",))
+        and t.cuda_uses is not None
+        and not t.cuda_only_apis
+    )
 
 
-def _only_cuda(fn: Any) -> Optional[ast.expr]:
+def _only_cuda(fn: Any) -> ast.expr | None:
     for dec in fn.decorator_list:
         if analysis.dotted_name(dec) is not None and analysis.dotted_name(dec).rsplit(".", 1)[-1] == "onlyCUDA":
             return dec
     return None
 
 
-def _cuda_attrs(fn: Any) -> List[ast.Attribute]:
-    return [node for stmt in fn.body for node in ast.walk(stmt)
-            if isinstance(node, ast.Attribute) and analysis.dotted_name(node.value) == "torch.cuda"]
+def _cuda_attrs(fn: Any) -> list[ast.Attribute]:
+    return [
+        node
+        for stmt in fn.body
+        for node in ast.walk(stmt)
+        if isinstance(node, ast.Attribute) and analysis.dotted_name(node.value) == "torch.cuda"
+    ]
 
 
-def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> Optional[List[textedit.Edit]]:
+def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> list[textedit.Edit] | None:
     """Make `onlyAccelerator` importable: nothing if it is, else insert it beside (or,
     when no use of `onlyCUDA` is left, in place of) `onlyCUDA` in its from-import."""
     for node in ast.walk(tree):
@@ -50,21 +58,25 @@ def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> O
             return [(lines.start(cuda), lines.end(cuda), ACCELERATOR_GUARD)]
         keys = [a.name.lower() for a in node.names]
         # In a sorted list (usort: case-insensitive) the new name goes in its place.
-        anchor = next((a for a in node.names if a.name.lower() > ACCELERATOR_GUARD.lower()), cuda) \
-            if keys == sorted(keys) else cuda
+        anchor = (
+            next((a for a in node.names if a.name.lower() > ACCELERATOR_GUARD.lower()), cuda)
+            if keys == sorted(keys)
+            else cuda
+        )
         line = lines.lines[anchor.lineno - 1]
         if line.strip().rstrip(",") == anchor.name:  # one name per line: a line of its own
             line_start = lines.line_start(anchor.lineno)
             indent = line[: len(line) - len(line.lstrip())]
-            eol = line[len(line.rstrip("\r\n")):]
+            eol = line[len(line.rstrip("\r\n")) :]
             return [(line_start, line_start, f"{indent}{ACCELERATOR_GUARD},{eol}")]
         start = lines.start(anchor)
         return [(start, start, f"{ACCELERATOR_GUARD}, ")]
     return None  # onlyCUDA comes from elsewhere (star import, alias): leave it
 
 
-def normaliser(names: Set[str]):
+def normaliser(names: set[str]):
     """The AST version of the edit, applied to an original test for the inventory check."""
+
     def normalise(fn: Any) -> ast.AST:
         if getattr(fn, "name", None) not in names:
             return fn
@@ -91,9 +103,9 @@ def normaliser(names: Set[str]):
 def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
     lines = textedit.Lines(text)
     nodes = diagnosis.class_nodes(tree)
-    edits: List[textedit.Edit] = []
-    moves: List[Move] = []
-    converted: Set[str] = set()
+    edits: list[textedit.Edit] = []
+    moves: list[Move] = []
+    converted: set[str] = set()
     name_form = False
     for diag in diags:
         if NAME not in diag.advice:
@@ -120,10 +132,11 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
         return Step(text)
     if name_form:
         uses = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "onlyCUDA")
-        left = uses - sum(1 for e in edits if e[2] == ACCELERATOR_GUARD and lines.text[e[0]:e[1]] == "onlyCUDA")
+        left = uses - sum(1 for e in edits if e[2] == ACCELERATOR_GUARD and lines.text[e[0] : e[1]] == "onlyCUDA")
         imports = _import_edit(tree, lines, still_used=left > 0)
         if imports is None:
             return Step(text)
         edits += imports
-    return Step(textedit.apply(text, edits), moves, normalise=normaliser(converted),
-                imports=("onlyCUDA", ACCELERATOR_GUARD))
+    return Step(
+        textedit.apply(text, edits), moves, normalise=normaliser(converted), imports=("onlyCUDA", ACCELERATOR_GUARD)
+    )

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from transforms.base import Finding
 from transforms.diagnosis import GENERIC, OTHER
@@ -26,23 +26,28 @@ class Move:
     new_class: str
     old_instantiated: bool
     new_instantiated: bool
-    before: Tuple[str, ...]
-    after: Tuple[str, ...]
+    before: tuple[str, ...]
+    after: tuple[str, ...]
 
     @property
-    def widened(self) -> Tuple[str, ...]:
+    def widened(self) -> tuple[str, ...]:
         return tuple(d for d in self.after if d not in self.before and d != GENERIC)
 
     @property
-    def dropped(self) -> Tuple[str, ...]:
+    def dropped(self) -> tuple[str, ...]:
         if self.after == (GENERIC,):
             return ()  # runs once, device-free: it never used the device
         return tuple(d for d in self.before if d not in self.after and d != GENERIC)
 
     def to_json(self, path: str) -> dict:
         data = asdict(self)
-        data.update(before=list(self.before), after=list(self.after), widened=list(self.widened),
-                    old_ids=old_ids(path, self), new_ids=new_ids(path, self))
+        data.update(
+            before=list(self.before),
+            after=list(self.after),
+            widened=list(self.widened),
+            old_ids=old_ids(path, self),
+            new_ids=new_ids(path, self),
+        )
         return data
 
 
@@ -51,26 +56,26 @@ class Step:
     """One transform's output on one module."""
 
     text: str
-    moves: List[Move] = field(default_factory=list)
-    findings: List[Finding] = field(default_factory=list)
-    created: Tuple[str, ...] = ()  # class names the step added (bases, parts)
-    resolved: Tuple[str, ...] = ()  # classes whose rules must all pass for one value now
+    moves: list[Move] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    created: tuple[str, ...] = ()  # class names the step added (bases, parts)
+    resolved: tuple[str, ...] = ()  # classes whose rules must all pass for one value now
     # Applies to an original test function what the text edit did to it (identity if None).
-    normalise: Optional[Callable[[ast.AST], ast.AST]] = None
-    imports: Tuple[str, ...] = ()  # names the step may add to / rename in common_device_type imports
+    normalise: Callable[[ast.AST], ast.AST] | None = None
+    imports: tuple[str, ...] = ()  # names the step may add to / rename in common_device_type imports
 
 
-def _ids(path: str, cls: str, test: str, instantiated: bool, devices: Iterable[str]) -> List[str]:
+def _ids(path: str, cls: str, test: str, instantiated: bool, devices: Iterable[str]) -> list[str]:
     if not instantiated:
         return [f"{path}::{cls}::{test}"]
     return [f"{path}::{cls}{d.upper()}::{test}_{d}" for d in devices if d not in (GENERIC, OTHER)]
 
 
-def old_ids(path: str, move: Move) -> List[str]:
+def old_ids(path: str, move: Move) -> list[str]:
     return _ids(path, move.old_class, move.test, move.old_instantiated, move.before)
 
 
-def new_ids(path: str, move: Move) -> List[str]:
+def new_ids(path: str, move: Move) -> list[str]:
     return _ids(path, move.new_class, move.test, move.new_instantiated, move.after)
 
 
@@ -79,21 +84,21 @@ def _file_part(path: str) -> str:
     return rf"(?P<f>(?:[^:]*/)?{re.escape(base)})"
 
 
-def _suffixes(devices: Tuple[str, ...]) -> Optional[str]:
+def _suffixes(devices: tuple[str, ...]) -> str | None:
     """Alternation of the class suffixes of `devices`; None when any suffix may occur."""
     if OTHER in devices or GENERIC in devices:
         return None
     return "|".join(re.escape(d.upper()) for d in devices)
 
 
-def map_entries(path: str, moves: Iterable[Move]) -> List[Dict[str, str]]:
+def map_entries(path: str, moves: Iterable[Move]) -> list[dict[str, str]]:
     """`{"old": "re:<regex>", "new": "<template>"}` entries for `decouple ab --map-file`.
 
     Every test of a touched instantiated class gets an entry (identity ones too), longest
     name first, so that `test_add` never captures `test_add_scalar_cpu`.  A test that now
     lives in a single-device class (CPU, CUDA) maps only on that device; its other
     instances, which its guard skipped in A, map to "" ("not generated in B")."""
-    out: List[Tuple[int, Dict[str, str]]] = []
+    out: list[tuple[int, dict[str, str]]] = []
     f = _file_part(path)
     for m in moves:
         if not m.old_instantiated:
@@ -117,10 +122,10 @@ def map_entries(path: str, moves: Iterable[Move]) -> List[Dict[str, str]]:
     return [entry for _, entry in out]
 
 
-def map_document(moves_by_path: Dict[str, List[Move]]) -> dict:
+def map_document(moves_by_path: dict[str, list[Move]]) -> dict:
     """The `--map-out` JSON: per file the moves (device sets, old/new ids), plus the map."""
     files = {}
-    entries: List[Dict[str, str]] = []
+    entries: list[dict[str, str]] = []
     for path in sorted(moves_by_path):
         moves = moves_by_path[path]
         files[path] = [m.to_json(path) for m in moves]
@@ -128,7 +133,9 @@ def map_document(moves_by_path: Dict[str, List[Move]]) -> dict:
     return {"schema_version": 1, "kind": "decouple-test-map", "files": files, "map": entries}
 
 
-def moves_from_json(items: Iterable[dict]) -> List[Move]:
+def moves_from_json(items: Iterable[dict]) -> list[Move]:
     fields = Move.__dataclass_fields__
-    return [Move(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in item.items() if k in fields})  # type: ignore[arg-type]
-            for item in items]
+    return [
+        Move(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in item.items() if k in fields})  # type: ignore[arg-type]
+        for item in items
+    ]

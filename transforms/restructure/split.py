@@ -14,7 +14,6 @@ part.  Statements are moved as text, comments and blank lines before them includ
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
 
 from transforms import analysis, diagnosis
 from transforms.base import WARNING, Finding
@@ -38,7 +37,7 @@ def _names_in(nodes) -> set:
     return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: Optional[ast.Call]):
+def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.Call | None):
     if call is None or diag.instantiation is None:
         raise Refusal("not instantiated")
     if len([i for i in analysis.analyse(tree).instantiations if i.target == diag.name]) != 1:
@@ -51,7 +50,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: Opti
         raise Refusal("only_for names several devices or is not a literal (drop-only-for / inline-only-for first)")
     if any("unknown" in t.devices for t in diag.tests):
         raise Refusal("the device set is unknown (a non-literal argument)")
-    parts: Dict[str, List[str]] = {}
+    parts: dict[str, list[str]] = {}
     for t in diag.tests:
         value = diagnosis.test_target(t, single, convert_cuda=False)
         if value is None:
@@ -63,8 +62,10 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: Opti
         parts.setdefault(value, []).append(t.name)
     if len(parts) < 2:
         raise Refusal("nothing to split")
-    if any(isinstance(s, ast.Assign) and any(getattr(x, "id", "") == analysis.HW_ATTRIBUTE for x in s.targets)
-           for s in node.body):
+    if any(
+        isinstance(s, ast.Assign) and any(getattr(x, "id", "") == analysis.HW_ATTRIBUTE for x in s.targets)
+        for s in node.body
+    ):
         raise Refusal("already labelled")
     if diag.name in _names_in(node.body) or diag.name in _names_in(node.bases + node.keywords + node.decorator_list):
         raise Refusal(f"the class refers to {diag.name} by name (super(...) or attribute access)")
@@ -72,7 +73,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: Opti
     if refs != 1:  # the instantiation call only
         raise Refusal(f"{diag.name} is used elsewhere in the module ({refs - 1} other references)")
     spans = [(analysis._first_line(s), s.end_lineno) for s in node.body]
-    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+    for (_a0, a1), (b0, _b1) in zip(spans, spans[1:], strict=False):
         if b0 <= a1:
             raise Refusal("two statements share a line")
     header_end = max([node.lineno] + [n.end_lineno for n in node.bases + node.keywords])
@@ -81,7 +82,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: Opti
     return parts, single, header_end
 
 
-def _names(diag: ClassDiagnosis, parts: Dict[str, List[str]], taken: set) -> Dict[str, str]:
+def _names(diag: ClassDiagnosis, parts: dict[str, list[str]], taken: set) -> dict[str, str]:
     names = {}
     kept = next(v for v in ORDER if v in parts)
     for value in ORDER:
@@ -101,31 +102,35 @@ def _strip_leading_blanks(chunk: str) -> str:
     return "".join(rows)
 
 
-def split_one(text: str, tree: ast.Module, diag: ClassDiagnosis, node: ast.ClassDef,
-              call: ast.Call, call_stmt: ast.Expr) -> Tuple[List[textedit.Edit], List[Move], List[str], str]:
+def split_one(
+    text: str, tree: ast.Module, diag: ClassDiagnosis, node: ast.ClassDef, call: ast.Call, call_stmt: ast.Expr
+) -> tuple[list[textedit.Edit], list[Move], list[str], str]:
     parts, single, header_end = _plan(diag, node, tree, call)
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + _FUNCS)}
+        s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + _FUNCS)
+    }
     names = _names(diag, parts, taken)
     lines = textedit.Lines(text)
     rows = lines.lines
     nl = newline_of(text)
     first = analysis._first_line(node)
     indent = rows[first - 1][: len(rows[first - 1]) - len(rows[first - 1].lstrip(" \t"))]
-    decorators = "".join(rows[first - 1: node.lineno - 1])
-    header = "".join(rows[node.lineno - 1: header_end])
+    decorators = "".join(rows[first - 1 : node.lineno - 1])
+    header = "".join(rows[node.lineno - 1 : header_end])
     # Body statements as text chunks (comments and blank lines before them included).
     chunks = []
     prev = header_end
     for stmt in node.body:
-        chunks.append((stmt, "".join(rows[prev: stmt.end_lineno])))
+        chunks.append((stmt, "".join(rows[prev : stmt.end_lineno])))
         prev = stmt.end_lineno
     test_of = {t.name: t for t in diag.tests}
     doc = chunks[0][1] if analysis._class_facts(node, (), ()).docstring_end_line else None
     shared = [c for s, c in chunks if not (isinstance(s, _FUNCS) and s.name in test_of) and c is not doc]
     kept_value = next(v for v in ORDER if v in parts)
     sep = nl * (2 if indent == "" else 1)
-    bases_src = header[header.index("(", header.index(diag.name)):].rstrip().rstrip(":") if node.bases or node.keywords else ""
+    bases_src = (
+        header[header.index("(", header.index(diag.name)) :].rstrip().rstrip(":") if node.bases or node.keywords else ""
+    )
     out = []
     parent = names["base"] if shared else None
     if shared:
@@ -155,7 +160,7 @@ def split_one(text: str, tree: ast.Module, diag: ClassDiagnosis, node: ast.Class
         if value == original_for:
             continue
         new_calls.append(f"{call_indent}{func}({names[value]}, {scope}, only_for={quote}{value.lower()}{quote}){nl}")
-    edits: List[textedit.Edit] = [(region[0], region[1], new_class)]
+    edits: list[textedit.Edit] = [(region[0], region[1], new_class)]
     if original_for is not None:
         if names[original_for] != diag.name:
             edits.append((lines.start(call.args[0]), lines.end(call.args[0]), names[original_for]))
@@ -163,14 +168,14 @@ def split_one(text: str, tree: ast.Module, diag: ClassDiagnosis, node: ast.Class
             pos = lines.line_start(call_stmt.end_lineno + 1)
             edits.append((pos, pos, "".join(new_calls)))
     else:
-        edits.append((lines.line_start(call_stmt.lineno), lines.line_start(call_stmt.end_lineno + 1),
-                      "".join(new_calls)))
+        edits.append(
+            (lines.line_start(call_stmt.lineno), lines.line_start(call_stmt.end_lineno + 1), "".join(new_calls))
+        )
     moves = []
     for value in ORDER:
         for test in parts.get(value, ()):
             t = test_of[test]
-            after = (GENERIC,) if value == "GENERIC" else (
-                t.devices if value == original_for else (value.lower(),))
+            after = (GENERIC,) if value == "GENERIC" else (t.devices if value == original_for else (value.lower(),))
             moves.append(Move(NAME, test, diag.name, names[value], True, value != "GENERIC", t.devices, after))
     created = [names[v] for v in ORDER if v in parts] + ([names["base"]] if shared else [])
     return edits, moves, created, names[kept_value]
@@ -183,11 +188,14 @@ def _ensure_eol(chunk: str, nl: str) -> str:
 def split_class(text: str, tree: ast.Module, diags) -> Step:
     nodes = diagnosis.class_nodes(tree)
     calls = _calls(tree)
-    stmts = {s.value.lineno: s for s in analysis._module_level(tree.body)
-             if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)}
-    edits: List[textedit.Edit] = []
-    moves: List[Move] = []
-    created: List[str] = []
+    stmts = {
+        s.value.lineno: s
+        for s in analysis._module_level(tree.body)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+    }
+    edits: list[textedit.Edit] = []
+    moves: list[Move] = []
+    created: list[str] = []
     findings = []
     for diag in diags:
         if NAME not in diag.advice:
@@ -195,10 +203,19 @@ def split_class(text: str, tree: ast.Module, diags) -> Step:
         call = calls.get(diag.name)
         try:
             found, found_moves, names, _ = split_one(
-                text, tree, diag, nodes[diag.line], call, stmts.get(call.lineno) if call else None)
+                text, tree, diag, nodes[diag.line], call, stmts.get(call.lineno) if call else None
+            )
         except Refusal as why:
-            findings.append(Finding(f"restructure/{NAME}", f"{diag.name}: not split: {why}", diag.line,
-                                    WARNING, cls=diag.name, data={"refused": str(why)}))
+            findings.append(
+                Finding(
+                    f"restructure/{NAME}",
+                    f"{diag.name}: not split: {why}",
+                    diag.line,
+                    WARNING,
+                    cls=diag.name,
+                    data={"refused": str(why)},
+                )
+            )
             continue
         edits += found
         moves += found_moves

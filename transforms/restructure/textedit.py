@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterable, List, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from transforms.hw_edit import split_lines
 
-Edit = Tuple[int, int, str]  # (start offset, end offset, replacement) in characters
+Edit = tuple[int, int, str]  # (start offset, end offset, replacement) in characters
 
 
 class Lines:
     def __init__(self, text: str):
         self.text = text
         self.lines = split_lines(text)
-        self.starts: List[int] = []
+        self.starts: list[int] = []
         pos = 0
         for line in self.lines:
             self.starts.append(pos)
@@ -35,7 +36,7 @@ class Lines:
         return self.offset(node.end_lineno, node.end_col_offset)
 
     def segment(self, node: ast.AST) -> str:
-        return self.text[self.start(node):self.end(node)]
+        return self.text[self.start(node) : self.end(node)]
 
     def line_start(self, lineno: int) -> int:
         return self.starts[min(lineno - 1, len(self.lines))]

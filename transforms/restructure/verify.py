@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from transforms import analysis, classify
 
@@ -30,8 +31,11 @@ def _class_nodes(tree: ast.Module, names: Iterable[str]) -> list:
 
 
 def _is_instantiation(stmt: ast.stmt) -> bool:
-    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-            and analysis._call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE)
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and analysis._call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE
+    )
 
 
 def _rest(stmts: list, skip: set, imports: frozenset = frozenset()) -> list:
@@ -49,10 +53,16 @@ def _rest(stmts: list, skip: set, imports: frozenset = frozenset()) -> list:
             out.append("<instantiation>")
             continue
         if isinstance(stmt, (ast.If, ast.With, ast.Try)) or type(stmt).__name__ == "TryStar":
-            out.append((type(stmt).__name__, _dump_shallow(stmt), _rest(getattr(stmt, "body", []), skip, imports),
-                        _rest(getattr(stmt, "orelse", []), skip, imports),
-                        _rest(getattr(stmt, "finalbody", []), skip, imports),
-                        [_rest(h.body, skip, imports) for h in getattr(stmt, "handlers", [])]))
+            out.append(
+                (
+                    type(stmt).__name__,
+                    _dump_shallow(stmt),
+                    _rest(getattr(stmt, "body", []), skip, imports),
+                    _rest(getattr(stmt, "orelse", []), skip, imports),
+                    _rest(getattr(stmt, "finalbody", []), skip, imports),
+                    [_rest(h.body, skip, imports) for h in getattr(stmt, "handlers", [])],
+                )
+            )
             continue
         out.append(_dump(stmt))
     return [x for x in out if x != "<instantiation>"]
@@ -64,9 +74,15 @@ def _dump_shallow(stmt: ast.stmt) -> str:
     return _dump(test) if test is not None else ("".join(_dump(i) for i in items) if items else "")
 
 
-def check_step(old_text: str, new_text: str, touched: Iterable[str], created: Iterable[str],
-               resolved: Iterable[str] = (), normalise: Optional[Callable[[ast.AST], ast.AST]] = None,
-               imports: Iterable[str] = ()) -> None:
+def check_step(
+    old_text: str,
+    new_text: str,
+    touched: Iterable[str],
+    created: Iterable[str],
+    resolved: Iterable[str] = (),
+    normalise: Callable[[ast.AST], ast.AST] | None = None,
+    imports: Iterable[str] = (),
+) -> None:
     try:
         old_tree, new_tree = ast.parse(old_text), ast.parse(new_text)
     except SyntaxError as e:
@@ -77,25 +93,32 @@ def check_step(old_text: str, new_text: str, touched: Iterable[str], created: It
     norm = normalise or (lambda fn: fn)
 
     def tests(classes, fix):
-        return Counter(_dump(fix(s)) for c in classes for s in c.body
-                       if isinstance(s, _FUNCS) and analysis._is_test_name(s.name))
+        return Counter(
+            _dump(fix(s)) for c in classes for s in c.body if isinstance(s, _FUNCS) and analysis._is_test_name(s.name)
+        )
 
     before, after = tests(old_classes, norm), tests(new_classes, lambda fn: fn)
     if before != after:
         lost = sorted(_name(d) for d in (before - after))
         extra = sorted(_name(d) for d in (after - before))
         raise RestructureCheckError(
-            f"test inventory changed: missing or altered {lost or '-'}, unexpected {extra or '-'}")
+            f"test inventory changed: missing or altered {lost or '-'}, unexpected {extra or '-'}"
+        )
 
     def members(classes):
-        return Counter(_dump(s) for c in classes for s in c.body
-                       if not (isinstance(s, _FUNCS) and analysis._is_test_name(s.name)))
+        return Counter(
+            _dump(s) for c in classes for s in c.body if not (isinstance(s, _FUNCS) and analysis._is_test_name(s.name))
+        )
 
     decorators = {_dump(ast.Module(c.decorator_list, [])) for c in old_classes}
     for c in new_classes:
         has_tests = any(isinstance(s, _FUNCS) and analysis._is_test_name(s.name) for s in c.body)
-        if has_tests and c.name in created | touched and len(old_classes) == 1 \
-                and _dump(ast.Module(c.decorator_list, [])) not in decorators:
+        if (
+            has_tests
+            and c.name in created | touched
+            and len(old_classes) == 1
+            and _dump(ast.Module(c.decorator_list, [])) not in decorators
+        ):
             raise RestructureCheckError(f"{c.name} lost the class decorators of the original")
     if members(old_classes) != members(new_classes):
         raise RestructureCheckError("class members other than tests changed")
@@ -114,4 +137,4 @@ def check_step(old_text: str, new_text: str, touched: Iterable[str], created: It
 
 def _name(dump: str) -> str:
     start = dump.find("name='")
-    return dump[start + 6: dump.find("'", start + 6)] if start >= 0 else "?"
+    return dump[start + 6 : dump.find("'", start + 6)] if start >= 0 else "?"

@@ -8,7 +8,7 @@ deliberate deviation calls for (moving an instantiation the linter cannot see).
 
 from __future__ import annotations
 
-from typing import Mapping, Tuple
+from collections.abc import Mapping
 
 from transforms import diagnosis
 from transforms.analysis import TestClassFacts
@@ -24,7 +24,7 @@ PATTERNS: Mapping[str, str] = {
 }
 
 
-def pick_patterns(cls: TestClassFacts, violations: Mapping[str, Tuple[object, ...]]) -> Tuple[str, ...]:
+def pick_patterns(cls: TestClassFacts, violations: Mapping[str, tuple[object, ...]]) -> tuple[str, ...]:
     """The restructuring transforms that fit `cls`, from its facts alone (hw_label refines them
     with the method bodies, see diagnosis.refine)."""
     return diagnosis.diagnose_facts(cls).advice

@@ -10,8 +10,8 @@ modules where it refuses nothing), run by the tests.  The README lists them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
 
 from transforms.analysis import TestClassFacts
 from transforms.members import MEMBERS
@@ -23,7 +23,7 @@ __all__ = ["DEVIATIONS", "Deviation", "Refusal", "deviation", "refusals"]
 @dataclass(frozen=True)
 class Refusal:
     deviation: str  # the Deviation's name
-    values: Tuple[str, ...]  # the values refused
+    values: tuple[str, ...]  # the values refused
     message: str  # what was found, where
     line: int
 
@@ -33,43 +33,50 @@ class Deviation:
     name: str
     why: str  # why the linter's verdict would be wrong (README, messages)
     pattern: str  # the fitting restructuring, a key of advice.PATTERNS
-    find: Callable[[TestClassFacts], Optional[Refusal]]
-    fires: Tuple[Tuple[str, Tuple[str, ...]], ...]  # (module source, values refused)
-    quiet: Tuple[str, ...]  # module sources where nothing is refused
+    find: Callable[[TestClassFacts], Refusal | None]
+    fires: tuple[tuple[str, tuple[str, ...]], ...]  # (module source, values refused)
+    quiet: tuple[str, ...]  # module sources where nothing is refused
 
 
 _HEAD = "class TestFoo(TestCase):\n    def test_a(self, device):\n        pass\n"
 _PLAIN = "class TestFoo(TestCase):\n    def test_a(self):\n        pass\n"
 
 
-def _options_out_of_sight(cls: TestClassFacts) -> Optional[Refusal]:
+def _options_out_of_sight(cls: TestClassFacts) -> Refusal | None:
     for inst in cls.instantiations:
         if inst.positional or inst.star:
-            what = (f"passes {', '.join(inst.positional)} by position" if inst.positional
-                    else "passes *args / **kwargs")
-            return Refusal("options-out-of-sight", MEMBERS,
-                           f"line {inst.line}: instantiate_device_type_tests {what}", inst.line)
+            what = f"passes {', '.join(inst.positional)} by position" if inst.positional else "passes *args / **kwargs"
+            return Refusal(
+                "options-out-of-sight", MEMBERS, f"line {inst.line}: instantiate_device_type_tests {what}", inst.line
+            )
     return None
 
 
-def _class_only_decorator(cls: TestClassFacts) -> Optional[Refusal]:
+def _class_only_decorator(cls: TestClassFacts) -> Refusal | None:
     names = [n for n in cls.decorator_names if n in FORBIDDEN_ONLY_DECORATORS]
     if not names:
         return None
-    return Refusal("class-only-decorator", ("ACCELERATOR",),
-                   f"line {cls.line}: class {cls.name} is decorated with @{names[0]}", cls.line)
+    return Refusal(
+        "class-only-decorator",
+        ("ACCELERATOR",),
+        f"line {cls.line}: class {cls.name} is decorated with @{names[0]}",
+        cls.line,
+    )
 
 
-def _hidden_instantiation(cls: TestClassFacts) -> Optional[Refusal]:
+def _hidden_instantiation(cls: TestClassFacts) -> Refusal | None:
     if cls.instantiations or not cls.hidden_instantiations:
         return None
     inst = cls.hidden_instantiations[0]
-    return Refusal("hidden-instantiation", MEMBERS,
-                   f"line {inst.line}: {cls.name} is instantiated only under try/except* or match",
-                   inst.line)
+    return Refusal(
+        "hidden-instantiation",
+        MEMBERS,
+        f"line {inst.line}: {cls.name} is instantiated only under try/except* or match",
+        inst.line,
+    )
 
 
-DEVIATIONS: Tuple[Deviation, ...] = (
+DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "options-out-of-sight",
         "the linter reads only_for/except_for/allow_* as keyword arguments only; passed by "
@@ -90,8 +97,9 @@ DEVIATIONS: Tuple[Deviation, ...] = (
         "still skip every test outside that device, so ACCELERATOR would be false",
         "cuda-to-accelerator",
         _class_only_decorator,
-        fires=(("@onlyOn(['cuda'])\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n",
-                ("ACCELERATOR",)),),
+        fires=(
+            ("@onlyOn(['cuda'])\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n", ("ACCELERATOR",)),
+        ),
         quiet=("@onlyAccelerator\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n",),
     ),
     Deviation(
@@ -100,15 +108,18 @@ DEVIATIONS: Tuple[Deviation, ...] = (
         "only there would pass as GENERIC although its tests run per device",
         "move-instantiation",
         _hidden_instantiation,
-        fires=((_PLAIN + "try:\n    pass\nexcept* ValueError:\n"
-                "    instantiate_device_type_tests(TestFoo, globals())\n", MEMBERS),),
-        quiet=(_PLAIN + "try:\n    instantiate_device_type_tests(TestFoo, globals())\n"
-               "except ValueError:\n    pass\n",),
+        fires=(
+            (
+                _PLAIN + "try:\n    pass\nexcept* ValueError:\n    instantiate_device_type_tests(TestFoo, globals())\n",
+                MEMBERS,
+            ),
+        ),
+        quiet=(_PLAIN + "try:\n    instantiate_device_type_tests(TestFoo, globals())\nexcept ValueError:\n    pass\n",),
     ),
 )
 
 
-def refusals(cls: TestClassFacts) -> List[Refusal]:
+def refusals(cls: TestClassFacts) -> list[Refusal]:
     """Every deviation that applies to `cls`."""
     return [r for r in (d.find(cls) for d in DEVIATIONS) if r is not None]
 

@@ -15,8 +15,8 @@ compares with the real linter's output.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, List, Mapping, Tuple
 
 from transforms.analysis import UNKNOWN, ModuleFacts, TestClassFacts
 from transforms.members import DEVICE_MEMBERS, MEMBERS, normalise_member
@@ -34,10 +34,20 @@ __all__ = [
 ]
 
 # Method decorators an ACCELERATOR class may not use (matched by the last name part).
-FORBIDDEN_ONLY_DECORATORS = frozenset({
-    "onlyCPU", "onlyCUDA", "onlyMPS", "onlyXPU", "onlyHPU", "onlyPRIVATEUSE1", "onlyOn",
-    "onlyCUDAAndPRIVATEUSE1", "onlyNativeDeviceTypes", "onlyNativeDeviceTypesAnd",
-})
+FORBIDDEN_ONLY_DECORATORS = frozenset(
+    {
+        "onlyCPU",
+        "onlyCUDA",
+        "onlyMPS",
+        "onlyXPU",
+        "onlyHPU",
+        "onlyPRIVATEUSE1",
+        "onlyOn",
+        "onlyCUDAAndPRIVATEUSE1",
+        "onlyNativeDeviceTypes",
+        "onlyNativeDeviceTypesAnd",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -66,19 +76,19 @@ class Example:
 @dataclass(frozen=True)
 class Rule:
     name: str  # as the linter prints it, without brackets
-    values: Tuple[str, ...]
-    check: Callable[[TestClassFacts, str], List[Violation]]
-    valid: Tuple[Example, ...]
-    invalid: Tuple[Example, ...]
+    values: tuple[str, ...]
+    check: Callable[[TestClassFacts, str], list[Violation]]
+    valid: tuple[Example, ...]
+    invalid: tuple[Example, ...]
 
 
-REGISTRY: List[Rule] = []
+REGISTRY: list[Rule] = []
 
 
-def rule(name: str, *values: str, valid: Tuple[Example, ...], invalid: Tuple[Example, ...]):
+def rule(name: str, *values: str, valid: tuple[Example, ...], invalid: tuple[Example, ...]):
     """Register a rule function for `values`, with its examples."""
 
-    def register(fn: Callable[[TestClassFacts, str], List[Violation]]):
+    def register(fn: Callable[[TestClassFacts, str], list[Violation]]):
         REGISTRY.append(Rule(name, values, fn, valid, invalid))
         return fn
 
@@ -111,132 +121,202 @@ def _fmt(value: object) -> str:
 
 
 @rule(
-    "instantiation", "GENERIC",
-    valid=(_ex("GENERIC", _PLAIN_TEST),
-           _ex("GENERIC", _PLAIN_TEST + "instantiate_parametrized_tests(TestFoo)\n")),
-    invalid=(_ex("GENERIC", _PLAIN_TEST + _inst()),
-             _ex("GENERIC", _PLAIN_TEST + "for _ in range(1):\n    " + _inst())),
+    "instantiation",
+    "GENERIC",
+    valid=(_ex("GENERIC", _PLAIN_TEST), _ex("GENERIC", _PLAIN_TEST + "instantiate_parametrized_tests(TestFoo)\n")),
+    invalid=(_ex("GENERIC", _PLAIN_TEST + _inst()), _ex("GENERIC", _PLAIN_TEST + "for _ in range(1):\n    " + _inst())),
 )
-def forbids_instantiation(cls: TestClassFacts, value: str) -> List[Violation]:
+def forbids_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
     inst = cls.instantiation
     if inst is None:
         return []
-    return [Violation(value, "instantiation",
-                      f"{value} classes must not be instantiated, but {cls.name} is passed to "
-                      f"instantiate_device_type_tests at line {inst.line}", cls.line)]
+    return [
+        Violation(
+            value,
+            "instantiation",
+            f"{value} classes must not be instantiated, but {cls.name} is passed to "
+            f"instantiate_device_type_tests at line {inst.line}",
+            cls.line,
+        )
+    ]
 
 
 @rule(
-    "instantiation", "ACCELERATOR", *DEVICE_MEMBERS,
-    valid=(_ex("ACCELERATOR", _DEVICE_TEST + _inst()),
-           _ex("CPU", _DEVICE_TEST + "if True:\n    " + _inst(", only_for='cpu'")),
-           _ex("CUDA", _DEVICE_TEST + "while True:\n    " + _inst(", only_for='cuda'") + "    break\n")),
-    invalid=(_ex("ACCELERATOR", _DEVICE_TEST),
-             _ex("ACCELERATOR", _DEVICE_TEST + "def load():\n    " + _inst()),
-             _ex("CUDA", _DEVICE_TEST + "instantiate_parametrized_tests(TestFoo)\n")),
+    "instantiation",
+    "ACCELERATOR",
+    *DEVICE_MEMBERS,
+    valid=(
+        _ex("ACCELERATOR", _DEVICE_TEST + _inst()),
+        _ex("CPU", _DEVICE_TEST + "if True:\n    " + _inst(", only_for='cpu'")),
+        _ex("CUDA", _DEVICE_TEST + "while True:\n    " + _inst(", only_for='cuda'") + "    break\n"),
+    ),
+    invalid=(
+        _ex("ACCELERATOR", _DEVICE_TEST),
+        _ex("ACCELERATOR", _DEVICE_TEST + "def load():\n    " + _inst()),
+        _ex("CUDA", _DEVICE_TEST + "instantiate_parametrized_tests(TestFoo)\n"),
+    ),
 )
-def requires_instantiation(cls: TestClassFacts, value: str) -> List[Violation]:
+def requires_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
     if cls.instantiation is not None:
         return []
     extra = ""
     if cls.parametrized:
-        extra = (f" (instantiate_parametrized_tests at line "
-                 f"{', '.join(map(str, cls.parametrized))} does not count)")
+        extra = f" (instantiate_parametrized_tests at line {', '.join(map(str, cls.parametrized))} does not count)"
     if cls.hidden_instantiations:
-        extra += (f" (the call at line {cls.hidden_instantiations[0].line} is under try/except* or "
-                  "match, where the linter does not look)")
-    return [Violation(value, "instantiation",
-                      f"{value} classes must be passed to instantiate_device_type_tests, "
-                      f"but {cls.name} is not instantiated anywhere{extra}", cls.line)]
+        extra += (
+            f" (the call at line {cls.hidden_instantiations[0].line} is under try/except* or "
+            "match, where the linter does not look)"
+        )
+    return [
+        Violation(
+            value,
+            "instantiation",
+            f"{value} classes must be passed to instantiate_device_type_tests, "
+            f"but {cls.name} is not instantiated anywhere{extra}",
+            cls.line,
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- device parameter
 
 
 @rule(
-    "device_param", "GENERIC",
-    valid=(_ex("GENERIC", _PLAIN_TEST),
-           _ex("GENERIC", _CLS + "    def test_a(self, *devices):\n        pass\n"),
-           _ex("GENERIC", _CLS + "    def test_a(self, **device):\n        pass\n"),
-           _ex("GENERIC", _CLS + "    def helper(self, device):\n        pass\n"
-               "    def test_a(self):\n        pass\n")),
-    invalid=(_ex("GENERIC", _DEVICE_TEST),
-             _ex("GENERIC", _CLS + "    async def testAsync(self, *, devices):\n        pass\n"),
-             _ex("GENERIC", _CLS + "    def test_a(self, device, /):\n        pass\n")),
+    "device_param",
+    "GENERIC",
+    valid=(
+        _ex("GENERIC", _PLAIN_TEST),
+        _ex("GENERIC", _CLS + "    def test_a(self, *devices):\n        pass\n"),
+        _ex("GENERIC", _CLS + "    def test_a(self, **device):\n        pass\n"),
+        _ex("GENERIC", _CLS + "    def helper(self, device):\n        pass\n    def test_a(self):\n        pass\n"),
+    ),
+    invalid=(
+        _ex("GENERIC", _DEVICE_TEST),
+        _ex("GENERIC", _CLS + "    async def testAsync(self, *, devices):\n        pass\n"),
+        _ex("GENERIC", _CLS + "    def test_a(self, device, /):\n        pass\n"),
+    ),
 )
-def forbids_device_param(cls: TestClassFacts, value: str) -> List[Violation]:
-    return [Violation(value, "device_param",
-                      f"{value} test methods must not take device/devices, but "
-                      f"{m.signature()} at line {m.line} does", m.line)
-            for m in cls.test_methods if m.takes_device]
+def forbids_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
+    return [
+        Violation(
+            value,
+            "device_param",
+            f"{value} test methods must not take device/devices, but {m.signature()} at line {m.line} does",
+            m.line,
+        )
+        for m in cls.test_methods
+        if m.takes_device
+    ]
 
 
 @rule(
-    "device_param", "ACCELERATOR", *DEVICE_MEMBERS,
-    valid=(_ex("ACCELERATOR", _DEVICE_TEST + _inst()),
-           _ex("ACCELERATOR", _CLS + "    def testAdd(self, devices):\n        pass\n" + _inst())),
-    invalid=(_ex("ACCELERATOR", _PLAIN_TEST + _inst()),
-             _ex("CPU", _CLS + "    def test_a(self, *devices):\n        pass\n" + _inst(", only_for='cpu'")),
-             _ex("ACCELERATOR", _DEVICE_TEST + "    def testB(self):\n        pass\n" + _inst())),
+    "device_param",
+    "ACCELERATOR",
+    *DEVICE_MEMBERS,
+    valid=(
+        _ex("ACCELERATOR", _DEVICE_TEST + _inst()),
+        _ex("ACCELERATOR", _CLS + "    def testAdd(self, devices):\n        pass\n" + _inst()),
+    ),
+    invalid=(
+        _ex("ACCELERATOR", _PLAIN_TEST + _inst()),
+        _ex("CPU", _CLS + "    def test_a(self, *devices):\n        pass\n" + _inst(", only_for='cpu'")),
+        _ex("ACCELERATOR", _DEVICE_TEST + "    def testB(self):\n        pass\n" + _inst()),
+    ),
 )
-def requires_device_param(cls: TestClassFacts, value: str) -> List[Violation]:
-    return [Violation(value, "device_param",
-                      f"{value} test methods must take device or devices, but "
-                      f"{m.signature()} at line {m.line} does not", m.line)
-            for m in cls.test_methods if not m.takes_device]
+def requires_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
+    return [
+        Violation(
+            value,
+            "device_param",
+            f"{value} test methods must take device or devices, but {m.signature()} at line {m.line} does not",
+            m.line,
+        )
+        for m in cls.test_methods
+        if not m.takes_device
+    ]
 
 
 # --------------------------------------------------------------------------- ACCELERATOR
 
 
 @rule(
-    "decorator", "ACCELERATOR",
-    valid=(_ex("ACCELERATOR", _CLS + "    @onlyAccelerator\n    def test_a(self, device):\n        pass\n" + _inst()),
-           _ex("ACCELERATOR", _CLS + "    @onlyROCM\n    def test_a(self, device):\n        pass\n" + _inst())),
-    invalid=(_ex("ACCELERATOR", _CLS + "    @onlyCUDA\n    def test_a(self, device):\n        pass\n" + _inst()),
-             _ex("ACCELERATOR", _CLS + "    @cdt.onlyOn(['cuda'])\n    def test_a(self, device):\n        pass\n" + _inst()),
-             _ex("ACCELERATOR", _CLS + "    @onlyNativeDeviceTypesAnd(['hpu'])\n"
-                 "    def test_a(self, device):\n        pass\n" + _inst())),
+    "decorator",
+    "ACCELERATOR",
+    valid=(
+        _ex("ACCELERATOR", _CLS + "    @onlyAccelerator\n    def test_a(self, device):\n        pass\n" + _inst()),
+        _ex("ACCELERATOR", _CLS + "    @onlyROCM\n    def test_a(self, device):\n        pass\n" + _inst()),
+    ),
+    invalid=(
+        _ex("ACCELERATOR", _CLS + "    @onlyCUDA\n    def test_a(self, device):\n        pass\n" + _inst()),
+        _ex("ACCELERATOR", _CLS + "    @cdt.onlyOn(['cuda'])\n    def test_a(self, device):\n        pass\n" + _inst()),
+        _ex(
+            "ACCELERATOR",
+            _CLS + "    @onlyNativeDeviceTypesAnd(['hpu'])\n    def test_a(self, device):\n        pass\n" + _inst(),
+        ),
+    ),
 )
-def no_only_decorator(cls: TestClassFacts, value: str) -> List[Violation]:
-    return [Violation(value, "decorator",
-                      f"{value} test methods may not use @{shown} (only @onlyAccelerator is "
-                      f"allowed), found on {m.name} at line {m.line}", m.line)
-            for m in cls.test_methods for shown, name in zip(m.decorators, m.decorator_names)
-            if name in FORBIDDEN_ONLY_DECORATORS]
+def no_only_decorator(cls: TestClassFacts, value: str) -> list[Violation]:
+    return [
+        Violation(
+            value,
+            "decorator",
+            f"{value} test methods may not use @{shown} (only @onlyAccelerator is "
+            f"allowed), found on {m.name} at line {m.line}",
+            m.line,
+        )
+        for m in cls.test_methods
+        for shown, name in zip(m.decorators, m.decorator_names, strict=False)
+        if name in FORBIDDEN_ONLY_DECORATORS
+    ]
 
 
 @rule(
-    "only_for", "ACCELERATOR",
-    valid=(_ex("ACCELERATOR", _DEVICE_TEST + _inst(", except_for='cpu'")),
-           _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=None"))),
-    invalid=(_ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=('cuda', 'xpu')")),
-             _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=DEVICES")),
-             _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=[]"))),
+    "only_for",
+    "ACCELERATOR",
+    valid=(
+        _ex("ACCELERATOR", _DEVICE_TEST + _inst(", except_for='cpu'")),
+        _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=None")),
+    ),
+    invalid=(
+        _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=('cuda', 'xpu')")),
+        _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=DEVICES")),
+        _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=[]")),
+    ),
 )
-def no_only_for(cls: TestClassFacts, value: str) -> List[Violation]:
+def no_only_for(cls: TestClassFacts, value: str) -> list[Violation]:
     inst = cls.instantiation
     if inst is None or inst.only_for is None:
         return []
-    return [Violation(value, "only_for",
-                      f"{value} classes must not restrict devices with only_for (use except_for), "
-                      f"but line {inst.line} passes only_for={_fmt(inst.only_for)}", inst.line)]
+    return [
+        Violation(
+            value,
+            "only_for",
+            f"{value} classes must not restrict devices with only_for (use except_for), "
+            f"but line {inst.line} passes only_for={_fmt(inst.only_for)}",
+            inst.line,
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- CPU / CUDA / MPS / XPU
 
 
 @rule(
-    "only_for", *DEVICE_MEMBERS,
-    valid=(_ex("CPU", _DEVICE_TEST + _inst(", only_for='cpu'")),
-           _ex("CUDA", _DEVICE_TEST + _inst(", only_for=['cuda']")),
-           _ex("XPU", _DEVICE_TEST + _inst(", only_for=('xpu',), allow_xpu=True"))),
-    invalid=(_ex("CUDA", _DEVICE_TEST + _inst()),
-             _ex("CUDA", _DEVICE_TEST + _inst(", only_for='CUDA'")),
-             _ex("CUDA", _DEVICE_TEST + _inst(", only_for=('cuda', 'cuda')")),
-             _ex("CPU", _DEVICE_TEST + _inst(", only_for=DEVICES"))),
+    "only_for",
+    *DEVICE_MEMBERS,
+    valid=(
+        _ex("CPU", _DEVICE_TEST + _inst(", only_for='cpu'")),
+        _ex("CUDA", _DEVICE_TEST + _inst(", only_for=['cuda']")),
+        _ex("XPU", _DEVICE_TEST + _inst(", only_for=('xpu',), allow_xpu=True")),
+    ),
+    invalid=(
+        _ex("CUDA", _DEVICE_TEST + _inst()),
+        _ex("CUDA", _DEVICE_TEST + _inst(", only_for='CUDA'")),
+        _ex("CUDA", _DEVICE_TEST + _inst(", only_for=('cuda', 'cuda')")),
+        _ex("CPU", _DEVICE_TEST + _inst(", only_for=DEVICES")),
+    ),
 )
-def only_for_exactly(cls: TestClassFacts, value: str) -> List[Violation]:
+def only_for_exactly(cls: TestClassFacts, value: str) -> list[Violation]:
     inst = cls.instantiation
     want = value.lower()
     if inst is None or inst.only_for == (want,):
@@ -247,28 +327,41 @@ def only_for_exactly(cls: TestClassFacts, value: str) -> List[Violation]:
         what = "passes only_for that is not a literal"
     else:
         what = f"passes only_for={_fmt(inst.only_for)}"
-    return [Violation(value, "only_for",
-                      f"{value} classes need only_for={want!r} (exactly that one device, lowercase), "
-                      f"but line {inst.line} {what}", inst.line)]
+    return [
+        Violation(
+            value,
+            "only_for",
+            f"{value} classes need only_for={want!r} (exactly that one device, lowercase), but line {inst.line} {what}",
+            inst.line,
+        )
+    ]
 
 
 @rule(
-    "except_for", *DEVICE_MEMBERS,
+    "except_for",
+    *DEVICE_MEMBERS,
     valid=(_ex("CPU", _DEVICE_TEST + _inst(", only_for='cpu', except_for=None")),),
-    invalid=(_ex("CPU", _DEVICE_TEST + _inst(", only_for='cpu', except_for='cuda'")),
-             _ex("CUDA", _DEVICE_TEST + _inst(", only_for='cuda', except_for=SKIP"))),
+    invalid=(
+        _ex("CPU", _DEVICE_TEST + _inst(", only_for='cpu', except_for='cuda'")),
+        _ex("CUDA", _DEVICE_TEST + _inst(", only_for='cuda', except_for=SKIP")),
+    ),
 )
-def no_except_for(cls: TestClassFacts, value: str) -> List[Violation]:
+def no_except_for(cls: TestClassFacts, value: str) -> list[Violation]:
     inst = cls.instantiation
     if inst is None or inst.except_for is None:
         return []
-    return [Violation(value, "except_for",
-                      f"{value} classes must not pass except_for, but line {inst.line} passes "
-                      f"except_for={_fmt(inst.except_for)}", inst.line)]
+    return [
+        Violation(
+            value,
+            "except_for",
+            f"{value} classes must not pass except_for, but line {inst.line} passes except_for={_fmt(inst.except_for)}",
+            inst.line,
+        )
+    ]
 
 
-def _allow_flag(flag: str) -> Callable[[TestClassFacts, str], List[Violation]]:
-    def check_flag(cls: TestClassFacts, value: str) -> List[Violation]:
+def _allow_flag(flag: str) -> Callable[[TestClassFacts, str], list[Violation]]:
+    def check_flag(cls: TestClassFacts, value: str) -> list[Violation]:
         inst = cls.instantiation
         if inst is None:
             return []
@@ -276,40 +369,47 @@ def _allow_flag(flag: str) -> Callable[[TestClassFacts, str], List[Violation]]:
         if got is True or got == UNKNOWN:  # a non-literal cannot be read: the check is skipped
             return []
         what = "omits it" if got is None else f"passes {flag}={got!r}"
-        return [Violation(value, flag, f"{value} classes need {flag}=True, but line {inst.line} "
-                          f"{what}", inst.line)]
+        return [Violation(value, flag, f"{value} classes need {flag}=True, but line {inst.line} {what}", inst.line)]
 
     check_flag.__name__ = f"requires_{flag}"
     return check_flag
 
 
 rule(
-    "allow_mps", "MPS",
-    valid=(_ex("MPS", _DEVICE_TEST + _inst(", only_for='mps', allow_mps=True")),
-           _ex("MPS", _DEVICE_TEST + _inst(", only_for='mps', allow_mps=MACOS_VERSION >= 15"))),
-    invalid=(_ex("MPS", _DEVICE_TEST + _inst(", only_for='mps'")),
-             _ex("MPS", _DEVICE_TEST + _inst(", only_for='mps', allow_mps=False"))),
+    "allow_mps",
+    "MPS",
+    valid=(
+        _ex("MPS", _DEVICE_TEST + _inst(", only_for='mps', allow_mps=True")),
+        _ex("MPS", _DEVICE_TEST + _inst(", only_for='mps', allow_mps=MACOS_VERSION >= 15")),
+    ),
+    invalid=(
+        _ex("MPS", _DEVICE_TEST + _inst(", only_for='mps'")),
+        _ex("MPS", _DEVICE_TEST + _inst(", only_for='mps', allow_mps=False")),
+    ),
 )(_allow_flag("allow_mps"))
 
 rule(
-    "allow_xpu", "XPU",
-    valid=(_ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu', allow_xpu=True")),
-           _ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu', allow_xpu=HAS_XPU"))),
-    invalid=(_ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu'")),
-             _ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu', allow_xpu=False"))),
+    "allow_xpu",
+    "XPU",
+    valid=(
+        _ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu', allow_xpu=True")),
+        _ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu', allow_xpu=HAS_XPU")),
+    ),
+    invalid=(
+        _ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu'")),
+        _ex("XPU", _DEVICE_TEST + _inst(", only_for='xpu', allow_xpu=False")),
+    ),
 )(_allow_flag("allow_xpu"))
 
 
 # value -> its rules, in registration order (the order the linter reports them in).
-RULES: Mapping[str, Tuple[Rule, ...]] = {
-    value: tuple(r for r in REGISTRY if value in r.values) for value in MEMBERS
-}
+RULES: Mapping[str, tuple[Rule, ...]] = {value: tuple(r for r in REGISTRY if value in r.values) for value in MEMBERS}
 
 
-def check(cls: TestClassFacts, value: str) -> List[Violation]:
+def check(cls: TestClassFacts, value: str) -> list[Violation]:
     """Every rule of `value` that `cls` breaks (empty: the linter accepts the label)."""
     value = normalise_member(value)
-    found: List[Violation] = []
+    found: list[Violation] = []
     for r in RULES[value]:
         found.extend(r.check(cls, value))
     return found
@@ -327,9 +427,9 @@ class LinterMessage:
     cls: str = ""
 
 
-def lint_module(facts: ModuleFacts) -> List[LinterMessage]:
+def lint_module(facts: ModuleFacts) -> list[LinterMessage]:
     """The linter's error messages for a module, as the tool predicts them."""
-    out: List[LinterMessage] = []
+    out: list[LinterMessage] = []
     for name, lines in facts.duplicate_classes:
         out += [LinterMessage("[duplicate_class]", line, name) for line in lines[1:]]
     for name, lines in facts.duplicate_instantiations:
@@ -341,4 +441,3 @@ def lint_module(facts: ModuleFacts) -> List[LinterMessage]:
             continue
         out += [LinterMessage(f"[{v.rule}]", v.line, cls.name) for v in check(cls, label.member or "")]
     return sorted(out, key=lambda m: (m.line, m.name))
-

@@ -67,5 +67,4 @@ from transforms.torch_load.discovery import Discovery, Evidence
 from transforms.torch_load.modes import LOAD_NAMES, MODES, SAFE_GLOBALS_NAME, check_mode_supported
 from transforms.torch_load.transform import TorchLoad
 
-__all__ = ["Discovery", "Evidence", "LOAD_NAMES", "MODES", "SAFE_GLOBALS_NAME", "TorchLoad",
-           "check_mode_supported"]
+__all__ = ["Discovery", "Evidence", "LOAD_NAMES", "MODES", "SAFE_GLOBALS_NAME", "TorchLoad", "check_mode_supported"]

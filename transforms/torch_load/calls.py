@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from transforms.torch_load.modes import LOAD_NAMES, SAFE_GLOBALS_NAME
 from transforms.unsafe_globals import normalise
@@ -13,21 +13,21 @@ from transforms.unsafe_globals import normalise
 
 @dataclass
 class _Site:
-    call: Any                  # libcst.Call
-    line: int                  # start line of the call
+    call: Any  # libcst.Call
+    line: int  # start line of the call
     end_line: int
-    stmt: Any = None           # statement to wrap (libcst node) or None
+    stmt: Any = None  # statement to wrap (libcst node) or None
     stmt_lines: tuple[int, int] = (0, 0)
-    block: Any = None          # parent block node of stmt
-    index: int = -1            # index of stmt in block body
-    no_wrap: Optional[str] = None   # why wrapping is impossible
-    func: Optional[str] = None      # innermost enclosing def name
-    cls: Optional[str] = None       # innermost enclosing class name
+    block: Any = None  # parent block node of stmt
+    index: int = -1  # index of stmt in block body
+    no_wrap: str | None = None  # why wrapping is impossible
+    func: str | None = None  # innermost enclosing def name
+    cls: str | None = None  # innermost enclosing class name
     enclosing_entries: list[tuple[str, set]] = field(default_factory=list)  # (code, qualnames)
-    comment_line: int = 0      # line above which an --explain comment goes
+    comment_line: int = 0  # line above which an --explain comment goes
 
 
-def _dotted(node) -> Optional[str]:
+def _dotted(node) -> str | None:
     import libcst as cst
 
     parts = []
@@ -46,8 +46,9 @@ class CallFinder:
     def _is_stmt(self, node) -> bool:
         import libcst as cst
 
-        return (isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-                and isinstance(self.parents.get(node), (cst.IndentedBlock, cst.Module)))
+        return isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and isinstance(
+            self.parents.get(node), (cst.IndentedBlock, cst.Module)
+        )
 
     def _depth(self, node) -> int:
         """How many statements (of a block) enclose `node`."""
@@ -71,16 +72,21 @@ class CallFinder:
         star = []
 
         def indirect(why):
-            return (f"torch.load is referenced indirectly ({why}); the eventual call cannot be "
-                    "resolved statically: make it explicit by hand")
+            return (
+                f"torch.load is referenced indirectly ({why}); the eventual call cannot be "
+                "resolved statically: make it explicit by hand"
+            )
 
         class V(cst.CSTVisitor):
             def visit_Import(self, node):
                 return False
 
             def visit_ImportFrom(self, node):
-                if isinstance(node.names, cst.ImportStar) and not node.relative and \
-                        _dotted(node.module or cst.Name("x")) in ("torch", "torch.serialization"):
+                if (
+                    isinstance(node.names, cst.ImportStar)
+                    and not node.relative
+                    and _dotted(node.module or cst.Name("x")) in ("torch", "torch.serialization")
+                ):
                     star.append(_dotted(node.module))
                 return False
 
@@ -95,14 +101,24 @@ class CallFinder:
                     # which one runs depends on control flow; never guess.
                     func_nodes.add(id(node.func))
                     others = ", ".join(sorted(q - LOAD_NAMES))
-                    refs.append((node, f"`{dotted or 'load'}` may be torch.load or another "
-                                       f"binding ({others}) here: not rewritten; make the call "
-                                       "explicit by hand"))
+                    refs.append(
+                        (
+                            node,
+                            f"`{dotted or 'load'}` may be torch.load or another "
+                            f"binding ({others}) here: not rewritten; make the call "
+                            "explicit by hand",
+                        )
+                    )
                 elif not q and star and isinstance(node.func, cst.Name) and node.func.value == "load":
                     func_nodes.add(id(node.func))
-                    refs.append((node, f"`load` probably comes from `from {star[0]} import *`: "
-                                       "not rewritten; import torch.load explicitly or make the "
-                                       "call explicit by hand"))
+                    refs.append(
+                        (
+                            node,
+                            f"`load` probably comes from `from {star[0]} import *`: "
+                            "not rewritten; import torch.load explicitly or make the "
+                            "call explicit by hand",
+                        )
+                    )
 
             def visit_Attribute(self, node):
                 if id(node) not in func_nodes and runner.qnames(node) & LOAD_NAMES:
@@ -122,8 +138,7 @@ class CallFinder:
                 except Exception:
                     return
                 if isinstance(val, str) and val.strip() in LOAD_NAMES:
-                    refs.append((node, indirect(
-                        f"the string {node.value} (mock.patch or getattr target)")))
+                    refs.append((node, indirect(f"the string {node.value} (mock.patch or getattr target)")))
 
         module.visit(V())
         return calls, refs
@@ -150,16 +165,20 @@ class CallFinder:
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                 if stmt is None and site.no_wrap is None:
                     what = "function" if isinstance(node, cst.FunctionDef) else "class"
-                    site.no_wrap = (f"in a {what} header (default, decorator, annotation or base) "
-                                    f"or one-line {what} body")
+                    site.no_wrap = (
+                        f"in a {what} header (default, decorator, annotation or base) or one-line {what} body"
+                    )
                 if isinstance(node, cst.FunctionDef) and site.func is None:
                     site.func = node.name.value
                 if isinstance(node, cst.ClassDef) and site.cls is None and site.func is not None:
                     site.cls = node.name.value
             if isinstance(node, cst.With) and child is node.body:
                 self._record_enclosing(node, site)
-            if (stmt is None and isinstance(parent, (cst.IndentedBlock, cst.Module))
-                    and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))):
+            if (
+                stmt is None
+                and isinstance(parent, (cst.IndentedBlock, cst.Module))
+                and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+            ):
                 stmt = node
                 site.stmt = node
                 site.block = parent

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from transforms.unsafe_globals import normalise
 
@@ -13,10 +14,10 @@ class Evidence:
     """What discovery knows about one call site."""
 
     globals: list[str] = field(default_factory=list)
-    unfixable: Optional[str] = None
-    ok: bool = False            # the load succeeded in the final discovery run
-    source: str = "call"        # "call" (attributed call site) or "test" (per test only)
-    where: str = ""             # file:line or test id, for messages
+    unfixable: str | None = None
+    ok: bool = False  # the load succeeded in the final discovery run
+    source: str = "call"  # "call" (attributed call site) or "test" (per test only)
+    where: str = ""  # file:line or test id, for messages
 
 
 def _norm_path(p: str) -> list[str]:
@@ -39,9 +40,9 @@ class _CallRec:
     line: int
     code: str
     globals: list[str]
-    unfixable: Optional[str]
+    unfixable: str | None
     ok: bool
-    nodeids: list[str] = field(default_factory=list)   # tests that ran this call
+    nodeids: list[str] = field(default_factory=list)  # tests that ran this call
 
 
 class Discovery:
@@ -50,13 +51,11 @@ class Discovery:
     def __init__(self, data: Mapping[str, Any]):
         self.data = data
         self.resolved: dict[str, tuple[str, str]] = {}
-        self.aliases: dict[str, list[str]] = {}   # dotted -> re-exports (longest first)
+        self.aliases: dict[str, list[str]] = {}  # dotted -> re-exports (longest first)
         for name, r in (data.get("resolved") or {}).items():
             if isinstance(r, Mapping) and r.get("module") and r.get("qualname"):
                 self.resolved[normalise(name)] = (r["module"], r["qualname"])
-                self.aliases[normalise(name)] = [
-                    a for a in r.get("aliases") or [] if isinstance(a, str) and "." in a
-                ]
+                self.aliases[normalise(name)] = [a for a in r.get("aliases") or [] if isinstance(a, str) and "." in a]
         merged: dict[tuple[str, int, str], _CallRec] = {}
         self.tests: list[tuple[str, dict]] = []
         for nodeid, t in (data.get("tests") or {}).items():
@@ -71,8 +70,7 @@ class Discovery:
                 ok = c.get("status", "ok" if not c.get("unfixable") else "failed") == "ok"
                 rec = merged.get(key)
                 if rec is None:
-                    merged[key] = _CallRec(key[0], key[1], key[2], names, c.get("unfixable"), ok,
-                                           [nodeid])
+                    merged[key] = _CallRec(key[0], key[1], key[2], names, c.get("unfixable"), ok, [nodeid])
                 else:
                     if nodeid not in rec.nodeids:
                         rec.nodeids.append(nodeid)
@@ -82,12 +80,12 @@ class Discovery:
         self.calls = list(merged.values())
 
     # -- lookups
-    def calls_for(self, path: Optional[str]) -> list[_CallRec]:
+    def calls_for(self, path: str | None) -> list[_CallRec]:
         if path is None:
             return list(self.calls)
         return [c for c in self.calls if _same_file(c.file, path)]
 
-    def tests_for(self, path: Optional[str]) -> list[tuple[str, dict]]:
+    def tests_for(self, path: str | None) -> list[tuple[str, dict]]:
         out = []
         for nodeid, t in self.tests:
             f = nodeid.split("::", 1)[0]
@@ -96,7 +94,7 @@ class Discovery:
         return out
 
 
-def _test_matches(nodeid: str, func: Optional[str], cls: Optional[str]) -> bool:
+def _test_matches(nodeid: str, func: str | None, cls: str | None) -> bool:
     """Does pytest id `nodeid` run function `func` (of class `cls`)?  Prefix match so
     PyTorch's instantiated device tests (TestFooCPU::test_bar_cpu) still match."""
     if not func:

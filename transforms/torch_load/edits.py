@@ -29,8 +29,7 @@ class TextEditor:
         for a in call.args:
             if a.keyword is not None and a.keyword.value == "weights_only":
                 vp = self.pos(a.value)
-                self.kw_edits.append((T.off(vp.start.line, vp.start.column),
-                                      T.off(vp.end.line, vp.end.column), value))
+                self.kw_edits.append((T.off(vp.start.line, vp.start.column), T.off(vp.end.line, vp.end.column), value))
                 return
         kw = f"weights_only={value}"
         text = self.text
@@ -103,11 +102,11 @@ class TextEditor:
         lines = _NL_RE.split(text)
         seps = _NL_RE.findall(text)
         # keep separators: rebuild as list of (content, sep)
-        L = [[c, s] for c, s in zip(lines, seps + [""])]
+        L = [[c, s] for c, s in zip(lines, seps + [""], strict=False)]
         interior = _string_interior_lines(text)
         nl = self.newline
 
-        inserts: dict[int, list[str]] = {}   # new line number -> lines to insert before it
+        inserts: dict[int, list[str]] = {}  # new line number -> lines to insert before it
         indent_ranges: list[tuple[int, int, str]] = []
 
         torch_name = self.imports.torch_name()
@@ -122,7 +121,7 @@ class TextEditor:
             below, lines inserted here are not): nested wraps need it on their head."""
             return "".join(u for s, e, u in reversed(indent_ranges) if s < a <= e)
 
-        for w, a, b, unit in spans:
+        for w, a, _b, unit in spans:
             ind = outer(a) + _indent_of(L[a - 1][0])
             head = f"{ind}with {torch_name}.serialization.safe_globals([{', '.join(w.entries)}]):"
             block = []
@@ -149,7 +148,7 @@ class TextEditor:
                 L[n - 1][0] = unit + L[n - 1][0]
 
         import_lines, import_edits = imports
-        for (ln, col_text_old, col_text_new) in import_edits:
+        for ln, col_text_old, col_text_new in import_edits:
             n = new_line(ln)
             L[n - 1][0] = L[n - 1][0].replace(col_text_old, col_text_new, 1)
         by_line: dict[int, list[str]] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from transforms.torch_load.calls import _dotted
 from transforms.torch_load.discovery import _norm_path
@@ -21,21 +21,21 @@ class _ImportMap:
 
         self.r = runner
         self.module = module
-        self.bindings: dict[str, str] = {}   # dotted target -> local expression
+        self.bindings: dict[str, str] = {}  # dotted target -> local expression
         self.module_aliases: dict[str, str] = {}  # imported module path -> expression
-        self.torch_alias: Optional[str] = None
+        self.torch_alias: str | None = None
         self.top_level_defs: set[str] = set()
         self.from_stmts: dict[str, tuple] = {}  # module -> (line, stmt) first single-line from-import
         self.last_import_line = 0
         # (first line, last line, module) of each module-level import above the first def
         self.anchors: list[tuple[int, int, str]] = []
-        self.first_def_line: Optional[int] = None
+        self.first_def_line: int | None = None
         self.docstring_end = 0
         self.future_end = 0
-        self.added: list[tuple[str, str, Optional[str]]] = []  # (module, name, alias)
+        self.added: list[tuple[str, str, str | None]] = []  # (module, name, alias)
         self.add_torch = False
         self.add_builtins = False
-        self.taken: set[str] = set()     # every name used or bound anywhere in the file
+        self.taken: set[str] = set()  # every name used or bound anywhere in the file
         self.assigned: set[str] = set()  # every name bound anywhere in the file
         self._dotted_expr: dict[str, str] = {}
         self.reserved: dict[str, tuple[str, str]] = {}  # new-import name -> (module, name)
@@ -59,13 +59,17 @@ class _ImportMap:
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 self.top_level_defs.add(stmt.name.value)
                 if self.first_def_line is None:
-                    self.first_def_line = (self.r.pos(stmt.decorators[0]).start.line
-                                           if stmt.decorators else sp.start.line)
+                    self.first_def_line = (
+                        self.r.pos(stmt.decorators[0]).start.line if stmt.decorators else sp.start.line
+                    )
                 continue
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
-                    if i == 0 and isinstance(small, cst.Expr) and isinstance(
-                            small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                    if (
+                        i == 0
+                        and isinstance(small, cst.Expr)
+                        and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+                    ):
                         self.docstring_end = sp.end.line - (1 if sp.end.column == 0 else 0)
                     if isinstance(small, cst.Assign):
                         for t in small.targets:
@@ -93,8 +97,7 @@ class _ImportMap:
             if isinstance(stmt, ast.Import) and guarded:
                 for a in stmt.names:
                     if a.name == "torch" or a.name.startswith("torch."):
-                        bound = a.asname if a.asname and a.name == "torch" else (
-                            None if a.asname else "torch")
+                        bound = a.asname if a.asname and a.name == "torch" else (None if a.asname else "torch")
                         if bound and self.torch_alias is None:
                             self.torch_alias = bound
             elif isinstance(stmt, (ast.If, ast.With, ast.Try, getattr(ast, "TryStar", ast.Try))):
@@ -134,8 +137,7 @@ class _ImportMap:
             bound = a.asname.name.value if a.asname is not None else name
             self.bindings[f"{mod}.{name}"] = bound
             self.module_aliases.setdefault(f"{mod}.{name}", bound)
-        if mod not in self.from_stmts and start == end and small.lpar is None \
-                and len(stmt.body) == 1:
+        if mod not in self.from_stmts and start == end and small.lpar is None and len(stmt.body) == 1:
             self.from_stmts[mod] = (start, stmt)
 
     # -- queries
@@ -166,7 +168,7 @@ class _ImportMap:
             if parts:
                 parts[-1] = parts[-1].rsplit(".", 1)[0]
                 mparts = mod.split(".")
-                return parts[-len(mparts):] == mparts
+                return parts[-len(mparts) :] == mparts
             return False
         # no path: a top-level definition of that name outside torch's namespace
         return not mod.startswith("torch")
@@ -184,13 +186,13 @@ class _ImportMap:
         mod, qual = self._split(dotted)
         out = [(mod, qual)]
         d = self.r.o.discovery
-        for a in (d.aliases.get(dotted, []) if d is not None else []):
+        for a in d.aliases.get(dotted, []) if d is not None else []:
             am = a[: len(a) - len(qual) - 1] if a.endswith("." + qual) else a.rpartition(".")[0]
             if am and (am, qual) not in out:
                 out.append((am, qual))
         return out
 
-    def _existing(self, mod: str, qual: str) -> Optional[str]:
+    def _existing(self, mod: str, qual: str) -> str | None:
         head, _, rest = qual.partition(".")
         tail = f".{rest}" if rest else ""
         if f"{mod}.{head}" in self.bindings:
@@ -227,8 +229,7 @@ class _ImportMap:
         tail = f".{rest}" if rest else ""
         # a new import: `from mod import head [as alias]`
         alias = None
-        used = {a or n for _, n, a in self.added} | {
-            k for k, v in self.reserved.items() if v != (mod, head)}
+        used = {a or n for _, n, a in self.added} | {k for k, v in self.reserved.items() if v != (mod, head)}
         if head in self.taken or head in used:
             alias = self._alias(mod, head, used)
         self.reserved[alias or head] = (mod, head)
@@ -253,8 +254,7 @@ class _ImportMap:
             if expr.startswith("builtins.") and "builtins" not in self.module_aliases:
                 self.add_builtins = True
             return
-        if self.is_local(dotted) or any(self._existing(m, q) is not None
-                                        for m, q in self._spellings(dotted)):
+        if self.is_local(dotted) or any(self._existing(m, q) is not None for m, q in self._spellings(dotted)):
             return
         mod, qual = self._import_source(dotted)
         head = qual.split(".")[0]
@@ -266,7 +266,7 @@ class _ImportMap:
 
     def render(self):
         """(new lines as (line number to insert before, text), in-line edits (line, old, new))."""
-        lines: list[tuple[str, str]] = []   # (module, text)
+        lines: list[tuple[str, str]] = []  # (module, text)
         edits = []
         if self.add_torch:
             lines.append(("torch", "import torch"))
@@ -284,8 +284,7 @@ class _ImportMap:
                     edits.append((line, code, code + ", " + ", ".join(names)))
                     continue
             lines.append((mod, f"from {mod} import {', '.join(names)}"))
-        inserts = sorted(((self._place(mod), mod.lower(), text) for mod, text in lines),
-                         key=lambda x: (x[0], x[1]))
+        inserts = sorted(((self._place(mod), mod.lower(), text) for mod, text in lines), key=lambda x: (x[0], x[1]))
         return [(at, text) for at, _, text in inserts], edits
 
     def _place(self, mod: str) -> int:
@@ -305,7 +304,7 @@ class _ImportMap:
         return related[-1][1] + 1
 
 
-def _imported_module(small) -> Optional[str]:
+def _imported_module(small) -> str | None:
     """The module an import statement names (its first, for `import a, b`); None for
     relative imports."""
     import libcst as cst

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 MODES = ("weights-only-false", "safe-globals", "auto")
 LOAD_NAMES = frozenset({"torch.load", "torch.serialization.load"})
@@ -16,7 +15,7 @@ _DOTTED_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 # --------------------------------------------------------------------------- versions
 
 
-def check_mode_supported(mode: str, version: Optional[tuple[int, int]]) -> Optional[str]:
+def check_mode_supported(mode: str, version: tuple[int, int] | None) -> str | None:
     """An error message when `mode` cannot work with the target torch `version`, else None."""
     if mode not in MODES:
         return f"unknown --torch-load mode {mode!r}; choose one of {', '.join(MODES)}"
@@ -26,10 +25,7 @@ def check_mode_supported(mode: str, version: Optional[tuple[int, int]]) -> Optio
             "torch.load accepts weights_only; pass --python PATH of your PyTorch environment"
         )
     if tuple(version) < (1, 13):
-        return (
-            f"torch {version[0]}.{version[1]} has no weights_only argument (added in 1.13); "
-            "nothing to make explicit"
-        )
+        return f"torch {version[0]}.{version[1]} has no weights_only argument (added in 1.13); nothing to make explicit"
     if mode == "safe-globals" and tuple(version) < (2, 5):
         return (
             f"torch {version[0]}.{version[1]} has no torch.serialization.safe_globals context "

@@ -3,8 +3,9 @@ which keyword edits, with-blocks and comments that takes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from transforms.base import ERROR, INFO, WARNING
 from transforms.torch_load.calls import _dotted, _Site
@@ -19,11 +20,11 @@ class _Wrap:
     index: int
     first: int
     last: int
-    entries: list[str]          # expressions
+    entries: list[str]  # expressions
     reason: str
-    comment: Optional[str]
-    dotted: list[str] = field(default_factory=list)   # the dotted names of `entries`
-    stmt: Any = None            # the wrapped statement (libcst node)
+    comment: str | None
+    dotted: list[str] = field(default_factory=list)  # the dotted names of `entries`
+    stmt: Any = None  # the wrapped statement (libcst node)
 
 
 def merge_wraps(wraps: list[_Wrap]) -> list[_Wrap]:
@@ -31,8 +32,12 @@ def merge_wraps(wraps: list[_Wrap]) -> list[_Wrap]:
     share one block; two calls in one statement get the union of their entries."""
     merged: list[_Wrap] = []
     for w in sorted(wraps, key=lambda w: (w.block_id, w.index)):
-        if merged and merged[-1].block_id == w.block_id and merged[-1].entries == w.entries \
-                and w.index in (merged[-1].index, merged[-1].index + 1):
+        if (
+            merged
+            and merged[-1].block_id == w.block_id
+            and merged[-1].entries == w.entries
+            and w.index in (merged[-1].index, merged[-1].index + 1)
+        ):
             merged[-1].last = max(merged[-1].last, w.last)
             merged[-1].index = w.index
             continue
@@ -63,15 +68,15 @@ class Planner:
         wo = kws.get("weights_only")
         wo_none = wo is not None and isinstance(wo.value, cst.Name) and wo.value.value == "None"
         if wo is not None and not wo_none:
-            self.find("skip-explicit", "torch.load already passes weights_only: left alone", line,
-                      call=code)
+            self.find("skip-explicit", "torch.load already passes weights_only: left alone", line, call=code)
             return
         if "pickle_module" in kws or len(positional) >= 3:
             self.find(
                 "skip-pickle-module",
                 "torch.load passes pickle_module (the default is then weights_only=False and "
                 "weights_only=True would raise): left alone",
-                line, call=code,
+                line,
+                call=code,
             )
             return
         if stars:
@@ -80,7 +85,9 @@ class Planner:
                 "skip-kwargs",
                 f"torch.load passes {kind}, which may already carry weights_only (adding it can raise "
                 "'got multiple values'): left alone, review by hand",
-                line, WARNING, call=code,
+                line,
+                WARNING,
+                call=code,
             )
             self.manual += 1
             return
@@ -109,37 +116,42 @@ class Planner:
         if action == "wrap":
             exprs = [self.imports.expr_for(d) for d in entries_dotted]
             covered = self._covered(site, entries_dotted, exprs)
-            missing = [(d, e) for d, e in zip(entries_dotted, exprs) if not covered(d, e)]
+            missing = [(d, e) for d, e in zip(entries_dotted, exprs, strict=False) if not covered(d, e)]
             needs_true = self.o.torch_version is not None and tuple(self.o.torch_version) < (2, 6)
             planned = self._planned_cover(site) if site.no_wrap is None else None
             if missing and planned is not None:
                 # a wrap planned for an enclosing statement (a load in its header)
                 missing = [(d, e) for d, e in missing if d not in planned.dotted]
                 if not missing:
-                    msg = ("covered by the safe_globals block added around the enclosing "
-                           f"statement (line {planned.first})")
+                    msg = (
+                        f"covered by the safe_globals block added around the enclosing statement (line {planned.first})"
+                    )
                     if needs_true or wo_none:
                         if not self._try_set_kw(call, "True", line, code):
                             return
-                        self.find("safe-globals", msg + "; added weights_only=True", line,
-                                  fix="safe_globals", **data)
+                        self.find("safe-globals", msg + "; added weights_only=True", line, fix="safe_globals", **data)
                         return
                     self.find("skip-covered", msg, line, **data)
                     return
             if not missing:
-                self.find("skip-covered",
-                          "already inside a safe_globals block that lists the needed globals",
-                          line, **data)
+                self.find(
+                    "skip-covered", "already inside a safe_globals block that lists the needed globals", line, **data
+                )
                 return
-            shadowed = [] if site.no_wrap else self._shadowed(
-                site.stmt, [e.split(".")[0] for _, e in missing], self.imports.torch_name())
+            shadowed = (
+                []
+                if site.no_wrap
+                else self._shadowed(site.stmt, [e.split(".")[0] for _, e in missing], self.imports.torch_name())
+            )
             if site.no_wrap:
                 action = "fallback"
                 reason = f"cannot wrap in a with block ({site.no_wrap}); {reason}"
             elif shadowed:
                 action = "fallback"
-                reason = (f"{', '.join(f'`{n}`' for n in shadowed)} is rebound in the enclosing "
-                          f"function, so the with block cannot name the global; {reason}")
+                reason = (
+                    f"{', '.join(f'`{n}`' for n in shadowed)} is rebound in the enclosing "
+                    f"function, so the with block cannot name the global; {reason}"
+                )
             else:
                 if (needs_true or wo_none) and not self._try_set_kw(call, "True", line, code):
                     return
@@ -150,9 +162,19 @@ class Planner:
                 comment = None
                 if self.o.explain:
                     comment = _explain_wrap([d for d, _ in missing])
-                self._plan_wrap(_Wrap(id(site.block), site.index, site.stmt_lines[0],
-                                      site.stmt_lines[1], exprs_missing, reason, comment,
-                                      [d for d, _ in missing], site.stmt))
+                self._plan_wrap(
+                    _Wrap(
+                        id(site.block),
+                        site.index,
+                        site.stmt_lines[0],
+                        site.stmt_lines[1],
+                        exprs_missing,
+                        reason,
+                        comment,
+                        [d for d, _ in missing],
+                        site.stmt,
+                    )
+                )
                 data["entries"] = exprs_missing
                 msg = f"wrapped in safe_globals([{', '.join(exprs_missing)}])"
                 if needs_true:
@@ -165,23 +187,35 @@ class Planner:
         if self.o.explain:
             self.comments.setdefault(site.comment_line, _explain_false(reason, evidence))
         if action == "fallback":
-            self.find("fallback", f"weights_only=False instead of safe_globals: {reason}", line,
-                      WARNING if self.o.mode == "safe-globals" else INFO,
-                      fix="weights_only=False", **data)
+            self.find(
+                "fallback",
+                f"weights_only=False instead of safe_globals: {reason}",
+                line,
+                WARNING if self.o.mode == "safe-globals" else INFO,
+                fix="weights_only=False",
+                **data,
+            )
         else:
-            self.find("weights-only-false", f"added weights_only=False: {reason}", line,
-                      fix="weights_only=False", **data)
+            self.find(
+                "weights-only-false", f"added weights_only=False: {reason}", line, fix="weights_only=False", **data
+            )
 
     def _try_set_kw(self, call, value: str, line: int, code: str) -> bool:
         try:
             self._set_kw(call, value)
             end = self.pos(call).end
             # keyed as ast records the call's end: line, UTF-8 byte column
-            self.kw_values[(end.line, len(self.T.line_body(end.line)[:end.column].encode("utf-8")))] = value
+            self.kw_values[(end.line, len(self.T.line_body(end.line)[: end.column].encode("utf-8")))] = value
             return True
         except ValueError as exc:
-            self.find("unresolved", f"cannot place weights_only={value} in this call's text "
-                      f"({exc}): not rewritten, make it explicit by hand", line, WARNING, call=code)
+            self.find(
+                "unresolved",
+                f"cannot place weights_only={value} in this call's text "
+                f"({exc}): not rewritten, make it explicit by hand",
+                line,
+                WARNING,
+                call=code,
+            )
             self.manual += 1
             return False
 
@@ -189,7 +223,7 @@ class Planner:
         """Record a wrap; a second load in the same statement extends the same block."""
         for old in self.wraps:
             if old.block_id == w.block_id and old.index == w.index:
-                for e, d in zip(w.entries, w.dotted):
+                for e, d in zip(w.entries, w.dotted, strict=False):
                     if e not in old.entries:
                         old.entries.append(e)
                         old.dotted.append(d)
@@ -197,7 +231,7 @@ class Planner:
                 return
         self.wraps.append(w)
 
-    def _planned_cover(self, site: _Site) -> Optional[_Wrap]:
+    def _planned_cover(self, site: _Site) -> _Wrap | None:
         """A planned wrap around a statement strictly enclosing `site`'s statement (their
         entries merged), or None.  Loads of the same statement share its wrap instead.
         Like an existing block, it counts as covering a def nested in it too: a second
@@ -254,7 +288,7 @@ class Planner:
         return out
 
     # ------------------------------------------------------------------ decision
-    def _decide(self, site: _Site, ev: Optional[Evidence]):
+    def _decide(self, site: _Site, ev: Evidence | None):
         mode = self.o.mode
         if mode == "weights-only-false":
             if ev and ev.globals:
@@ -265,55 +299,82 @@ class Planner:
                 return "covered", "already inside a safe_globals block; discovery has no record of it", []
             if mode == "safe-globals":
                 if self.o.discovery is None:
-                    return ("refuse", "no discovery data: run `decouple discover-globals` and pass "
-                            "--globals FILE (or use --torch-load weights-only-false/auto)", [])
+                    return (
+                        "refuse",
+                        "no discovery data: run `decouple discover-globals` and pass "
+                        "--globals FILE (or use --torch-load weights-only-false/auto)",
+                        [],
+                    )
                 return "fallback", "discovery has no record of this call", []
             if self.o.discovery is None:
                 return "false", "no discovery data for this call", []
             code = self.T.line_body(site.line).strip()
-            self.find("not-discovered",
-                      f"`{code}`: the --globals file has no record of this call (discovery did not "
-                      "see it run), so auto cannot choose: weights_only=False; run `decouple "
-                      "discover-globals` on the test that reaches it for a safe_globals block",
-                      site.line, WARNING, call=code)
+            self.find(
+                "not-discovered",
+                f"`{code}`: the --globals file has no record of this call (discovery did not "
+                "see it run), so auto cannot choose: weights_only=False; run `decouple "
+                "discover-globals` on the test that reaches it for a safe_globals block",
+                site.line,
+                WARNING,
+                call=code,
+            )
             return "false", NOT_DISCOVERED, []
         if ev.unfixable:
-            return ("fallback" if mode == "safe-globals" else "false",
-                    f"no allowlist can fix it: {ev.unfixable}", [])
+            return ("fallback" if mode == "safe-globals" else "false", f"no allowlist can fix it: {ev.unfixable}", [])
         local = [g for g in ev.globals if ".<locals>." in g]
         if local:
-            return ("fallback" if mode == "safe-globals" else "false",
-                    f"{', '.join(local)} is defined inside a function and cannot be imported "
-                    "for a safe_globals list", [])
+            return (
+                "fallback" if mode == "safe-globals" else "false",
+                f"{', '.join(local)} is defined inside a function and cannot be imported for a safe_globals list",
+                [],
+            )
         bad = [g for g in ev.globals if not _DOTTED_RE.fullmatch(g)]
         if bad:
-            return ("invalid", "the discovery data names globals that are not dotted Python "
-                    f"names ({', '.join(repr(b) for b in bad[:3])}): check the --globals file", [])
+            return (
+                "invalid",
+                "the discovery data names globals that are not dotted Python "
+                f"names ({', '.join(repr(b) for b in bad[:3])}): check the --globals file",
+                [],
+            )
         if not ev.globals:
             if ev.ok:
                 return "leave", "discovery saw it load with weights_only=True (no globals needed)", []
-            return ("fallback" if mode == "safe-globals" else "false",
-                    "the load failed under weights_only=True without naming a global", [])
+            return (
+                "fallback" if mode == "safe-globals" else "false",
+                "the load failed under weights_only=True without naming a global",
+                [],
+            )
         danger = {g: tier(g).reason for g in ev.globals if tier(g).level == DANGEROUS}
         for g, why in danger.items():
             if mode == "auto":
-                self.find("dangerous-global",
-                          f"{g} is dangerous to allowlist ({why}); using weights_only=False",
-                          site.line, INFO, name=g)
+                self.find(
+                    "dangerous-global",
+                    f"{g} is dangerous to allowlist ({why}); using weights_only=False",
+                    site.line,
+                    INFO,
+                    name=g,
+                )
             else:
-                self.find("dangerous-global",
-                          f"{g} is dangerous to allowlist ({why}); allowlisted as requested by "
-                          "--torch-load safe-globals: consider weights_only=False",
-                          site.line, WARNING, name=g)
+                self.find(
+                    "dangerous-global",
+                    f"{g} is dangerous to allowlist ({why}); allowlisted as requested by "
+                    "--torch-load safe-globals: consider weights_only=False",
+                    site.line,
+                    WARNING,
+                    name=g,
+                )
         if danger and mode == "auto":
             return "false", "the checkpoint needs " + ", ".join(danger) + " (unsafe to allowlist)", []
         v = self.o.torch_version
         if v is not None and tuple(v) < (2, 5):
-            return ("fallback" if mode == "safe-globals" else "false",
-                    f"torch {v[0]}.{v[1]} has no safe_globals context manager", [])
+            return (
+                "fallback" if mode == "safe-globals" else "false",
+                f"torch {v[0]}.{v[1]} has no safe_globals context manager",
+                [],
+            )
         return "wrap", "the checkpoint needs " + ", ".join(ev.globals), list(ev.globals)
 
-    def _evidence(self, site: _Site, call) -> Optional[Evidence]:
+    def _evidence(self, site: _Site, call) -> Evidence | None:
         d = self.o.discovery
         if d is None:
             return None
@@ -345,12 +406,12 @@ class Planner:
         text, and the line only as the last tie-breaker."""
         span = range(site.line, site.end_line + 1)
         span_codes = {self.T.line_body(n).strip() for n in span}
-        cands = [r for r in recs if (r.code in span_codes) if r.code] + \
-            [r for r in recs if not r.code and r.line in span]
+        cands = [r for r in recs if (r.code in span_codes) if r.code] + [
+            r for r in recs if not r.code and r.line in span
+        ]
         if not cands:
             return []
-        by_func = [r for r in cands
-                   if any(_test_matches(n, site.func, site.cls) for n in r.nodeids)]
+        by_func = [r for r in cands if any(_test_matches(n, site.func, site.cls) for n in r.nodeids)]
         if by_func:
             cands = by_func
         lines = sorted({r.line for r in cands})
@@ -382,6 +443,7 @@ class Planner:
 
         return covered
 
+
 # --------------------------------------------------------------------------- explain texts
 
 
@@ -393,11 +455,11 @@ def _short(names: Sequence[str], n: int = 3) -> str:
 NOT_DISCOVERED = "the --globals file has no record of this call"
 
 
-def _explain_false(reason: str, ev: Optional[Evidence]) -> str:
+def _explain_false(reason: str, ev: Evidence | None) -> str:
     if reason == NOT_DISCOVERED:
         return "no discovery record for this call: weights_only=False"
     if ev is not None and ev.unfixable:
-        why = ev.unfixable.split(' (')[0].split(':')[0]
+        why = ev.unfixable.split(" (")[0].split(":")[0]
         # short names, as in the other texts: a comment line stays within 120 columns
         return f"{_DOTTED_RE.sub(lambda m: m.group(0).rsplit('.', 1)[-1], why)}: weights_only=False"
     if ev is not None and ev.globals:

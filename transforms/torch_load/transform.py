@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 from transforms.base import ERROR, INFO, WARNING, Finding, TransformResult
 from transforms.torch_load.calls import CallFinder
@@ -22,8 +22,8 @@ class TorchLoad:
     def __init__(
         self,
         mode: str,
-        discovered: Optional[Mapping] = None,
-        torch_version: Optional[tuple[int, int]] = None,
+        discovered: Mapping | None = None,
+        torch_version: tuple[int, int] | None = None,
         explain: bool = False,
     ):
         if mode not in MODES:
@@ -56,7 +56,7 @@ class TorchLoad:
         return False
 
     # ------------------------------------------------------------------ run
-    def run(self, text: str, tree: ast.Module, path: Optional[str] = None) -> TransformResult:
+    def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
         if not self.triage(text) or not self._ast_candidates(tree):
             return TransformResult(text=text)
         return _Runner(self, text, path).run()
@@ -73,7 +73,7 @@ class _Runner(CallFinder, Planner, TextEditor):
     object's state: the text and its LibCST metadata, the import map, and the plan
     (keyword edits and values, wraps, comments)."""
 
-    def __init__(self, owner: TorchLoad, text: str, path: Optional[str]):
+    def __init__(self, owner: TorchLoad, text: str, path: str | None):
         self.o = owner
         self.text = text
         self.path = path
@@ -106,9 +106,9 @@ class _Runner(CallFinder, Planner, TextEditor):
     def run(self) -> TransformResult:
         import libcst as cst
         from libcst.metadata import (
+            ExpressionContextProvider,
             MetadataWrapper,
             ParentNodeProvider,
-            ExpressionContextProvider,
             PositionProvider,
             QualifiedNameProvider,
             ScopeProvider,
@@ -121,8 +121,7 @@ class _Runner(CallFinder, Planner, TextEditor):
             return TransformResult(self.text, self.findings, manual=1)
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.wrapper_meta = wrapper.resolve_many(
-            [PositionProvider, QualifiedNameProvider, ParentNodeProvider, ScopeProvider,
-             ExpressionContextProvider]
+            [PositionProvider, QualifiedNameProvider, ParentNodeProvider, ScopeProvider, ExpressionContextProvider]
         )
         self.parents = self.wrapper_meta[ParentNodeProvider]
         self.scopes = self.wrapper_meta[ScopeProvider]
@@ -145,8 +144,9 @@ class _Runner(CallFinder, Planner, TextEditor):
         self.all_spans = []
         for call in calls:
             cp = self.pos(call)
-            self.all_spans.append((cp.start.line, {
-                self.T.line_body(n).strip() for n in range(cp.start.line, cp.end.line + 1)}))
+            self.all_spans.append(
+                (cp.start.line, {self.T.line_body(n).strip() for n in range(cp.start.line, cp.end.line + 1)})
+            )
         # Outer statements first: a wrap planned for a compound statement (a load in
         # its header) covers the loads in its body, which then add only what is missing.
         order = sorted(range(len(calls)), key=lambda i: (self._depth(calls[i]), i))
@@ -168,7 +168,8 @@ class _Runner(CallFinder, Planner, TextEditor):
             keywords=dict(self.kw_values),
             wraps=[(w.first, w.last, list(w.entries), w.comment) for w in wraps],
             imports=list(import_lines),
-            import_edits=[(line, self.T.line_body(line).replace(old, new, 1).strip())
-                          for line, old, new in import_edits],
+            import_edits=[
+                (line, self.T.line_body(line).replace(old, new, 1).strip()) for line, old, new in import_edits
+            ],
             comments=list(self.comments.values()) + [w.comment for w in wraps if w.comment],
         )

@@ -9,7 +9,6 @@ import io
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
 
 
 def strip_tree(tree: ast.Module) -> ast.Module:
@@ -24,9 +23,7 @@ def strip_tree(tree: ast.Module) -> ast.Module:
         if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module != "__future__":
             continue
         if isinstance(stmt, ast.Import):
-            stmt.names = [
-                a for a in stmt.names if not (a.asname is None and a.name in ("torch", "builtins"))
-            ]
+            stmt.names = [a for a in stmt.names if not (a.asname is None and a.name in ("torch", "builtins"))]
             if not stmt.names:
                 continue
         body.append(stmt)
@@ -85,19 +82,26 @@ class _Stripper(ast.NodeTransformer):
         self.generic_visit(node)
         if self.names.is_load(node.func):
             node.keywords = [
-                k for k in node.keywords
-                if not (k.arg == "weights_only" and isinstance(k.value, ast.Constant)
-                        and k.value.value in (None, True, False))
+                k
+                for k in node.keywords
+                if not (
+                    k.arg == "weights_only"
+                    and isinstance(k.value, ast.Constant)
+                    and k.value.value in (None, True, False)
+                )
             ]
         return node
 
     def _unwrap(self, node):
         self.generic_visit(node)
         keep = [
-            it for it in node.items
-            if not (isinstance(it.context_expr, ast.Call)
-                    and self.names.is_safe_globals(it.context_expr.func)
-                    and it.optional_vars is None)
+            it
+            for it in node.items
+            if not (
+                isinstance(it.context_expr, ast.Call)
+                and self.names.is_safe_globals(it.context_expr.func)
+                and it.optional_vars is None
+            )
         ]
         if len(keep) == len(node.items):
             return node
@@ -130,7 +134,7 @@ class PlannedEdits:
 
     torch_name: str
     keywords: dict[tuple[int, int], str] = field(default_factory=dict)
-    wraps: list[tuple[int, int, list[str], Optional[str]]] = field(default_factory=list)
+    wraps: list[tuple[int, int, list[str], str | None]] = field(default_factory=list)
     imports: list[tuple[int, str]] = field(default_factory=list)
     import_edits: list[tuple[int, str]] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
@@ -146,16 +150,16 @@ def check_planned_edits(old_text: str, new_text: str, plan: PlannedEdits) -> Non
     except SyntaxError as exc:
         raise EditCheckError(f"the edited source does not parse: {exc}") from None
     if ast.dump(expected) != ast.dump(found):
-        raise EditCheckError("the edited source differs from the planned edits: "
-                             + _first_difference(expected, found))
+        raise EditCheckError("the edited source differs from the planned edits: " + _first_difference(expected, found))
     # words, not lines: a planned comment may be wrapped over several lines
     want = Counter(_comment_words(old_text)) + Counter(w for c in plan.comments for w in c.split())
     got = Counter(_comment_words(new_text))
     if want != got:
         extra = sorted((got - want).elements())[:3]
         lost = sorted((want - got).elements())[:3]
-        raise EditCheckError(f"the comments of the edited source are not the planned ones "
-                             f"(unplanned: {extra}, missing: {lost})")
+        raise EditCheckError(
+            f"the comments of the edited source are not the planned ones (unplanned: {extra}, missing: {lost})"
+        )
 
 
 def expected_tree(old_text: str, plan: PlannedEdits) -> ast.Module:
@@ -175,18 +179,18 @@ def expected_tree(old_text: str, plan: PlannedEdits) -> ast.Module:
     if todo:
         raise EditCheckError(f"planned weights_only edits match no call (ends at {sorted(todo)})")
     for line, code in plan.import_edits:
-        i = next((i for i, s in enumerate(tree.body) if s.lineno == line
-                  and isinstance(s, ast.ImportFrom)), None)
+        i = next((i for i, s in enumerate(tree.body) if s.lineno == line and isinstance(s, ast.ImportFrom)), None)
         if i is None:
             raise EditCheckError(f"the planned import edit on line {line} matches no import")
         tree.body[i] = ast.copy_location(ast.parse(code).body[0], tree.body[i])
     tree.body = _with_inserts(tree.body, plan.imports)
     for (body, first, last), entries in wraps:
         i, j = _index(body, first), _index(body, last)
-        block = ast.parse(f"with {plan.torch_name}.serialization.safe_globals("
-                          f"[{', '.join(entries)}]):\n    pass").body[0]
-        block.body = body[i:j + 1]
-        body[i:j + 1] = [block]
+        block = ast.parse(f"with {plan.torch_name}.serialization.safe_globals([{', '.join(entries)}]):\n    pass").body[
+            0
+        ]
+        block.body = body[i : j + 1]
+        body[i : j + 1] = [block]
     return tree
 
 
@@ -232,11 +236,13 @@ def _locate(tree: ast.Module, first: int, last: int):
 
 
 def _first_difference(expected: ast.Module, found: ast.Module) -> str:
-    for e, f in zip(expected.body, found.body):
+    for e, f in zip(expected.body, found.body, strict=False):
         if ast.dump(e) != ast.dump(f):
-            return (f"near line {getattr(f, 'lineno', '?')}: expected "
-                    f"`{_short(ast.unparse(e))}`, found `{_short(ast.unparse(f))}`")
-    return (f"{len(expected.body)} top-level statements expected, {len(found.body)} found")
+            return (
+                f"near line {getattr(f, 'lineno', '?')}: expected "
+                f"`{_short(ast.unparse(e))}`, found `{_short(ast.unparse(f))}`"
+            )
+    return f"{len(expected.body)} top-level statements expected, {len(found.body)} found"
 
 
 def _short(code: str) -> str:
@@ -246,7 +252,11 @@ def _short(code: str) -> str:
 
 def _comment_words(text: str) -> list[str]:
     try:
-        return [w for tok in tokenize.generate_tokens(io.StringIO(text).readline)
-                if tok.type == tokenize.COMMENT for w in tok.string[1:].split()]
+        return [
+            w
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+            if tok.type == tokenize.COMMENT
+            for w in tok.string[1:].split()
+        ]
     except (tokenize.TokenError, SyntaxError):
         return []
