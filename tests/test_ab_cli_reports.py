@@ -125,7 +125,7 @@ def test_repro_script_runs_each_arm_per_file_from_the_ref(tmp_path, monkeypatch)
     # What changed: the label written, per file and class
     assert "| `tests/test_two.py` | `TestTwo` | `GENERIC` |  |" in md
     data = json.loads((out / "ab.json").read_text())
-    assert data["schema_version"] == 2 and data["changes"]["ref"] == "HEAD"
+    assert data["schema_version"] == 3 and data["changes"]["ref"] == "HEAD"
     # the script reproduces the run from anywhere in the repository
     proc = subprocess.run(["bash", str(script), "A", "B"], cwd=repo / "tests", capture_output=True, text=True,
                           env={**os.environ, "PYTHON": sys.executable}, timeout=600)
@@ -138,7 +138,9 @@ def test_repro_script_runs_each_arm_per_file_from_the_ref(tmp_path, monkeypatch)
 
 def test_merge_keeps_what_changed_and_recomputes_the_causes(tmp_path):
     src = json.loads(open(os.path.join(RESULTS, "weights_diagnose.json"), encoding="utf-8").read())
-    one, two = dict(src, shard="1/2", causes=[]), dict(src, shard="2/2", causes=[])
+    assert src["schema_version"] == 2                                  # the shards come from the previous version
+    legacy = "the warm interpreter failed (the warm interpreter died); fresh processes from here on"
+    one, two = dict(src, shard="1/2", causes=[], warnings=[legacy]), dict(src, shard="2/2", causes=[])
     for i, data in enumerate((one, two)):
         (tmp_path / f"s{i}.json").write_text(json.dumps(data))
     out = tmp_path / "m.json"
@@ -146,6 +148,11 @@ def test_merge_keeps_what_changed_and_recomputes_the_causes(tmp_path):
     assert res.exit_code == 0, res.output
     merged = json.loads(out.read_text())
     assert merged["changes"] == src["changes"]
+    assert merged["schema_version"] == 3
+    assert merged["warnings"] == [
+        {"code": "text", "params": {"text": legacy}, "arm": "", "diagnose": False, "reasons": []},
+        {"code": "merge.merged-shards", "params": {"shards": "1/2, 2/2"}, "arm": "", "diagnose": False, "reasons": []},
+    ]
     (cause,) = merged["causes"]
     assert (cause["cause"], cause["status"]) == ("weights-only-default", "confirmed")
     old = dict(src, schema_version=1)                                  # a result from before schema 2 still reads

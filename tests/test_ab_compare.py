@@ -9,6 +9,7 @@ import pytest
 from codemod.ab import compare as C
 from codemod.ab.model import ABResult, ArmResult, Outcome
 from codemod.ab.model import TestComparison as Comparison
+from codemod.ab.notices import Notice
 from codemod.ab.run import UsageError, parse_diag, parse_shard
 
 ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"
@@ -249,9 +250,42 @@ def test_merge_recomputes_counts_and_verdict_and_roundtrips_json():
     assert m.counts == {"new-failure": 1, "same-pass": 1}
     assert m.verdict == "REGRESSION" and m.shard is None
     assert set(m.arm("A").outcomes) == {"t::x", "u::y"}
-    assert any("merged shards" in w for w in m.warnings)
+    assert m.warnings == [Notice("merge.merged-shards", {"shards": "1/2, 2/2"})]
     partial = C.merge(again[:1])
-    assert any("missing shards: 2/2" in w for w in partial.warnings)
+    assert partial.warnings == [Notice("merge.merged-shards", {"shards": "1/2"}),
+                                Notice("merge.missing-shards", {"shards": "2/2"})]
+    assert partial.verdict == "SAFE" and partial.verdict_reason.endswith("(incomplete: some shards are missing)")
+
+
+def test_merge_of_shards_that_differ_and_of_a_schema_2_result():
+    r1 = _result([Comparison(nodeid="t::x", category="same-pass")])
+    r1.shard, r1.base_ref, r1.normaliser_version = "1/2", "main", "ab-sig-2"
+    r1.environment.python, r1.environment.torch_version = "3.11.7", "2.14.1"
+    r1.warnings = [Notice("warm.no-fork")]
+    # shard 2 was written by the previous version: schema 2, plain-string warnings
+    r2 = _result([Comparison(nodeid="u::y", category="same-pass")], _arm("A", {"u::y": O("passed")}),
+                 _arm("B", {"u::y": O("passed")}))
+    r2.shard, r2.base_ref, r2.normaliser_version = "2/2", "HEAD~1", "ab-sig-1"
+    r2.environment.python = "3.12.1"
+    old = dict(r2.to_json(), schema_version=2,
+               warnings=["no warm interpreter: this platform has no fork(); every file ran in a fresh process"])
+    m = C.merge([ABResult.from_json(json.loads(json.dumps(r1.to_json()))), ABResult.from_json(old)])
+    assert m.warnings == [
+        Notice("warm.no-fork"),
+        Notice("merge.normaliser-versions-differ", {"version": "ab-sig-2", "other_version": "ab-sig-1"}),
+        Notice("merge.environments-differ",
+               {"python": "3.11.7", "other_python": "3.12.1", "torch": "2.14.1", "other_torch": "None"}),
+        Notice("merge.bases-differ", {"base": "main", "other_base": "HEAD~1"}),
+        Notice.verbatim("no warm interpreter: this platform has no fork(); every file ran in a fresh process"),
+        Notice("merge.merged-shards", {"shards": "1/2, 2/2"}),
+    ]
+    assert [w.text() for w in m.warnings[1:4]] == [
+        "normaliser versions differ: ab-sig-2 vs ab-sig-1",
+        "shards ran in different environments (python 3.11.7 / 3.12.1, torch 2.14.1 / None)",
+        "shards compare different bases: main vs HEAD~1",
+    ]
+    assert m.counts == {"same-pass": 2} and m.verdict == "SAFE"
+    assert ABResult.from_json(json.loads(json.dumps(m.to_json()))).warnings == m.warnings
 
 
 # -- option parsing -------------------------------------------------------------

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from codemod.ab import terminal
 from codemod.ab.cli import ab
+from codemod.ab.notices import Notice
 from codemod.ab.run import RunOptions, run_ab, run_single_file
 
 HERE = Path(__file__).resolve().parent
@@ -382,7 +383,7 @@ def test_file_timeout_stops_the_file(tmp_path):
     o = fr.outcomes
     assert [o[f"test_hang.py::{n}"].outcome for n in ("test_first", "test_hang", "test_last")] == \
         ["passed", "timeout", "not-run"]
-    assert any("file-timeout" in n for n in fr.notes)
+    assert Notice("file.timeout", {"file": "test_hang.py", "seconds": str(FILE_LIMIT)}, arm=fr.arm) in fr.notes
 
 
 # ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from codemod.ab import procs
+from codemod.ab.notices import Notice
 from codemod.ab.run import RunOptions, run_ab, thread_vars
 from codemod.ab.warm import preload_modules
 
@@ -41,7 +42,7 @@ def test_warm_files_do_not_leak_state_and_look_like_fresh_processes(tmp_path):
             "test_1_mutate.py::test_mutate_module_state": "same-pass",
             "test_2_check.py::test_no_leak_from_the_previous_file": "same-pass",
             "test_2_check.py::test_record_process_facts": "same-pass"}, [(t.nodeid, t.b and t.b.message) for t in r.tests]
-    assert not any("warm interpreter" in w for w in warm.warnings), warm.warnings
+    assert not any("warm interpreter" in str(w) for w in warm.warnings), warm.warnings
     if sys.platform.startswith("linux"):
         assert warm_facts["A"]["forked"] and warm_facts["B"]["forked"]
         assert not fresh_facts["A"]["forked"]
@@ -70,7 +71,7 @@ def test_no_fork_runs_the_mixed_suite_with_the_same_results(tmp_path):
         return r
 
     warm, fresh = run(True), run(False)
-    assert not any("warm interpreter" in w for w in warm.warnings), warm.warnings
+    assert not any("warm interpreter" in str(w) for w in warm.warnings), warm.warnings
 
     def summary(r):
         # test_flaky's outcome depends on how many runs came before it (a shared counter)
@@ -267,17 +268,22 @@ def test_a_backend_that_initialises_on_import_means_fresh_processes(tmp_path):
     r = run_ab(RunOptions(paths=["test_fake.py"], a_root=str(root), b_root=str(root), cwd=str(tmp_path), jobs=2,
                           env={"PYTHONPATH": str(fake)}))
     assert r.counts == {"same-pass": 2}, [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests]
-    (warning,) = [w for w in r.warnings if "warm interpreter" in w]
-    assert "torch_npu was imported" in warning and "fresh process" in warning
+    (warning,) = [w for w in r.warnings if w.code == "warm.given-up"]
+    assert warning.reasons == [Notice("fork-unsafe.backend-imported", {"module": "torch_npu"}, arm=arm)
+                               for arm in ("A", "B")]
+    assert str(warning) == ("no warm interpreter (arm A: torch_npu was imported (an out-of-tree device backend "
+                            "initialises on import); arm B: torch_npu was imported (an out-of-tree device backend "
+                            "initialises on import)): every file ran in a fresh process")
 
 
 def test_fork_unsafe_reasons(monkeypatch):
     from codemod.ab import forkserver
     monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
-    assert forkserver.fork_unsafe() is None or "thread" in forkserver.fork_unsafe()   # pytest may run threads
+    # pytest may run threads
+    assert forkserver.fork_unsafe() in (None, {"code": "fork-unsafe.thread-started", "params": {}})
     monkeypatch.setitem(sys.modules, "torch_npu", object())
-    assert "torch_npu was imported" in forkserver.fork_unsafe()
+    assert forkserver.fork_unsafe() == {"code": "fork-unsafe.backend-imported", "params": {"module": "torch_npu"}}
     monkeypatch.delattr(os, "waitid")
-    assert forkserver.fork_unsafe() == "this platform has no waitid()"
+    assert forkserver.fork_unsafe() == {"code": "fork-unsafe.no-waitid", "params": {}}
     monkeypatch.delattr(os, "fork")
-    assert forkserver.fork_unsafe() == "this platform has no fork()"
+    assert forkserver.fork_unsafe() == {"code": "fork-unsafe.no-fork", "params": {}}

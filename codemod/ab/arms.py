@@ -66,6 +66,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from codemod.ab.notices import Notice
+
 # Variables unset in every arm (and recorded in ABResult.env_unset).
 UNSET_VARS = (
     "CI",
@@ -644,7 +646,7 @@ def sanitised_env(
     return env
 
 
-def pythonpath_warnings(base: dict[str, str], user_roots: Iterable[Path]) -> list[str]:
+def pythonpath_warnings(base: dict[str, str], user_roots: Iterable[Path]) -> list[Notice]:
     out = []
     entries = [e for e in base.get("PYTHONPATH", "").split(os.pathsep) if e]
     for root in user_roots:
@@ -652,7 +654,7 @@ def pythonpath_warnings(base: dict[str, str], user_roots: Iterable[Path]) -> lis
         for e in entries:
             er = os.path.realpath(e)
             if er == r or er.startswith(r + os.sep):
-                out.append(f"PYTHONPATH entry {e} points into {root}: every arm imports from the user's tree there")
+                out.append(Notice("pythonpath-into-tree", {"entry": e, "root": str(root)}))
     return out
 
 

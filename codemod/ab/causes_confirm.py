@@ -96,7 +96,9 @@ def diagnose(
                 continue
             result.diagnostics.append(summary)
             result.arms.append(arm)
-        result.warnings.extend(f"diagnose: {w}" for w in second.warnings if w not in result.warnings)
+        # what the first run already said is not said twice
+        new = [w for w in second.warnings if w not in result.warnings]
+        result.warnings.extend(dataclasses.replace(w, diagnose=True) for w in new)
     modules = sorted(
         {
             f.evidence.get("module", "").split(".")[0]

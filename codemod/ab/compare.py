@@ -22,6 +22,7 @@ from codemod.ab.model import (
     Outcome,
     TestComparison,
 )
+from codemod.ab.notices import Notice
 
 # Bump whenever the normalisation below changes what compares equal.
 NORMALISER_VERSION = "ab-sig-2"  # 2: per-arm TMPDIR paths masked as <tmp>
@@ -713,23 +714,26 @@ def merge(results: Sequence[ABResult]) -> ABResult:
     if not results:
         raise ValueError("nothing to merge")
     out = copy.deepcopy(results[0])
-    warnings = list(getattr(out, "warnings", []) or [])
+    warnings = list(out.warnings)
     shards = [r.shard for r in results if r.shard]
     for r in results[1:]:
         r = copy.deepcopy(r)
         if r.normaliser_version != out.normaliser_version:
-            warnings.append(f"normaliser versions differ: {out.normaliser_version} vs {r.normaliser_version}")
+            versions = {"version": out.normaliser_version, "other_version": r.normaliser_version}
+            warnings.append(Notice("merge.normaliser-versions-differ", versions))
         if (
             r.environment.torch_version != out.environment.torch_version
             or r.environment.python != out.environment.python
         ):
-            warnings.append(
-                "shards ran in different environments "
-                f"(python {out.environment.python} / {r.environment.python}, "
-                f"torch {out.environment.torch_version} / {r.environment.torch_version})"
-            )
+            environments = {
+                "python": out.environment.python,
+                "other_python": r.environment.python,
+                "torch": str(out.environment.torch_version),
+                "other_torch": str(r.environment.torch_version),
+            }
+            warnings.append(Notice("merge.environments-differ", environments))
         if r.base_ref != out.base_ref:
-            warnings.append(f"shards compare different bases: {out.base_ref} vs {r.base_ref}")
+            warnings.append(Notice("merge.bases-differ", {"base": str(out.base_ref), "other_base": str(r.base_ref)}))
         out.paths.extend(p for p in r.paths if p not in out.paths)
         out.duration = max(out.duration, r.duration)
         out.started = min(x for x in (out.started, r.started) if x) if (out.started or r.started) else ""
@@ -753,9 +757,9 @@ def merge(results: Sequence[ABResult]) -> ABResult:
                 out.diagnostics.append(d)
             else:
                 known_diag.changed.update(d.changed)
-        for k in getattr(r, "warnings", []) or []:
-            if k not in warnings:
-                warnings.append(k)
+        for w in r.warnings:
+            if w not in warnings:
+                warnings.append(w)
     order = {c: i for i, c in enumerate(CATEGORIES)}
     out.tests.sort(key=lambda t: (order.get(t.category, 99), t.nodeid))
     out.counts = count(out.tests)
@@ -767,17 +771,17 @@ def merge(results: Sequence[ABResult]) -> ABResult:
             d.changed, d.statement = fresh.changed, fresh.statement
     out.shard = None
     if shards:
-        warnings.append("merged shards " + ", ".join(shards))
+        warnings.append(Notice("merge.merged-shards", {"shards": ", ".join(shards)}))
         n = {s.split("/")[1] for s in shards if "/" in s}
         if len(n) == 1:
             total = int(next(iter(n)))
             have = {int(s.split("/")[0]) for s in shards}
             missing = sorted(set(range(1, total + 1)) - have)
             if missing:
-                warnings.append("missing shards: " + ", ".join(f"{i}/{total}" for i in missing))
-    if hasattr(out, "warnings"):
-        out.warnings = warnings
+                missing_shards = ", ".join(f"{i}/{total}" for i in missing)
+                warnings.append(Notice("merge.missing-shards", {"shards": missing_shards}))
+    out.warnings = warnings
     out.verdict, out.verdict_reason = verdict(out)
-    if hasattr(out, "warnings") and any(w.startswith("missing shards") for w in warnings) and out.verdict == "SAFE":
+    if any(w.code == "merge.missing-shards" for w in warnings) and out.verdict == "SAFE":
         out.verdict_reason += " (incomplete: some shards are missing)"
     return out

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from codemod.ab import arms as _arms
 from codemod.ab import procs
 from codemod.ab.model import Outcome
+from codemod.ab.notices import Notice
 from codemod.ab.procs import Interrupted
 from codemod.ab.warm import ServerError
 
@@ -134,7 +135,7 @@ class FileRun:
     crashes: list[str] = field(default_factory=list)
     processes: int = 0
     duration: float = 0.0
-    notes: list[str] = field(default_factory=list)
+    notes: list[Notice] = field(default_factory=list)  # warnings for the run result, scoped to this arm
 
 
 class _EventReader:
@@ -217,7 +218,7 @@ class ArmRunner:
             self._seq += 1
             return self._seq
 
-    def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[str]):
+    def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[Notice]):
         """A pytest process: forked by the warm interpreter, or a fresh `python -m pytest`."""
         proc: Any = None  # a ForkedProcess or a Popen: both poll/wait/kill
         if self.server is not None:
@@ -225,7 +226,7 @@ class ArmRunner:
                 proc = self.server.start(argv, self.spec.root, env, log)
             except ServerError as err:
                 self.server = None
-                notes.append(f"the warm interpreter failed ({err}); fresh processes from here on")
+                notes.append(Notice("file.warm-interpreter-failed", arm=self.spec.name, reasons=[err.notice]))
         if proc is None:
             # die with the runner (the plugin sets PR_SET_PDEATHSIG when its parent is this pid)
             env = {**env, "DECOUPLE_AB_PARENT": str(os.getpid())}
@@ -255,7 +256,9 @@ class ArmRunner:
         while True:
             attempts += 1
             if attempts > 2 + len(collected) + 1:
-                res.notes.append(f"{file}: gave up resuming after {attempts - 1} processes")
+                res.notes.append(
+                    Notice("file.gave-up-resuming", {"file": file, "processes": str(attempts - 1)}, arm=res.arm)
+                )
                 break
             seq = self._next()
             events = self.spec.workdir / "events" / f"{seq:05d}.jsonl"
@@ -412,7 +415,9 @@ class ArmRunner:
                     res.outcomes[acc.nodeid] = o
                     excluded.add(acc.nodeid)
                 if killed == "file-timeout":
-                    res.notes.append(f"{file}: --file-timeout {self.file_timeout:g}s exceeded")
+                    res.notes.append(
+                        Notice("file.timeout", {"file": file, "seconds": f"{self.file_timeout:g}"}, arm=res.arm)
+                    )
                     break
             elif not saw_session:
                 etype, emsg = _parse_error_line(tail)
@@ -450,10 +455,10 @@ class ArmRunner:
                     )
                     break
                 elif not progress:
-                    res.notes.append(f"{file}: process died ({sig}) between tests without progress")
+                    res.notes.append(Notice("file.died-between-tests", {"file": file, "status": sig}, arm=res.arm))
                     break
                 else:
-                    res.notes.append(f"{file}: process died ({sig}) outside a test")
+                    res.notes.append(Notice("file.died-outside-test", {"file": file, "status": sig}, arm=res.arm))
             remaining = [n for n in collected if n not in excluded]
             if not remaining:
                 break

@@ -31,6 +31,8 @@ devices on import).
 Protocol: JSON lines, requests on stdin, answers on stdout.
 
   <- {"ev": "hello", "pid": P, "preloaded": [...], "skipped": {name: why}, "unsafe": null | why}
+     (why = {"code": C, "params": {...}}: C is a code of the runner's notice catalogue,
+     codemod/ab/notices.py, which says it in the report's language)
   -> {"op": "run", "id": N, "argv": [...], "cwd": DIR, "env": {...}, "log": PATH}
      (optional: "script": PATH runs that script instead of pytest; "nice": true
      lowers the child's priority)
@@ -168,15 +170,20 @@ def preload(names: list, root: str) -> tuple:
     return loaded, skipped
 
 
-def fork_unsafe() -> str | None:
-    """Why forking this process could break a child's device runtime (None = safe)."""
+def _unsafe(code: str, **params: str) -> dict:
+    return {"code": "fork-unsafe." + code, "params": params}
+
+
+def fork_unsafe() -> dict | None:
+    """Why forking this process could break a child's device runtime (None = safe), as a
+    notice code and its parameters (see the protocol above)."""
     if not hasattr(os, "fork"):
-        return "this platform has no fork()"
+        return _unsafe("no-fork")
     if not hasattr(os, "waitid"):  # e.g. macOS: a child's exit cannot be seen without reaping it
-        return "this platform has no waitid()"
+        return _unsafe("no-waitid")
     for name in _BACKENDS:
         if name in sys.modules:
-            return f"{name} was imported (an out-of-tree device backend initialises on import)"
+            return _unsafe("backend-imported", module=name)
     torch = sys.modules.get("torch")
     if torch is not None:
         for dev in ("cuda", "xpu", "mps", "npu"):
@@ -184,7 +191,7 @@ def fork_unsafe() -> str | None:
             check = getattr(mod, "is_initialized", None)
             try:
                 if check is not None and check():
-                    return f"torch.{dev} was initialised on import"
+                    return _unsafe("device-initialised", device=dev)
             except Exception:
                 pass
         try:
@@ -192,9 +199,9 @@ def fork_unsafe() -> str | None:
         except Exception:
             backend = "privateuseone"
         if backend != "privateuseone":
-            return f"an out-of-tree device backend ({backend}) is registered"
+            return _unsafe("backend-registered", backend=backend)
     if threading.active_count() > 1:
-        return "an import started a thread (a forked child would inherit a half-copied process)"
+        return _unsafe("thread-started")
     return None
 
 

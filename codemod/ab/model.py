@@ -9,9 +9,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, Optional, get_args, get_origin, get_type_hints
 
-SCHEMA_VERSION = 2
-# Older results still read (2 added fields only; their defaults fill the gaps).
-READABLE_SCHEMA_VERSIONS = (1, 2)
+from codemod.ab.notices import Notice
+
+SCHEMA_VERSION = 3
+# Older results still read: 2 added fields only (their defaults fill the gaps); 3 made
+# the runner's warnings structured notices (the plain strings of 1 and 2 read back as
+# verbatim notices).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
 # Outcomes of one test in one arm (worst phase wins: error > failed > ...).
 OUTCOMES = (
@@ -213,7 +217,7 @@ class ABResult:
     diagnostics: list[DiagnosticSummary] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
     mapping: dict[str, str] = field(default_factory=dict)  # --map OLD=NEW
-    warnings: list[str] = field(default_factory=list)  # added by the A/B runner: non-fatal problems
+    warnings: list[Notice] = field(default_factory=list)  # added by the A/B runner: non-fatal problems
     causes: list[CauseFinding] = field(default_factory=list)  # schema 2: per failure group (codemod.ab.causes)
     changes: Changes | None = None  # schema 2: what differs between git arms
 
@@ -231,12 +235,20 @@ class ABResult:
         version = data.get("schema_version")
         if version not in READABLE_SCHEMA_VERSIONS:
             raise ValueError(f"unsupported A/B result schema version {version!r} (expected {SCHEMA_VERSION})")
+        if version < 3 and isinstance(data.get("warnings"), list):
+            data = {**data, "warnings": [_verbatim_warning(w) for w in data["warnings"]]}
         try:
             result = _build(cls, data)
         except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:
             raise ValueError(f"wrong shape: {type(err).__name__}: {err}") from None
         result.schema_version = SCHEMA_VERSION
         return result
+
+
+def _verbatim_warning(warning: Any) -> Any:
+    """A schema 1-2 warning (a plain string) as the JSON of a verbatim notice; anything
+    else is left for `_build` to refuse."""
+    return asdict(Notice.verbatim(warning)) if isinstance(warning, str) else warning
 
 
 def _build(tp: Any, value: Any) -> Any:

@@ -32,6 +32,7 @@ from codemod.ab import warm as _warm
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
 from codemod.ab.interp import check_python, probe, resolve_python  # noqa: F401 (resolve_python: API)
 from codemod.ab.model import ABResult, ArmResult, TestComparison
+from codemod.ab.notices import Notice
 from codemod.ab.procs import Interrupted, UsageError, kill_all_children  # noqa: F401 (API)
 from codemod.ab.warm import SERVER_MODULE, ForkServer
 
@@ -330,10 +331,7 @@ def _run(
                     f'D=$(mktemp -d) && git -C {shlex.quote(str(src))} archive {commit}{paths} | tar -x -C "$D"'
                 )
                 if _has_export_attributes(spec.root):
-                    result.warnings.append(
-                        f"arm {name}: .gitattributes uses export-ignore/export-subst; the reproduction command's "
-                        "git archive applies them (the run itself read the git objects unaltered)"
-                    )
+                    result.warnings.append(Notice("export-attributes", arm=name))
             else:
                 _arms.materialise_dir(src, sel, spec.root)
         except (_arms.ArmError, OSError) as err:
@@ -402,11 +400,11 @@ def _run(
     if opts.hw_classification:
         b_root = specs["B"].root
         if not _arms.has_conftest_option(b_root, "--hw-classification"):
-            result.warnings.append("--hw-classification not passed: no conftest.py in arm B's tree defines that option")
+            result.warnings.append(Notice("hw-classification.no-conftest-option"))
         else:
             envr = probe_future.result()
             if not envr.has_hw_classification:
-                result.warnings.append("--hw-classification not passed: the target torch has no HardwareClassification")
+                result.warnings.append(Notice("hw-classification.no-enum"))
             else:
                 hw = ["--hw-classification", *[x.upper() for x in opts.hw_classification]]
                 specs["B"].extra_args = list(hw)
@@ -450,7 +448,7 @@ def _run(
         ar.duration += fr.duration
         if name in ("A", "B"):
             opts.file_durations[f] = max(opts.file_durations.get(f, 0.0), fr.duration)
-        result.warnings.extend(f"arm {name}: {n}" for n in fr.notes)
+        result.warnings.extend(fr.notes)
     for name, spec in specs.items():
         ar = arm_results[name]
         if name in arm_errors:
@@ -530,8 +528,9 @@ def _run(
     if not envr.pytest_version:
         envr.pytest_version = info.get("pytest")
     result.environment = envr
-    if opts.hw_classification and not b.extra_args and not any("--hw-classification" in w for w in result.warnings):
-        result.warnings.append("--hw-classification not passed")
+    reason_given = any(w.code.startswith("hw-classification.") for w in result.warnings)
+    if opts.hw_classification and not b.extra_args and not reason_given:
+        result.warnings.append(Notice("hw-classification.not-passed"))
 
     result.verdict, result.verdict_reason = _cmp.verdict(result)
     result.duration = round(time.monotonic() - t0, 3)

@@ -160,10 +160,10 @@ def render(
             + "; set "
             + " ".join(f"{k}={v}" for k, v in result.env_set.items())
         )
-    warnings = getattr(result, "warnings", []) or []
-    if warnings:
+    if result.warnings:
+        # the terminal summary is English throughout (the reports have --lang)
         out.append("Warnings:")
-        out.extend(f"  - {w}" for w in warnings)
+        out.extend(f"  - {w.text('en')}" for w in result.warnings)
     cmds = [a for a in result.arms if a.command]
     if repro:
         names = " ".join(a.name for a in result.arms if a.ran)

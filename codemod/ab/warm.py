@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from codemod.ab import procs
+from codemod.ab.notices import Notice
 
 SERVER_MODULE = "decouple_ab_server"
 # How long a server may take to import everything (torch on a loaded machine).
@@ -34,7 +35,11 @@ PRELOAD_PACKAGES = ("torch",)
 
 
 class ServerError(Exception):
-    """The warm interpreter could not be started or died."""
+    """The warm interpreter could not be started or died; `notice` says why."""
+
+    def __init__(self, notice: Notice):
+        super().__init__(str(notice))
+        self.notice = notice
 
 
 def preload_modules(files: Iterable[Path]) -> list[str]:
@@ -202,15 +207,13 @@ class ForkServer:
         with self._cond:
             while self.hello is None:
                 if self.dead:
-                    raise ServerError(
-                        f"the warm interpreter exited before it was ready "
-                        f"({procs.signame(self.proc.wait())}): {_tail(self.log)}"
-                    )
+                    status = procs.signame(self.proc.wait())
+                    raise ServerError(Notice("warm.exited-before-ready", {"status": status, "output": _tail(self.log)}))
                 if stop is not None and stop.is_set():
                     raise procs.Interrupted("stopped")
                 left = end - time.monotonic()
                 if left <= 0:
-                    raise ServerError(f"the warm interpreter was not ready within {timeout:g} s")
+                    raise ServerError(Notice("warm.not-ready", {"seconds": f"{timeout:g}"}))
                 self._cond.wait(min(left, 0.2))
             return self.hello
 
@@ -244,11 +247,11 @@ class ForkServer:
         with self._cond:
             while rid not in self._waiting:
                 if self.dead:
-                    raise ServerError("the warm interpreter died")
+                    raise ServerError(Notice("warm.died"))
                 self._cond.wait(0.2)
             msg = self._waiting.pop(rid)
             if msg["ev"] == "failed":
-                raise ServerError(msg.get("error") or "fork failed")
+                raise ServerError(Notice("warm.fork-failed", {"error": msg.get("error") or "?"}))
             proc = ForkedProcess(self, rid, int(msg["pid"]))
             self._procs[rid] = proc
         return proc
@@ -313,17 +316,17 @@ def launch(
 
 
 def settle(
-    fork: bool, started: dict[str, ForkServer] | None, t: float, stop: threading.Event, say, warnings: list[str]
+    fork: bool, started: dict[str, ForkServer] | None, t: float, stop: threading.Event, say, warnings: list[Notice]
 ) -> dict[str, ForkServer]:
     """The warm interpreters to use: all or none (the arms must run alike)."""
     if started is None:
         if fork:
-            warnings.append("no warm interpreter: this platform has no fork(); every file ran in a fresh process")
+            warnings.append(Notice("warm.no-fork"))
         return {}
     try:
         hellos = {n: s.ready(stop=stop) for n, s in started.items()}
     except ServerError as err:
-        reason = str(err)
+        reasons = [err.notice]
     else:
         unsafe = {n: h["unsafe"] for n, h in hellos.items() if h.get("unsafe")}
         if not unsafe:
@@ -336,8 +339,9 @@ def settle(
                 + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items())
             )
             return started
-        reason = "; ".join(f"arm {n}: {why}" for n, why in unsafe.items())
+        # the server names its reason by a catalogue code (it cannot import the catalogue)
+        reasons = [Notice(why["code"], why.get("params") or {}, arm=n) for n, why in unsafe.items()]
     for server in started.values():
         server.close()
-    warnings.append(f"no warm interpreter ({reason}): every file ran in a fresh process")
+    warnings.append(Notice("warm.given-up", reasons=reasons))
     return {}

@@ -384,10 +384,10 @@ def _section_results(result: ABResult, f: HtmlFmt) -> list[str]:
                 )
             out.append("</tbody></table>")
 
-    warnings = runner_warnings(result)
+    warnings = runner_warnings(result, f)
     if warnings:
         out.append(f'<h3 id="ab-warnings">{f.say("h.warnings")}</h3><ul class="ab-warnings">')
-        out += [f'<li class="warn">⚠️ {f.text(w)}</li>' for w in warnings]
+        out += [f'<li class="warn">⚠️ {w}</li>' for w in warnings]
         out.append("</ul>")
 
     coll = [(arm, path, o) for arm in result.arms for path, o in sorted(arm.collection_errors.items())]

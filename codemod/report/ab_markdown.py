@@ -261,10 +261,10 @@ def _section_results(result: ABResult, f: Fmt) -> list[str]:
     else:
         lines.append(f.say("no_differences"))
 
-    warnings = runner_warnings(result)
+    warnings = runner_warnings(result, f)
     if warnings:
         lines += ["", f"#### {f.say('h.warnings')}", ""]
-        lines += [f"- ⚠️ {f.text(w)}" for w in warnings]
+        lines += [f"- ⚠️ {w}" for w in warnings]
 
     coll = [(arm, path, o) for arm in result.arms for path, o in sorted(arm.collection_errors.items())]
     crashes = [arm for arm in result.arms if arm.crashes]

@@ -402,9 +402,10 @@ def arm_description(arm, result: ABResult, f: Fmt) -> str:
     return f.text(arm.label)
 
 
-def runner_warnings(result: ABResult) -> list[str]:
-    """Non-fatal problems the runner recorded (a newer model field; absent means none)."""
-    return [w for w in (getattr(result, "warnings", None) or []) if w]
+def runner_warnings(result: ABResult, f: Fmt) -> list[str]:
+    """Non-fatal problems the runner recorded, in the report's language (a blank legacy
+    warning says nothing: it is left out)."""
+    return [shown for shown in (w.render(f.lang, f.text, f.code) for w in result.warnings) if shown]
 
 
 def runner_env_items(result: ABResult, f: Fmt) -> list[str]:
