@@ -192,7 +192,7 @@ class Notice:
         return cls(VERBATIM, {"text": text})
 
     def text(self, lang: str = "en") -> str:
-        """Plain text (the terminal, logs): code spans without their backticks."""
+        """Plain text (the terminal summary): code spans without their backticks."""
         return self.render(lang, _as_is, _as_is)
 
     def __str__(self) -> str:
@@ -203,8 +203,8 @@ class Notice:
         (the report formats' escaping rules, e.g. `codemod.report.ab_sentences.Fmt`)."""
         entry = CATALOGUE.get(self.code)
         if entry is None:
-            # a code this version does not know (a result written by a newer one): its id
-            # and parameters still say what happened
+            # a code this version does not know (a later version may add codes within
+            # schema 3): its id and parameters still say what happened
             shown = [code(self.code)] + [code(f"{k}={v}") for k, v in self.params.items()]
             body = " ".join(shown)
         else:
