@@ -15,8 +15,8 @@ import pytest
 
 from codemod.ab import procs
 from codemod.ab.notices import Notice
-from codemod.ab.run import RunOptions, run_ab, thread_vars
-from codemod.ab.warm import preload_modules
+from codemod.ab.run import DiagSpec, RunOptions, run_ab, thread_vars
+from codemod.ab.warm import import_environment, preload_modules
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -25,13 +25,13 @@ PROJECT = HERE.parent
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
 
 
-def _facts(tmp_path: Path, fork: bool) -> tuple:
+def _facts(tmp_path: Path, fork: bool, diags: tuple = ()) -> tuple:
     facts = tmp_path / ("fork" if fork else "fresh")
     facts.mkdir()
     r = run_ab(RunOptions(paths=["test_1_mutate.py", "test_2_check.py"], a_root=str(FIX / "warm"),
                           b_root=str(FIX / "warm"), cwd=str(tmp_path), jobs=1, fork=fork,
-                          env={"AB_FACTS_DIR": str(facts)}))
-    return r, {arm: json.loads((facts / f"{arm}.json").read_text()) for arm in ("A", "B")}
+                          env={"AB_FACTS_DIR": str(facts)}, diags=list(diags)))
+    return r, {arm: json.loads((facts / f"{arm}.json").read_text()) for arm in ("A", "B", *(d.name for d in diags))}
 
 
 def test_warm_files_do_not_leak_state_and_look_like_fresh_processes(tmp_path):
@@ -48,7 +48,8 @@ def test_warm_files_do_not_leak_state_and_look_like_fresh_processes(tmp_path):
         assert not fresh_facts["A"]["forked"]
     for arm in ("A", "B"):
         w, f = dict(warm_facts[arm]), dict(fresh_facts[arm])
-        w.pop("forked"), f.pop("forked")
+        for fact in ("forked", "parent_pid", "gc_frozen"):
+            w.pop(fact), f.pop(fact)
         we, fe = w.pop("env"), f.pop("env")
         assert we == fe, {k: (we.get(k), fe.get(k)) for k in set(we) | set(fe) if we.get(k) != fe.get(k)}
         assert w == f, {k: (w[k], f[k]) for k in w if w[k] != f.get(k)}
@@ -57,6 +58,56 @@ def test_warm_files_do_not_leak_state_and_look_like_fresh_processes(tmp_path):
     assert warm_facts["A"]["pycache_prefix"] != warm_facts["B"]["pycache_prefix"]
     assert warm_facts["A"]["argv0"].endswith(os.path.join("pytest", "__main__.py"))
     assert warm_facts["A"]["main_spec"] == "pytest.__main__"
+    # the preloaded objects are out of the children's garbage collections
+    if sys.platform.startswith("linux"):
+        assert warm_facts["A"]["gc_frozen"] and not fresh_facts["A"]["gc_frozen"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_arms_share_a_warm_interpreter_unless_an_import_could_see_their_difference(tmp_path):
+    # A and B differ only in per-arm values; torch reads TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD
+    # when torch.load is called; AB_IMPORT_FLAG could be read by any import
+    diags = (DiagSpec("weights", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}),
+             DiagSpec("flag", "B", {"AB_IMPORT_FLAG": "1"}))
+    r, facts = _facts(tmp_path, fork=True, diags=diags)
+    assert not any("warm interpreter" in w for w in r.warnings), r.warnings
+    assert all(f["forked"] for f in facts.values())
+    parent = {arm: f["parent_pid"] for arm, f in facts.items()}
+    assert parent["A"] == parent["B"] == parent["weights"] != parent["flag"]
+    # each child still has exactly its own arm's environment and bytecode prefix
+    assert facts["weights"]["env"]["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] == "1"
+    assert "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD" not in facts["A"]["env"]
+    assert facts["flag"]["env"]["AB_IMPORT_FLAG"] == "1" and "AB_IMPORT_FLAG" not in facts["B"]["env"]
+    assert len({f["pycache_prefix"] for f in facts.values()}) == 4
+    assert len({f["tempdir"] for f in facts.values()}) == 4
+
+
+def test_import_environment_ignores_per_arm_and_call_time_variables():
+    a = {"PATH": "/bin", "PYTHONPYCACHEPREFIX": "/c/A", "TMPDIR": "/t/A", "TEMP": "/t/A", "TMP": "/t/A"}
+    b = {**a, "PYTHONPYCACHEPREFIX": "/c/B", "TMPDIR": "/t/B", "TEMP": "/t/B", "TMP": "/t/B"}
+    assert import_environment(a) == import_environment(b)
+    assert import_environment({**a, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}) == import_environment(a)
+    assert import_environment({**a, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}) != import_environment(a)
+    assert import_environment({**a, "PATH": "/usr/bin"}) != import_environment(a)
+
+
+def test_a_module_of_any_shared_tree_is_never_preloaded(tmp_path):
+    # an installed `torch` stand-in, and arm B's tree with its own torch.py: B's
+    # tests must import the tree's module, although A and B share a warm interpreter
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("ORIGIN = 'installed'\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (b / "torch.py").write_text("ORIGIN = 'tree'\n")
+    test = "import os\nimport torch\n\ndef test_origin():\n    assert torch.ORIGIN == {!r}, torch.ORIGIN\n"
+    (a / "test_origin.py").write_text(test.format("installed"))
+    (b / "test_origin.py").write_text(test.format("tree"))
+    said: list[str] = []
+    r = run_ab(RunOptions(paths=["test_origin.py"], a_root=str(a), b_root=str(b), cwd=str(tmp_path), jobs=2,
+                          env={"PYTHONPATH": str(site)}, progress=said.append))
+    assert r.counts == {"same-pass": 1}, [(t.nodeid, t.a and t.a.message, t.b and t.b.message) for t in r.tests]
+    assert any("not preloaded torch" in m for m in said), said
 
 
 def test_no_fork_runs_the_mixed_suite_with_the_same_results(tmp_path):

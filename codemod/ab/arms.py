@@ -629,6 +629,12 @@ def has_conftest_option(root: Path, option: str) -> bool:
 # environment
 
 
+# The variables whose value is the arm's own (the rest of an arm's environment
+# is the same in every arm, apart from a diagnostic arm's variables).
+TEMP_VARS = ("TMPDIR", "TEMP", "TMP")
+PER_ARM_VARS = ("PYTHONPYCACHEPREFIX", *TEMP_VARS)
+
+
 def sanitised_env(
     base: dict[str, str], added: dict[str, str], pycache: Path, plugin_dir: Path, tmpdir: Path | None = None
 ) -> dict[str, str]:
@@ -639,7 +645,7 @@ def sanitised_env(
     if tmpdir is not None:
         # per-arm temp dir (inside the arm's temp root): the arms' temp files
         # cannot collide, and it goes away with the run
-        for k in ("TMPDIR", "TEMP", "TMP"):
+        for k in TEMP_VARS:
             env[k] = str(tmpdir)
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(plugin_dir) + (os.pathsep + old if old else "")

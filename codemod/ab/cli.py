@@ -303,8 +303,8 @@ def ab() -> None:
     "fork",
     default=True,
     show_default=True,
-    help="A warm interpreter per arm that imports pytest and torch once and forks a process per "
-    "file; --no-fork starts a fresh interpreter for every file.",
+    help="Warm interpreters that import pytest and torch once (shared by the arms where no import "
+    "can tell them apart) and fork a process per file; --no-fork starts a fresh interpreter for every file.",
 )
 @click.option(
     "--diagnose",

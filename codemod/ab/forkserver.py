@@ -1,29 +1,33 @@
-"""decouple A/B fork server: the warm interpreter of one arm.
+"""decouple A/B fork server: the warm interpreter of one or more arms.
 
 PYTEST_DONT_REWRITE (pytest must not try to rewrite this module's asserts)
 
 This file is standalone (stdlib + pytest only at import), like the capture
 plugin: it runs in the user's interpreter.  The runner copies it into its
-private support directory as ``decouple_ab_server.py`` and starts one per arm::
+private support directory as ``decouple_ab_server.py`` and starts one per
+group of arms whose environments differ only in per-arm values::
 
     python decouple_ab_server.py --parent PID [--preload torch,torch.testing._internal.common_utils]
-                                 [--pycache-prefix DIR]
+                                 [--pycache-prefix DIR] [--root OTHER_ARM_ROOT ...]
 
-with the arm root as cwd and the arm's environment (without
+with the first arm's root as cwd and its environment without
 PYTHONPYCACHEPREFIX: the preloaded installed modules are read from their own
-``__pycache__``, as a plain ``python`` would, and nothing is written there;
-then the server switches to the arm's prefix DIR, so that every test process
-compiles and caches exactly as a fresh one with PYTHONPYCACHEPREFIX=DIR).  The server imports
-pytest, its built-in plugins, the capture plugin and the preload modules once,
-then forks one child per request; each child is a fresh pytest session
-(``python -m pytest ARGS`` as far as the test can tell: cwd, environment,
-``sys.argv``, ``sys.path[0]``, ``__main__``, signal dispositions, temp dir), in
-its own session (process group), writing to its own log.
+``__pycache__``, as a plain ``python`` would, and nothing is written there
+(DIR is used only where no such bytecode exists).  The server imports pytest,
+its built-in plugins, the capture plugin and the preload modules once (never a
+module found in any arm's tree), then forks one child per request; each child
+is a fresh pytest session (``python -m pytest ARGS`` as far as the test can
+tell: cwd, environment, bytecode prefix, ``sys.argv``, ``sys.path[0]``,
+``__main__``, signal dispositions, temp dir), in its own session (process
+group), writing to its own log.
 
 It never initialises a device runtime: it only imports.  Where forking is not
 safe (no ``os.fork``; a device runtime initialised on import; an out-of-tree
 device backend such as torch_npu loaded on import; a thread started by an
-import) it says so in its first answer and the runner uses fresh processes.
+import; serving several arms, a preloaded module that imported a module of a
+tree) it says so in its first answer and the runner uses fresh processes.
+The preloaded objects are frozen out of the garbage collector (``gc.freeze``):
+they live as long as every child, and a child's full collections stay cheap.
 On a machine with GPU device nodes and a torch built for them, only ``torch``
 itself is preloaded (``torch.testing._internal`` asks the runtime for its
 devices on import).
@@ -50,6 +54,7 @@ the server exits.  The server and every child also die with their parent
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import json
@@ -101,18 +106,45 @@ def _write_line(fd: int, record: dict) -> None:
 # preloading
 
 
-def _outside(name: str, root: str) -> bool:
-    """True when the top-level package of `name` is not found under `root`
-    (a module of the tree itself is never preloaded: pytest imports it)."""
+def _outside(name: str, roots: list) -> bool:
+    """True when the top-level package of `name` is found outside every root,
+    and no root has a module of that name (a module of a tree under test is
+    never preloaded: pytest imports it, and the trees of the arms sharing this
+    server may differ there)."""
+    top = name.split(".")[0]
     try:
-        spec = importlib.util.find_spec(name.split(".")[0])
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return False
     if spec is None:
         return False
     locations = list(spec.submodule_search_locations or []) + ([spec.origin] if spec.origin else [])
-    root = os.path.realpath(root) + os.sep
-    return all(not os.path.realpath(loc).startswith(root) for loc in locations if loc)
+    return not any(_under(loc, roots) for loc in locations if loc) and not any(_has_module(r, top) for r in roots)
+
+
+def _under(path: str, roots: list) -> bool:
+    path = os.path.realpath(path)
+    return any(path.startswith(os.path.realpath(r) + os.sep) for r in roots)
+
+
+def _has_module(root: str, top: str) -> bool:
+    """Whether `import top` from `root` (first on sys.path) finds a module there."""
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return False
+    return any(e == top or e.startswith(top + ".") for e in entries)
+
+
+def _from_trees(roots: list) -> list:
+    """Modules imported so far from a tree under test (by a preloaded module)."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        # (torch.ops and torch.classes carry a bare file name, not a path)
+        if isinstance(path, str) and os.path.isabs(path) and _under(path, roots):
+            found.append(name)
+    return sorted(found)
 
 
 def _device_build(torch) -> bool:
@@ -135,7 +167,7 @@ def _device_nodes() -> list:
     return found
 
 
-def preload(names: list, root: str) -> tuple:
+def preload(names: list, roots: list) -> tuple:
     """Import pytest's machinery, the capture plugin and `names`; (loaded, skipped)."""
     importlib.import_module("pytest")
     from _pytest import config as _config
@@ -152,7 +184,7 @@ def preload(names: list, root: str) -> tuple:
         if torch_only and name != "torch":
             skipped[name] = "a device build of torch on a machine with device nodes: only torch is preloaded"
             continue
-        if not _outside(name, root):
+        if not _outside(name, roots):
             skipped[name] = "not an installed module"
             continue
         try:
@@ -260,6 +292,10 @@ def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no co
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
+        # what the interpreter reads from these at start-up (the server may
+        # serve several arms, each with its own bytecode prefix)
+        sys.pycache_prefix = os.environ.get("PYTHONPYCACHEPREFIX") or None
+        sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
         import tempfile
 
         tempfile.tempdir = None  # read TMPDIR again
@@ -418,34 +454,38 @@ def _installed_bytecode(top: str) -> bool:
     return spec is not None and bool(spec.cached) and os.path.exists(spec.cached)
 
 
-def _use_prefix(prefix: str) -> None:
-    sys.pycache_prefix = prefix
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
-    sys.dont_write_bytecode = False
-
-
 def main(argv: list) -> int:
     parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
     names = []
     if "--preload" in argv:
         names = [n for n in argv[argv.index("--preload") + 1].split(",") if n]
     prefix = argv[argv.index("--pycache-prefix") + 1] if "--pycache-prefix" in argv else None
+    # the cwd is the first arm's root; other arms served by this process
+    roots = [os.getcwd()] + [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--root"]
     die_with_parent(parent)
     # answers go to the original stdout; stray output of imports goes to the log (stderr)
     out = os.dup(1)
     os.dup2(2, 1)
     sys.path[0] = os.getcwd()  # as `python -m pytest` from the arm root
-    if prefix is not None and not all(_installed_bytecode(n) for n in {"_pytest", *(n.split(".")[0] for n in names)}):
-        _use_prefix(prefix)  # no usable bytecode beside the sources: compile into the prefix
-        prefix = None
     if prefix is not None:
-        sys.dont_write_bytecode = True  # read the installed bytecode, never write beside it
-    loaded, skipped = preload(names, os.getcwd())
-    if prefix is not None:
-        _use_prefix(prefix)
+        if all(_installed_bytecode(n) for n in {"_pytest", *(n.split(".")[0] for n in names)}):
+            sys.dont_write_bytecode = True  # read the installed bytecode, never write beside it
+        else:
+            sys.pycache_prefix = prefix  # no usable bytecode beside the sources: compile into the prefix
+    loaded, skipped = preload(names, roots)
+    unsafe = fork_unsafe()
+    tree_modules = _from_trees(roots) if len(roots) > 1 else []
+    if unsafe is None and tree_modules:
+        unsafe = _unsafe("tree-module-preloaded", modules=", ".join(tree_modules[:3]))
+    # Everything imported so far lives as long as the children: keep it out of
+    # their garbage collections.  Without this, every full collection of a
+    # child (pytest runs one at the end of each session) walks all of torch's
+    # objects, about 0.15 s each, and touching them copies their pages.
+    gc.collect()
+    gc.freeze()
     server = Server(out, parent)
     _write_line(
-        out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped, "unsafe": fork_unsafe()}
+        out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped, "unsafe": unsafe}
     )
     server.loop()
     return 0

@@ -127,6 +127,10 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "an import started a thread (a forked child would inherit a half-copied process)",
         "zh": "某个导入启动了线程（`fork()` 出的子进程会继承一个只复制了一半的进程）",
     },
+    "fork-unsafe.tree-module-preloaded": {
+        "en": "a preloaded module imported `{modules}` from a tree under test (the arms sharing it may differ there)",
+        "zh": "某个预加载模块从被测代码树中导入了 `{modules}`（共用它的各组在那里可能不同）",
+    },
     # ---- ab merge (codemod.ab.compare.merge) ------------------------------------------
     "merge.normaliser-versions-differ": {
         "en": "normaliser versions differ: `{version}` vs `{other_version}`",

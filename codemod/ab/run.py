@@ -110,7 +110,7 @@ class RunOptions:
     progress: Callable[[str], None] | None = None
     keep_temp: bool = False  # debugging only
     fsync: str = "none"  # plugin fsync policy: none | start | all
-    fork: bool = True  # a warm interpreter per arm (False: a fresh process per run)
+    fork: bool = True  # warm interpreters (False: a fresh process per run)
     # filled in by the run: wall seconds per file (the slower of arms A and B), for --durations-out
     file_durations: dict[str, float] = field(default_factory=dict)
 

@@ -1,9 +1,10 @@
-"""The warm interpreter of an arm, runner side: start the fork server, ask it
-for pytest processes, and hand them to the per-file run as process handles.
+"""The warm interpreters, runner side: start the fork servers, ask them for
+pytest processes, and hand them to the per-file run as process handles.
 
-The server (``forkserver.py``, standalone, run in the target interpreter)
+A server (``forkserver.py``, standalone, run in the target interpreter)
 imports pytest, the capture plugin and the heavy modules the files import
-(torch, ``torch.testing._internal``...) once per arm; each file, each resumed
+(torch, ``torch.testing._internal``...) once for every arm it serves (the
+arms with the same import environment, see ``import_environment``); each file, each resumed
 rest of a file and each confirmation round then costs a fork instead of a new
 interpreter.  A ``ForkedProcess`` behaves like the ``subprocess.Popen`` of a
 fresh process for everything ``filerun`` and ``procs`` do with it: its own
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from codemod.ab import procs
+from codemod.ab.arms import PER_ARM_VARS
 from codemod.ab.notices import Notice
 
 SERVER_MODULE = "decouple_ab_server"
@@ -32,6 +34,14 @@ READY_TIMEOUT = 600.0
 # Top-level packages whose modules are worth importing once per arm.  Only
 # installed code: a module of the tree under test is imported by pytest itself.
 PRELOAD_PACKAGES = ("torch",)
+# Variables read only when a function runs, never while a module is imported:
+# arms that differ in nothing else can share one warm interpreter (each forked
+# child gets its own environment).  Anything not listed here could change what
+# an import does, so an arm that sets it gets a warm interpreter of its own.
+CALL_TIME_VARS = {
+    "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "read by torch.load at each call",
+    "TORCH_FORCE_WEIGHTS_ONLY_LOAD": "read by torch.load at each call",
+}
 
 
 class ServerError(Exception):
@@ -131,9 +141,19 @@ class ForkedProcess:
 class ForkServer:
     """One warm interpreter (one arm)."""
 
-    def __init__(self, python: str, script: Path, cwd: Path, env: dict[str, str], log: Path, preload: list[str]):
-        """`env` is the arm's environment; its PYTHONPYCACHEPREFIX is applied
-        by the server after the preload (see forkserver.py)."""
+    def __init__(
+        self,
+        python: str,
+        script: Path,
+        cwd: Path,
+        env: dict[str, str],
+        log: Path,
+        preload: list[str],
+        other_roots: Iterable[Path] = (),
+    ):
+        """`cwd` and `env`: the first arm's root and environment (its
+        PYTHONPYCACHEPREFIX is not used for the preload, see forkserver.py);
+        `other_roots`: the roots of the other arms it serves."""
         self.log = log
         self.hello: dict | None = None
         self.dead = False
@@ -149,6 +169,8 @@ class ForkServer:
         prefix = env.pop("PYTHONPYCACHEPREFIX", None)
         if prefix is not None:
             cmd += ["--pycache-prefix", prefix]
+        for root in other_roots:
+            cmd += ["--root", str(root)]
         with open(log, "wb") as logfh:
             self.proc = subprocess.Popen(
                 cmd,
@@ -284,14 +306,21 @@ def _tail(path: Path, n: int = 2000) -> str:
 
 
 # ---------------------------------------------------------------------------
-# one warm interpreter per arm, all or none
+# warm interpreters for all arms, or none
+
+
+def import_environment(env: dict[str, str]) -> tuple:
+    """What of an arm's environment an import may read: arms with equal
+    import environments share a warm interpreter."""
+    return tuple(sorted((k, v) for k, v in env.items() if k not in PER_ARM_VARS and k not in CALL_TIME_VARS))
 
 
 def launch(
     fork: bool, python: str, specs: dict, files_by_arm: dict[str, dict], support: Path, servers: list[ForkServer], say
 ) -> dict[str, ForkServer] | None:
-    """Start a warm interpreter per arm (they import in the background); None
-    when they are not to be used at all."""
+    """Start the warm interpreters (they import in the background): one per
+    group of arms with the same import environment.  Arm name -> its server;
+    None when they are not to be used at all."""
     if not fork:
         say("warm interpreter off (--no-fork): a fresh pytest process per file")
         return None
@@ -299,19 +328,24 @@ def launch(
         return None
     files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
     preload = preload_modules(files)
-    started: dict[str, ForkServer] = {}
+    groups: dict[tuple, list] = {}
     for name, spec in specs.items():
         if files_by_arm.get(name):
-            server = ForkServer(
-                python,
-                support / f"{SERVER_MODULE}.py",
-                spec.root,
-                spec.env,
-                spec.workdir / "logs" / "server.log",
-                preload,
-            )
-            servers.append(server)
-            started[name] = server
+            groups.setdefault(import_environment(spec.env), []).append(spec)
+    started: dict[str, ForkServer] = {}
+    for first, *others in groups.values():
+        server = ForkServer(
+            python,
+            support / f"{SERVER_MODULE}.py",
+            first.root,
+            first.env,
+            first.workdir / "logs" / "server.log",
+            preload,
+            [s.root for s in others],
+        )
+        servers.append(server)
+        for spec in (first, *others):
+            started[spec.name] = server
     return started
 
 
@@ -332,16 +366,30 @@ def settle(
         if not unsafe:
             loaded = next(iter(hellos.values()), {}).get("preloaded") or []
             skipped = next(iter(hellos.values()), {}).get("skipped") or {}
+            arms = ", ".join("+".join(names) for _, names in _by_server(started))
             say(
-                f"warm interpreter per arm ({len(started)}): pytest"
+                f"warm interpreters ({arms}): pytest"
                 + "".join(f", {m}" for m in loaded)
                 + f" imported once, in {time.monotonic() - t:.1f}s"
                 + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items())
             )
             return started
         # the server names its reason by a catalogue code (it cannot import the catalogue)
-        reasons = [Notice(why["code"], why.get("params") or {}, arm=n) for n, why in unsafe.items()]
-    for server in started.values():
+        # (once per server: the arms sharing one share its reason)
+        reasons = [
+            Notice(unsafe[names[0]]["code"], unsafe[names[0]].get("params") or {}, arm="+".join(names))
+            for _, names in _by_server(started)
+            if names[0] in unsafe
+        ]
+    for server, _ in _by_server(started):
         server.close()
     warnings.append(Notice("warm.given-up", reasons=reasons))
     return {}
+
+
+def _by_server(started: dict[str, ForkServer]) -> list[tuple[ForkServer, list[str]]]:
+    """Each server once, with the names of the arms it serves, in arm order."""
+    out: dict[int, tuple[ForkServer, list[str]]] = {}
+    for name, server in started.items():
+        out.setdefault(id(server), (server, []))[1].append(name)
+    return list(out.values())
