@@ -18,8 +18,10 @@ from typing import NoReturn
 
 import click
 
-from codemod import engine, linter_gate, target
+from codemod import engine, linter_gate
 from codemod.ab.cli import ab
+from codemod.cli_options import STDIN, gate_options, linter_option, selection_options, stdin_quiet_options
+from codemod.cli_transforms import SetupError, build_transforms, label_transform
 from codemod.config import Config, ConfigError, load_config
 from codemod.discover_globals import discover_globals
 from codemod.discovery import (
@@ -36,21 +38,12 @@ from codemod.report import github, lintrunner, sarif
 from codemod.report import text as text_report
 from codemod.result import FAILED, FileResult, RunResult
 from transforms import restructure
-from transforms.hw_label import HwLabel
-from transforms.members import MEMBERS as VALUES
-from transforms.torch_load import MODES, TorchLoad, check_mode_supported
+from transforms.torch_load import MODES
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"decouple: error: {message}", err=True)
     sys.exit(code)
-
-
-def _value(raw: str, what: str) -> str:
-    value = raw.strip().upper()
-    if value not in VALUES:
-        raise click.BadParameter(f"{raw!r} is not one of {', '.join(VALUES)}", param_hint=what)
-    return value
 
 
 def _progress(enabled: bool):
@@ -62,115 +55,6 @@ def _progress(enabled: bool):
             yield from bar
 
     return wrap
-
-
-STDIN = "-"
-
-
-def stdin_quiet_options(f):
-    """`-` as the path, and --quiet: for the commands that read test files."""
-    f = click.option(
-        "-q",
-        "--quiet",
-        is_flag=True,
-        help="No progress bar, no summary: only the output asked for and per-file problems.",
-    )(f)
-    return click.option(
-        "--stdin-filename",
-        metavar="PATH",
-        help="With `-` as the path (read the file from standard input): the path to name in "
-        "messages and rules (default: <stdin>).",
-    )(f)
-
-
-def selection_options(f=None, *, formats=("text", "json", "github", "sarif"), default="text"):
-    """Options shared by every command that walks test files (`@selection_options`, or
-    `@selection_options(formats=..., default=...)` for a command with formats of its own)."""
-    options = [
-        click.argument("paths", nargs=-1, type=click.Path()),
-        click.option(
-            "--from-allowlist",
-            "allowlist",
-            type=click.Path(),
-            help="Take the files listed in the upstream test_linter_allowlist.json.",
-        ),
-        click.option(
-            "--exclude",
-            multiple=True,
-            metavar="GLOB",
-            help="Skip files matching GLOB (repeatable; added to [tool.decouple] exclude).",
-        ),
-        click.option(
-            "--no-default-excludes",
-            is_flag=True,
-            help=f"Also process the vendored folders excluded by default: {', '.join(DEFAULT_EXCLUDES)}.",
-        ),
-        click.option(
-            "-j", "--jobs", type=click.IntRange(1), default=None, help="Worker processes (default: all cores)."
-        ),
-        click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(list(formats)),
-            default=default,
-            show_default=True,
-            help="github: workflow-command annotations; sarif: SARIF 2.1.0 (for code scanning).",
-        ),
-        click.option(
-            "--classification",
-            metavar="VALUE",
-            help="Use VALUE for every unlabelled test class instead of inferring it.",
-        ),
-        click.option(
-            "--set",
-            "per_class",
-            multiple=True,
-            metavar="CLASS=VALUE",
-            help="Use VALUE for the test class CLASS (repeatable).",
-        ),
-        click.option(
-            "--force",
-            is_flag=True,
-            help="Apply a --classification/--set value even when it breaks a linter rule (reported).",
-        ),
-    ]
-
-    def decorate(f):
-        for option in reversed(options):
-            f = option(f)
-        return f
-
-    return decorate(f) if f is not None else decorate
-
-
-def gate_options(f):
-    """--linter (every command that labels); --python where the command has none of its own."""
-    return click.option(
-        "--linter",
-        "linter",
-        metavar="auto|PATH|off",
-        default=None,
-        help="Gate: run the checkout's own test linter (tools/linter/adapters/test_linter.py, found "
-        "above the paths with auto) on the would-be outputs first; a file it rejects is not "
-        "written nor graduated. Default: [tool.decouple] linter, else auto.",
-    )(f)
-
-
-def _label_transform(classification, per_class, force) -> HwLabel:
-    overrides: list[tuple[str, str]] = []
-    for item in per_class:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{item!r} is not CLASS=VALUE", param_hint="--set")
-        name, value = name.strip(), _value(value, "--set")
-        if any(n == name and v != value for n, v in overrides):
-            raise click.BadParameter(f"{name} is given two different values", param_hint="--set")
-        overrides.append((name, value))
-    return HwLabel(
-        classification=_value(classification, "--classification") if classification else None,
-        per_class=tuple(overrides),
-        force=force,
-    )
 
 
 def _select(cfg: Config, paths, allowlist_path, exclude, no_default_excludes, missing_ok=False):
@@ -311,21 +195,6 @@ def _gate(run: RunResult, setting: str, linters, ungated, python: str) -> None:
             f.original = f.replacement = None  # lint keeps the texts of files it would change
 
 
-def _read_globals(path: str | None):
-    if path is None:
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        fail(f"cannot read --globals {path}: {e.strerror or e}")
-    except json.JSONDecodeError as e:
-        fail(f"--globals {path} is not JSON: {e}")
-    if not isinstance(data, dict) or data.get("schema_version") != 1:
-        fail(f"--globals {path} is not a discover-globals result (schema_version 1)")
-    return data
-
-
 def _emit(run: RunResult, fmt: str, table: bool, quiet: bool = False) -> None:
     if fmt == "json":
         click.echo(json.dumps(run.to_json(), indent=2))
@@ -358,12 +227,6 @@ def main() -> None:
 @main.command()
 @selection_options
 @gate_options
-@click.option(
-    "--python",
-    "python",
-    metavar="PATH",
-    help="Interpreter that runs the linter gate (default: [tool.decouple] python, else this one).",
-)
 @stdin_quiet_options
 def classify(
     paths,
@@ -382,7 +245,7 @@ def classify(
 ):
     """Show the classification of every test class, with its evidence. Writes nothing.
     PATH `-` reads one file from standard input."""
-    transform = _label_transform(classification, per_class, force)
+    transform = label_transform(classification, per_class, force)
     run = _run(
         _config(),
         "classify",
@@ -410,12 +273,6 @@ def classify(
     help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).",
 )
 @gate_options
-@click.option(
-    "--python",
-    "python",
-    metavar="PATH",
-    help="Interpreter that runs the linter gate (default: [tool.decouple] python, else this one).",
-)
 def lint(
     paths,
     allowlist,
@@ -442,7 +299,7 @@ def lint(
             paths = list(paths) + read_paths_file(paths_file)
         except DiscoveryError as e:
             fail(str(e))
-    transform = _label_transform(classification, per_class, force)
+    transform = label_transform(classification, per_class, force)
     run = _run(
         _config(),
         "lint",
@@ -522,7 +379,7 @@ def lint(
     default=None,
     help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).",
 )
-@gate_options
+@linter_option
 def apply(
     paths,
     allowlist,
@@ -568,38 +425,21 @@ def apply(
         raise click.UsageError("--no-label leaves nothing to do without --torch-load or --restructure")
     if map_out and not restructure_names:
         raise click.UsageError("--map-out goes with --restructure")
-    try:
-        selected = restructure.parse_selection(restructure_names) if restructure_names else ()
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--restructure") from e
-    if (globals_file or explain) and not torch_load:
-        raise click.UsageError("--globals and --explain go with --torch-load")
-    transforms = [] if no_label else [_label_transform(classification, per_class, force)]
-    if selected:
-        transforms.insert(0, restructure.Restructure(selected))  # labels go on the resulting classes
-    warnings = []
     explicit_python = python or cfg.python
-    if torch_load or not no_label:
-        # torch-load needs the real version (import); the label check only reads files.
-        info = target.probe(explicit_python, import_torch=bool(torch_load))
-        if explicit_python and not info.executable:
-            fail(info.reason)  # the named interpreter does not even run
-        if torch_load:
-            refusal = (
-                check_mode_supported(torch_load, info.torch_version)
-                if info.torch_version
-                else (f"--torch-load needs torch in the target interpreter: {info.reason}")
-            )
-            if refusal:
-                fail(refusal)
-            transforms.append(TorchLoad(torch_load, _read_globals(globals_file), info.torch_version, explain))
-        if not no_label and info.has_hw_classification is False:
-            warnings.append(
-                f"torch {info.torch_version_str} in {info.executable or python} has no HardwareClassification "
-                "(first released in 2.14): the labelled files will fail to import there"
-            )
-        elif not no_label and info.torch_version is None:
-            warnings.append(f"could not check the target for HardwareClassification: {info.reason}")
+    try:
+        setup = build_transforms(
+            label=not no_label,
+            classification=classification,
+            per_class=per_class,
+            force=force,
+            restructure_names=restructure_names,
+            torch_load=torch_load,
+            globals_file=globals_file,
+            explain=explain,
+            python=explicit_python,
+        )
+    except SetupError as e:
+        fail(str(e))
     run = _run(
         cfg,
         mode,
@@ -608,7 +448,7 @@ def apply(
         exclude,
         no_default_excludes,
         jobs,
-        transforms,
+        setup.transforms,
         graduate_flag,
         strict,
         stdin_filename=stdin_filename,
@@ -616,7 +456,7 @@ def apply(
         linter=linter,
         python=explicit_python,
     )
-    run.warnings += warnings
+    run.warnings += setup.warnings
     if map_out:
         _write_map(map_out, run)
     if mode == "diff" and fmt == "text":

@@ -8,9 +8,11 @@ import subprocess
 import sys
 
 import click
+import click.testing
 import pytest
 
 from codemod.cli import main
+from codemod.cli_options import gate_options
 from conftest import FIXTURES
 
 GENERIC_SRC = (
@@ -138,3 +140,21 @@ def test_no_color_is_honoured_on_a_terminal():
     assert "REGRESSION" in plain and "\x1b[" not in plain
     # an explicit --color still wins (NO_COLOR is a default, not a ban)
     assert "\x1b[" in _tty_stdout(["ab", "merge", result, "--color"], {**env, "NO_COLOR": "1"})
+
+
+def test_the_gate_python_is_one_option_and_apply_keeps_its_target_python():
+    def python_help(command):
+        [option] = [p for p in main.commands[command].params if p.name == "python"]
+        return option.help
+
+    assert python_help("classify") == python_help("lint")
+    assert python_help("classify").startswith("Interpreter that runs the linter gate")
+    assert python_help("apply").startswith("Target interpreter")
+
+    @click.command()
+    @gate_options
+    def probe(linter, python):
+        click.echo(f"{linter} {python}")
+
+    result = click.testing.CliRunner().invoke(probe, ["--linter", "off", "--python", "py"])
+    assert result.output == "off py\n"

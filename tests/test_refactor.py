@@ -472,3 +472,20 @@ def test_a_linter_that_cannot_run_is_exit_2_and_no_branch(repo):
     code, out = decouple("refactor", "test/test_alpha.py", "--no-ab", "--python", sys.executable)
     assert code == 2 and "linter gate:" in out and "not a LintMessage" in out
     assert "hw-classification/test_alpha" not in git(repo, "branch", "--list")
+
+
+def test_the_target_is_checked_as_apply_checks_it(repo, tmp_path, monkeypatch):
+    # One builder serves `apply` and `refactor`: a named interpreter that cannot run stops both
+    # before anything is made, and a torch without HardwareClassification is a warning.
+    code, out = decouple("refactor", "test/test_alpha.py", "--no-ab", "--python", str(tmp_path / "no-python"))
+    assert code == 2 and "does not exist" in out
+    assert "hw-classification/test_alpha" not in git(repo, "branch", "--list")
+    old = tmp_path / "old-torch"
+    write(str(old), "torch/__init__.py", "")
+    write(str(old), "torch/version.py", '__version__ = "2.13.0"\n')
+    write(str(old), "torch/testing/_internal/common_utils.py", "TestCase = object\n")
+    monkeypatch.setenv("PYTHONPATH", str(old))  # the probe finds this torch first
+    code, out = decouple("refactor", "test/test_alpha.py", "--no-ab", "--python", sys.executable)
+    assert code == 0, out
+    assert "warning: torch 2.13.0 in " in out and "has no HardwareClassification" in out
+    assert "hw-classification/test_alpha" in git(repo, "branch", "--list")

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from codemod.cli_transforms import SetupError, build_transforms
 from codemod.refactor import pipeline, prbody
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
@@ -18,34 +19,6 @@ _VERDICT_EXIT = {"SAFE": 0, "REGRESSION": 1, "INCONCLUSIVE": 3}
 def _fail(message: str, code: int = 2) -> None:
     click.echo(f"decouple: error: {message}", err=True)
     sys.exit(code)
-
-
-def _transforms(
-    classification, per_class, force, torch_load, globals_file, explain, python, cfg, restructure_names
-) -> list:
-    """The same transforms `decouple apply` builds from the same options."""
-    from codemod import cli, target
-    from transforms import restructure
-    from transforms.torch_load import TorchLoad, check_mode_supported
-
-    transforms: list = [cli._label_transform(classification, per_class, force)]
-    if restructure_names:
-        try:
-            selected = restructure.parse_selection(restructure_names)
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--restructure") from e
-        transforms.insert(0, restructure.Restructure(selected))  # labels go on the resulting classes
-    if torch_load:
-        info = target.probe(python or cfg.python, import_torch=True)
-        refusal = (
-            check_mode_supported(torch_load, info.torch_version)
-            if info.torch_version
-            else (f"--torch-load needs torch in the target interpreter: {info.reason}")
-        )
-        if refusal:
-            _fail(refusal)
-        transforms.append(TorchLoad(torch_load, cli._read_globals(globals_file), info.torch_version, explain))
-    return transforms
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
@@ -193,8 +166,6 @@ def refactor(
     from codemod import cli
     from codemod.ab import run as _run
 
-    if (globals_file or explain) and not torch_load:
-        raise click.UsageError("--globals and --explain go with --torch-load")
     cfg = cli._config()
     try:
         ab = dict(
@@ -208,12 +179,26 @@ def refactor(
         raise click.UsageError(str(e)) from e
     if jobs:
         ab["jobs"] = jobs
-    transforms = _transforms(
-        classification, per_class, force, torch_load, globals_file, explain, python, cfg, restructure_names
-    )
+    say = (lambda m: None) if quiet else (lambda m: click.echo(m, err=True))
+    try:
+        setup = build_transforms(
+            label=True,
+            classification=classification,
+            per_class=per_class,
+            force=force,
+            restructure_names=restructure_names,
+            torch_load=torch_load,
+            globals_file=globals_file,
+            explain=explain,
+            python=python or cfg.python,
+        )
+    except SetupError as e:
+        _fail(str(e))
+    for warning in setup.warnings:
+        say(f"warning: {warning}")
     opts = pipeline.Options(
         paths=list(paths),
-        transforms=transforms,
+        transforms=setup.transforms,
         base=base,
         allowlist=allowlist or cfg.allowlist,
         branch=branch,
@@ -227,7 +212,7 @@ def refactor(
         jobs=jobs or cfg.jobs,
         ab=ab,
         linter=linter or cfg.linter or "auto",
-        say=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)),
+        say=say,
     )
     try:
         repo = open_repo(".")
