@@ -25,10 +25,10 @@ from codemod.cli_transforms import SetupError, build_transforms, label_transform
 from codemod.config import Config, ConfigError, load_config
 from codemod.discover_globals import discover_globals
 from codemod.discovery import (
-    DEFAULT_EXCLUDES,
     DiscoveryError,
     diff_name,
     discover,
+    exclude_patterns,
     graduate,
     read_allowlist,
     read_paths_file,
@@ -77,8 +77,7 @@ def _select(cfg: Config, paths, allowlist_path, exclude, no_default_excludes, mi
     if missing and not missing_ok:
         raise DiscoveryError(f"no such file or folder: {', '.join(missing)}")
     paths = [p for p in paths if p not in set(missing)]
-    excludes = ([] if no_default_excludes else list(DEFAULT_EXCLUDES)) + cfg.exclude + list(exclude)
-    return discover(paths, excludes), allowlist, stale, missing
+    return discover(paths, exclude_patterns(cfg.exclude, exclude, no_default_excludes)), allowlist, stale, missing
 
 
 def _config() -> Config:

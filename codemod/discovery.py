@@ -106,6 +106,12 @@ def excluded_by(rel: str, patterns: tuple[str, ...] | list[str]) -> str | None:
     return patterns[check.index] if check.include else None
 
 
+def exclude_patterns(configured, given, no_default_excludes: bool = False) -> list[str]:
+    """A run's exclude patterns, in the order that decides (a later `!pattern` re-includes): the
+    vendored folders (unless --no-default-excludes), [tool.decouple] exclude, then --exclude."""
+    return ([] if no_default_excludes else list(DEFAULT_EXCLUDES)) + list(configured) + list(given)
+
+
 @functools.lru_cache(maxsize=16)
 def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)

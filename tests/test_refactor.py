@@ -489,3 +489,52 @@ def test_the_target_is_checked_as_apply_checks_it(repo, tmp_path, monkeypatch):
     assert code == 0, out
     assert "warning: torch 2.13.0 in " in out and "has no HardwareClassification" in out
     assert "hw-classification/test_alpha" in git(repo, "branch", "--list")
+
+
+def test_configured_excludes_keep_allowlisted_files_out_reported_as_excluded(repo):
+    write(repo, "pyproject.toml", '[tool.decouple]\nexclude = ["test/sub/"]\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "exclude a folder")
+    code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--group-size", "5", "--no-ab",
+                         "--branch", "batch")
+    assert code == 0, out
+    assert "1 file(s) excluded by a pattern (listed in the batch summary)" in out
+    changed = git(repo, "diff", "--name-only", "batch^", "batch").split()
+    assert "test/sub/test_gamma.py" not in changed and "test/test_alpha.py" in changed
+    assert "test/sub/test_gamma.py" in json.loads(blob(repo, "batch", ALLOWLIST))  # not graduated
+    assert "test/test_alpha.py" not in json.loads(blob(repo, "batch", ALLOWLIST))
+    summary = json.load(open(".decouple-out/batch.json"))
+    assert summary["excluded"] == [{"path": "test/sub/test_gamma.py", "pattern": "test/sub/",
+                                    "reason": "excluded by the pattern `test/sub/`"}]
+    assert [s["path"] for s in summary["skipped"]] == ["test/test_mixed.py"]  # manual work, not excluded
+    batch_md = open(".decouple-out/batch.md").read()
+    assert "## Excluded files (1)\n\n- `test/sub/test_gamma.py`: excluded by the pattern `test/sub/`\n" in batch_md
+
+
+def test_exclude_option_has_gitignore_semantics_relative_to_the_repository_root(repo, monkeypatch):
+    # No slash: any depth. An explicitly named file is excluded too, as `apply` excludes it.
+    code, out = decouple("refactor", "test/test_alpha.py", "--exclude", "test_alpha.py", "--no-ab")
+    assert code == 0, out
+    assert out.startswith("nothing to refactor: test/test_alpha.py: excluded by the pattern `test_alpha.py`")
+    assert "hw-classification/test_alpha" not in git(repo, "branch", "--list")
+    # A pattern with a slash is anchored at the repository root, wherever the command runs from.
+    monkeypatch.chdir(os.path.join(repo, "test"))
+    code, out = decouple("refactor", "sub", "--exclude", "sub/", "--exclude", "!test/sub/", "--dry-run")
+    assert code == 0 and "would create branch hw-classification/sub-test_gamma" in out, out
+    code, out = decouple("refactor", ".", "--exclude", "test/sub/*", "--exclude", "test/test_[ai]*.py",
+                         "--dry-run", "--group-size", "9", "--branch", "rest")
+    assert "exclude test/sub/test_gamma.py: excluded by the pattern `test/sub/*`" in out
+    assert "exclude test/test_alpha.py: excluded by the pattern `test/test_[ai]*.py`" in out
+    assert "exclude test/test_introspect.py" in out and "exclude test/test_mixed.py" not in out
+    assert "+++ b/test/test_beta.py" in out and "+++ b/test/test_alpha.py" not in out
+
+
+def test_vendored_folders_are_excluded_unless_no_default_excludes(repo):
+    write(repo, "test/cpython/test_vendored.py", GENERIC_FILE.format(name="Vendored"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "vendored")
+    code, out = decouple("refactor", "test/cpython", "--dry-run")
+    assert code == 0 and "exclude test/cpython/test_vendored.py: excluded by the pattern `test/cpython/*`" in out
+    assert "would create branch" not in out
+    code, out = decouple("refactor", "test/cpython", "--dry-run", "--no-default-excludes")
+    assert code == 0 and "would create branch hw-classification/cpython-test_vendored" in out, out

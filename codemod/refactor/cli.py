@@ -8,7 +8,9 @@ import sys
 
 import click
 
+from codemod.cli_options import exclude_options
 from codemod.cli_transforms import SetupError, build_transforms
+from codemod.discovery import exclude_patterns
 from codemod.refactor import pipeline, prbody
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
@@ -35,6 +37,8 @@ def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
                 click.echo("\n" + p.diff, nl=not p.diff.endswith("\n"))
     for s in outcome.skipped:
         click.echo(f"skip {s['path']}: {s['reason']}")
+    for e in outcome.excluded:
+        click.echo(f"exclude {e['path']}: {e['reason']}")
 
 
 def _report(outcome: pipeline.Outcome, current: str) -> None:
@@ -51,6 +55,8 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
             click.echo(f"    {rec.verdict}: the branch is kept for inspection (git checkout {rec.branch})")
     if outcome.skipped:
         click.echo(f"{len(outcome.skipped)} file(s) skipped (reasons in the batch summary)")
+    if outcome.excluded:
+        click.echo(f"{len(outcome.excluded)} file(s) excluded by a pattern (listed in the batch summary)")
     if outcome.out_dir and os.path.isdir(outcome.out_dir):
         click.echo(f"batch summary: {os.path.join(outcome.out_dir, 'batch.md')}")
     click.echo(f"you are still on {current}; nothing was pushed")
@@ -64,6 +70,7 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
     type=click.Path(dir_okay=False),
     help="Take the files from this allowlist (as at --base), in its order; graduate them there.",
 )
+@exclude_options
 @click.option(
     "--branch",
     metavar="NAME",
@@ -131,6 +138,8 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
 def refactor(
     paths,
     allowlist,
+    exclude,
+    no_default_excludes,
     branch,
     base,
     allow_dirty,
@@ -212,6 +221,7 @@ def refactor(
         jobs=jobs or cfg.jobs,
         ab=ab,
         linter=linter or cfg.linter or "auto",
+        exclude=exclude_patterns(cfg.exclude, exclude, no_default_excludes),
         say=say,
     )
     try:
@@ -231,7 +241,8 @@ def refactor(
         _print_plan(outcome, outcome.plans)
         sys.exit(1 if outcome.manual_left else 0)
     if not outcome.branches:
-        click.echo("nothing to refactor: " + "; ".join(f"{s['path']}: {s['reason']}" for s in outcome.skipped))
+        reasons = [f"{s['path']}: {s['reason']}" for s in outcome.skipped + outcome.excluded]
+        click.echo("nothing to refactor: " + "; ".join(reasons))
         sys.exit(outcome.exit_code() or (1 if outcome.skipped else 0))
     _report(outcome, current)
     sys.exit(outcome.exit_code())

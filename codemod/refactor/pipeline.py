@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codemod import engine
-from codemod.discovery import graduate, is_test_file, read_allowlist
+from codemod.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
 from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
@@ -46,6 +46,9 @@ class Options:
     jobs: int | None = None
     ab: dict = field(default_factory=dict)  # RunOptions fields: python, env, diags, timeout, confirm, jobs
     linter: str = "auto"  # the gate: auto (the base commit's linter) | PATH | off
+    # Gitignore patterns relative to the repository root (discovery.exclude_patterns builds them
+    # from the defaults, [tool.decouple] exclude and --exclude, as for `apply`).
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDES))
     say: Callable[[str], None] = lambda _m: None
 
 
@@ -67,6 +70,7 @@ class Outcome:
     base: str
     branches: list[BranchRecord] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    excluded: list[dict[str, str]] = field(default_factory=list)  # {path, pattern, reason}: never touched
     manual_left: int = 0
     out_dir: str = ""
     plans: dict = field(default_factory=dict, repr=False)  # by path (printed by a dry run)
@@ -86,6 +90,7 @@ class Outcome:
             "base": self.base,
             "branches": [asdict(b) for b in self.branches],
             "skipped": self.skipped,
+            "excluded": self.excluded,
         }
 
 
@@ -273,8 +278,22 @@ def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) 
 # --- the whole run -------------------------------------------------------------------------------
 
 
+def _drop_excluded(candidates: list[str], patterns: list[str]) -> tuple[list[str], list[dict[str, str]]]:
+    """(the candidates no exclude pattern matches, [{path, pattern, reason}] for the others)."""
+    kept, excluded = [], []
+    for rel in candidates:
+        pattern = excluded_by(rel, patterns)
+        if pattern is None:
+            kept.append(rel)
+        else:
+            excluded.append({"path": rel, "pattern": pattern, "reason": f"excluded by the pattern `{pattern}`"})
+    return kept, excluded
+
+
 def plan_groups(repo: Repo, opts: Options, base: str):
-    """(groups of repo-relative files, plans by path, skipped [{path, reason}], allowlist_rel)."""
+    """(groups of repo-relative files, plans by path, skipped [{path, reason, status}],
+    excluded [{path, pattern, reason}], allowlist_rel). Excluded files are not even planned:
+    nothing edits or graduates them."""
     allowlist_rel = _allowlist_rel(repo, opts, base)
     batch = not opts.paths or opts.limit is not None or opts.group_size is not None
     size = opts.group_size or (1 if batch else 10**9)
@@ -284,6 +303,7 @@ def plan_groups(repo: Repo, opts: Options, base: str):
         candidates = _allowlist_entries(repo, base, allowlist_rel)
     else:
         raise RefactorError("name at least one file or folder, or --from-allowlist PATH")
+    candidates, excluded = _drop_excluded(candidates, opts.exclude)
     limit = opts.limit if opts.limit is not None else len(candidates)
     plans: dict[str, _plan.FilePlan] = {}
     picked: list[str] = []
@@ -319,7 +339,7 @@ def plan_groups(repo: Repo, opts: Options, base: str):
     for rel in picked:  # what the commit will record (the dry run prints it)
         if rel in listed and plans[rel].fully_classified:
             plans[rel].graduated_from = allowlist_rel
-    return _groups(picked, size), plans, skipped, allowlist_rel
+    return _groups(picked, size), plans, skipped, excluded, allowlist_rel
 
 
 def _branch_name(opts: Options, group: list[str], index: int, count: int) -> str:
@@ -339,9 +359,9 @@ def run(repo: Repo, opts: Options) -> Outcome:
                 + (" ..." if len(dirty) > 5 else "")
                 + "): commit or stash them, or pass --allow-dirty (they are never committed)"
             )
-    groups, plans, skipped, allowlist_rel = plan_groups(repo, opts, base)
+    groups, plans, skipped, excluded, allowlist_rel = plan_groups(repo, opts, base)
     out = os.path.abspath(opts.out or os.path.join(repo.root, ".decouple-out"))
-    outcome = Outcome(base, skipped=skipped, out_dir=out, plans=plans)
+    outcome = Outcome(base, skipped=skipped, excluded=excluded, out_dir=out, plans=plans)
     records = []
     for i, group in enumerate(groups):
         name = _branch_name(opts, group, i, len(groups))
@@ -404,6 +424,9 @@ def summary_markdown(outcome: Outcome) -> str:
         lines.append(f"| `{b.branch}` | {files} | {status} | {b.verdict or 'not run'} | {body} |")
     lines += ["", f"## Skipped files ({len(outcome.skipped)})", ""]
     lines += [f"- `{s['path']}`: {s['reason']}" for s in outcome.skipped] or ["None."]
+    if outcome.excluded:
+        lines += ["", f"## Excluded files ({len(outcome.excluded)})", ""]
+        lines += [f"- `{e['path']}`: {e['reason']}" for e in outcome.excluded]
     return "\n".join(lines) + "\n"
 
 

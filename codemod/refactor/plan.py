@@ -17,7 +17,6 @@ import tempfile
 from dataclasses import dataclass, field
 
 from codemod import engine, linter_gate
-from codemod.discovery import DEFAULT_EXCLUDES, excluded_by
 from codemod.refactor.gitrepo import Repo
 from codemod.result import ALREADY, CHANGED, FAILED, SKIPPED, RunResult
 
@@ -88,7 +87,7 @@ class FilePlan:
     def skip_reason(self) -> str:
         if self.doable:
             return ""
-        if self.status in (FAILED, SKIPPED, "missing", "excluded"):
+        if self.status in (FAILED, SKIPPED, "missing"):
             return self.reason or self.status
         if self.manual:
             return "needs manual work: " + "; ".join(f"{m.cls} ({m.reason})" for m in self.manual)
@@ -163,9 +162,6 @@ def plan_at(
                     f.write(source)
         staged: dict[str, str] = {}
         for rel in paths:
-            if excluded_by(rel, DEFAULT_EXCLUDES):
-                plans[rel] = FilePlan(rel, "excluded", "vendored code, excluded from the refactor")
-                continue
             data = repo.blob(commit, rel)
             if data is None:
                 plans[rel] = FilePlan(rel, "missing", f"not a file at {commit[:12]}")
