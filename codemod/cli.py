@@ -102,8 +102,9 @@ def _unknown_classes(transforms, results) -> None:
         fail(f"--set {', '.join(unknown)}: no test class of that name in the selected files; nothing written")
 
 
-def _stdin_run(mode: str, transforms, name: str | None) -> RunResult:
-    """`-`: one file read from standard input, named `name` in messages (never written)."""
+def _stdin_run(mode: str, transforms, name: str | None, gate: str, python: str) -> RunResult:
+    """`-`: one file read from standard input, named `name` in messages (never written). The
+    gate judges its would-be output as it judges a file's, at `name`'s place in the mirror."""
     name = name or "<stdin>"
     data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)  # bounded, as for files
     try:
@@ -112,7 +113,19 @@ def _stdin_run(mode: str, transforms, name: str | None) -> RunResult:
         src = decode_source(data)
     except SourceError as e:
         return RunResult(mode, [FileResult(name, FAILED, reason=str(e))])
-    return RunResult(mode, [engine.process_file(name, transforms, mode, src=src)])
+    linters, ungated = _resolve_gate(gate, [name])
+    run = RunResult(mode, [engine.process_file(name, transforms, mode, src=src, staged=bool(linters))])
+    if gate != "off":
+        # A file of that name on disk is not what was read: the gate encodes as standard input was.
+        _gate(run, gate, linters, ungated, python, encodings={name: src.encoding})
+    return run
+
+
+def _resolve_gate(gate: str, files: list[str]):
+    try:
+        return linter_gate.resolve(gate, files)
+    except linter_gate.GateError as e:
+        fail(f"linter gate: {e}")
 
 
 def _run(
@@ -131,10 +144,12 @@ def _run(
     linter=None,
     python=None,
 ):
+    gate = (linter or cfg.linter or "auto") if transforms else "off"
+    gate_python = python or cfg.python or sys.executable
     if STDIN in paths:
         if len(paths) > 1 or allowlist_path:
             raise click.UsageError("`-` (standard input) must be the only path")
-        return _stdin_run(mode, transforms, stdin_filename)
+        return _stdin_run(mode, transforms, stdin_filename, gate, gate_python)
     if stdin_filename:
         raise click.UsageError("--stdin-filename goes with `-` as the path")
     try:
@@ -150,11 +165,7 @@ def _run(
         _unknown_classes(transforms, engine.run_files(found.files, transforms[:upto], "classify", jobs))
     show_progress = not quiet and sys.stderr.isatty() and len(found.files) > 50
     root = allowlist.root if allowlist is not None else None
-    gate = (linter or cfg.linter or "auto") if transforms else "off"
-    try:
-        linters, ungated = linter_gate.resolve(gate, found.files)
-    except linter_gate.GateError as e:
-        fail(f"linter gate: {e}")
+    linters, ungated = _resolve_gate(gate, found.files)
     results = engine.run_files(
         found.files,
         transforms,
@@ -168,7 +179,7 @@ def _run(
     results += [FileResult(p, FAILED, reason="no such file or folder") for p in missing]
     run = RunResult(mode, results, strict=strict)
     if gate != "off":
-        _gate(run, gate, linters, ungated, python or cfg.python or sys.executable)
+        _gate(run, gate, linters, ungated, gate_python)
     if stale:
         run.warnings.append(f"{len(stale)} allowlist entries name files that do not exist: {', '.join(stale)}")
     if found.excluded:
@@ -179,10 +190,10 @@ def _run(
     return run
 
 
-def _gate(run: RunResult, setting: str, linters, ungated, python: str) -> None:
+def _gate(run: RunResult, setting: str, linters, ungated, python: str, encodings=None) -> None:
     """Judge the staged outputs with the checkout's linter, then write what it accepts."""
     try:
-        linter_gate.gate_run(run, setting, linters, ungated, python)
+        linter_gate.gate_run(run, setting, linters, ungated, python, encodings)
     except linter_gate.GateError as e:
         fail(f"linter gate: {e} (nothing was written)")
     if not linters:

@@ -221,10 +221,19 @@ def resolve(setting: str, paths: list[str]) -> tuple[dict[str, list[str]], list[
     return groups, orphans
 
 
-def gate_run(run, setting: str, groups: dict[str, list[str]], orphans: list[str], python: str) -> None:
+def gate_run(
+    run,
+    setting: str,
+    groups: dict[str, list[str]],
+    orphans: list[str],
+    python: str,
+    encodings: dict[str, str] | None = None,
+) -> None:
     """Judge the staged results of `run` (a codemod RunResult) with the linters `resolve`
     found: mark the rejected ones (findings with the linter's messages, not written, not
-    graduated) and record a summary in `run.linter_gate`. Raises GateError."""
+    graduated) and record a summary in `run.linter_gate`. `encodings`: the source encoding
+    of results not read from their path (standard input); the others are read from disk.
+    Raises GateError."""
     from codemod.files import SourceError, read_source
     from codemod.result import FAILED, NEEDS_MANUAL
     from transforms.base import ERROR, WARNING, Finding
@@ -244,10 +253,13 @@ def gate_run(run, setting: str, groups: dict[str, list[str]], orphans: list[str]
         outputs = {}
         for path in paths:
             r = by_path[path]
-            try:
-                encoding = read_source(path).encoding
-            except SourceError:
-                encoding = "utf-8"
+            if encodings and path in encodings:
+                encoding = encodings[path]
+            else:
+                try:
+                    encoding = read_source(path).encoding
+                except SourceError:
+                    encoding = "utf-8"
             text = r.replacement
             if encoding == "utf-8-sig" and text.startswith("\ufeff"):
                 encoding = "utf-8"  # lint mode keeps the BOM in the text (lintrunner's form)

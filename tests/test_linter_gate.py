@@ -57,11 +57,11 @@ def make_checkout(root, reject=(), mode="normal", files=("test_a.py", "test_b.py
     return linter, allowlist
 
 
-def cli(*args, cwd):
+def cli(*args, cwd, stdin=None):
     old = os.getcwd()
     os.chdir(cwd)
     try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+        return CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
     finally:
         os.chdir(old)
 
@@ -176,3 +176,37 @@ def test_lint_reports_duplicates_as_errors_and_apply_exits_1(tmp_path):
     # The last definition is the one the linter checks: it got the label.
     assert (tmp_path / "test_dup.py").read_text().count(LABEL) == 1
     assert (tmp_path / "test_dup.py").read_text().index(LABEL) > len(GENERIC)
+
+
+def test_standard_input_is_judged_at_its_stdin_filename(tmp_path):
+    make_checkout(tmp_path, reject={"test_a.py"})
+    r = cli("lint", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
+    msgs = [json.loads(line) for line in r.output.splitlines()]
+    assert [m["name"] for m in msgs if m["name"] in ("autofix", "gate/rejected")] == ["gate/rejected"]
+    # The linter saw the buffer at the name's place in the mirror, with an empty allowlist.
+    assert "chosen for rejection: test/test_a.py allowlist=[]" in msgs[-1]["description"]
+    r = cli("apply", "--diff", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
+    assert "+++ b/test/test_a.py" not in r.output and "[stand_in]" in r.output
+    assert "1 rejected by the linter" in r.output
+    r = cli("apply", "--diff", "-", "--stdin-filename", "test/test_b.py", cwd=tmp_path, stdin=GENERIC)
+    assert r.exit_code == 1 and "+++ b/test/test_b.py" in r.output and "[stand_in]" not in r.output
+    r = cli("classify", "--format", "json", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
+    gate = json.loads(r.output)["linter_gate"]
+    assert gate["checked"] == 1 and gate["rejected"] == ["test/test_a.py"]
+    r = cli("lint", "--linter", "off", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
+    assert '"name": "autofix"' in r.output and "gate/rejected" not in r.output
+
+
+def test_standard_input_is_encoded_as_read_not_as_the_file_of_that_name(tmp_path):
+    make_checkout(tmp_path)
+    (tmp_path / "test" / "test_a.py").write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + GENERIC.encode())
+    buffer = "# costs 5 \u20ac\n" + GENERIC  # the euro sign has no latin-1 byte
+    r = cli("apply", "--check", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=buffer.encode())
+    assert r.exit_code == 1, r.output
+    assert "linter gate (tools/linter/adapters/test_linter.py): 1 file(s) checked, 1 agree" in r.output
+
+
+def test_standard_input_outside_any_checkout_is_said_not_gated(tmp_path):
+    r = cli("apply", "--check", "-", cwd=tmp_path, stdin=GENERIC)
+    assert r.exit_code == 1
+    assert "linter gate: no tools/linter/adapters/test_linter.py above 1 file(s): not gated" in r.output
