@@ -31,7 +31,7 @@ from codemod.ab.notices import Notice
 SERVER_MODULE = "decouple_ab_server"
 # How long a server may take to import everything (torch on a loaded machine).
 READY_TIMEOUT = 600.0
-# Top-level packages whose modules are worth importing once per arm.  Only
+# Top-level packages whose modules are worth importing once.  Only
 # installed code: a module of the tree under test is imported by pytest itself.
 PRELOAD_PACKAGES = ("torch",)
 # Variables read only when a function runs, never while a module is imported:
@@ -139,7 +139,7 @@ class ForkedProcess:
 
 
 class ForkServer:
-    """One warm interpreter (one arm)."""
+    """One warm interpreter (serving one or more arms)."""
 
     def __init__(
         self,
