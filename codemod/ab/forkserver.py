@@ -484,9 +484,7 @@ def main(argv: list) -> int:
     gc.collect()
     gc.freeze()
     server = Server(out, parent)
-    _write_line(
-        out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped, "unsafe": unsafe}
-    )
+    _write_line(out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped, "unsafe": unsafe})
     server.loop()
     return 0
 
