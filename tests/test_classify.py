@@ -10,8 +10,9 @@ from dataclasses import asdict
 import pytest
 
 from transforms import analysis, classify
-from transforms.analysis import UNKNOWN, analyse, may_have_test_class
+from transforms.analysis import analyse, may_have_test_class
 from transforms.classify import decide, decision_findings, infer, module_findings
+from transforms.facts import UNKNOWN, Instantiation, ModuleFacts, TestClassFacts
 from transforms.members import MEMBERS
 from transforms.members import MEMBERS as VALUES
 from transforms.members import normalise_member as normalise_value
@@ -20,12 +21,12 @@ from transforms.rules.deviations import DEVIATIONS
 from transforms.rules.linter import REGISTRY, RULES, check
 
 
-def facts(src: str, with_text: bool = True) -> analysis.ModuleFacts:
+def facts(src: str, with_text: bool = True) -> ModuleFacts:
     src = textwrap.dedent(src)
     return analyse(ast.parse(src), src if with_text else None)
 
 
-def one(src: str) -> analysis.TestClassFacts:
+def one(src: str) -> TestClassFacts:
     f = facts(src)
     assert len(f.classes) == 1, f.classes
     return f.classes[0]
@@ -350,7 +351,7 @@ def test_hardcoded_devices_hint(with_text):
 # --------------------------------------------------------------------------- instantiations
 
 
-def _inst(call: str, header: str = "") -> analysis.Instantiation:
+def _inst(call: str, header: str = "") -> Instantiation:
     f = facts(
         f"""
         {header}
@@ -694,7 +695,7 @@ ACCEL_SRC = (
 )
 
 
-def _labelled(member: str, src: str = GENERIC_SRC) -> analysis.TestClassFacts:
+def _labelled(member: str, src: str = GENERIC_SRC) -> TestClassFacts:
     return one(
         src.replace(
             "class TestA(TestCase):\n",

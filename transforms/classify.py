@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from transforms.analysis import Instantiation, ModuleFacts, TestClassFacts
 from transforms.base import ERROR, INFO, WARNING, Finding
+from transforms.facts import Instantiation, ModuleFacts, TestClassFacts
 from transforms.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS, normalise_member
 from transforms.rules.advice import PATTERNS, pick_patterns
 from transforms.rules.deviations import Refusal, deviation, refusals

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from transforms import analysis
-from transforms.analysis import UNKNOWN, Instantiation, TestClassFacts
+from transforms.facts import UNKNOWN, Instantiation, TestClassFacts
 
 GENERIC = "generic"
 OTHER = "other-accelerators"
@@ -156,7 +156,7 @@ class ClassDiagnosis:
     line: int
     instantiation: str | None  # the call's text, None when not instantiated
     positional: tuple[str, ...]  # slots passed positionally (only_for, ...)
-    only_for: object  # analysis.DeviceList
+    only_for: object  # facts.DeviceList
     only_for_name: str | None  # `only_for=NAME`: the name
     only_for_literal: tuple[str, ...] | None  # ... and the literal it is bound to once
     devices: tuple[str, ...]  # the class's device set today ("generic" when not instantiated)

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from transforms import analysis, classify, diagnosis, hw_edit
 from transforms.base import TransformResult
+from transforms.facts import ModuleFacts
 
 # Decisions that leave a class for a human.
 _MANUAL = {"needs-manual", "refused", "invalid-label"}
@@ -61,7 +62,7 @@ class HwLabel:
         return hw_edit.strip_hw_edits(tree)
 
 
-def _check_labels(before: analysis.ModuleFacts, labels: dict[int, str], new_text: str) -> None:
+def _check_labels(before: ModuleFacts, labels: dict[int, str], new_text: str) -> None:
     """Every intended class now has its label; every other class kept the one it had."""
     expected = [(c.name, labels.get(c.line) or (c.label.member if c.label else None)) for c in before.classes]
     after = analysis.analyse(ast.parse(new_text), new_text)

@@ -19,6 +19,7 @@ from transforms import analysis, diagnosis
 from transforms.base import WARNING, Finding
 from transforms.diagnosis import GENERIC, ClassDiagnosis
 from transforms.hw_edit import newline_of
+from transforms.members import HW_ATTRIBUTE
 from transforms.restructure import textedit
 from transforms.restructure.call_args import _calls
 from transforms.restructure.model import Move, Step
@@ -63,8 +64,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.
     if len(parts) < 2:
         raise Refusal("nothing to split")
     if any(
-        isinstance(s, ast.Assign) and any(getattr(x, "id", "") == analysis.HW_ATTRIBUTE for x in s.targets)
-        for s in node.body
+        isinstance(s, ast.Assign) and any(getattr(x, "id", "") == HW_ATTRIBUTE for x in s.targets) for s in node.body
     ):
         raise Refusal("already labelled")
     if diag.name in _names_in(node.body) or diag.name in _names_in(node.bases + node.keywords + node.decorator_list):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from transforms import diagnosis
-from transforms.analysis import TestClassFacts
+from transforms.facts import TestClassFacts
 
 __all__ = ["PATTERNS", "pick_patterns"]
 

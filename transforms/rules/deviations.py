@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from transforms.analysis import TestClassFacts
+from transforms.facts import TestClassFacts
 from transforms.members import MEMBERS
 from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from transforms.analysis import UNKNOWN, ModuleFacts, TestClassFacts
+from transforms.facts import UNKNOWN, ModuleFacts, TestClassFacts
 from transforms.members import DEVICE_MEMBERS, MEMBERS, normalise_member
 
 __all__ = [
