@@ -1,4 +1,4 @@
-"""Tests for transforms/analysis.py (facts) and transforms/classify.py (rule table)."""
+"""Tests for the facts (transforms/analysis.py, class_reading.py) and transforms/classify.py (rule table)."""
 
 from __future__ import annotations
 

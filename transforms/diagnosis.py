@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from transforms import analysis
+from transforms import analysis, class_reading
 from transforms.facts import UNKNOWN, Instantiation, TestClassFacts
 
 GENERIC = "generic"
@@ -219,7 +219,7 @@ def guarded(
 
 def _callee(node: ast.expr) -> str:
     target = node.func if isinstance(node, ast.Call) else node
-    name = analysis.dotted_name(target)
+    name = class_reading.dotted_name(target)
     return name if name is not None else ast.unparse(target)
 
 
@@ -281,7 +281,7 @@ def cuda_uses(fn: ast.AST) -> tuple[CudaUse, ...]:
     body = fn.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else [fn]
     for stmt in body:
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Attribute) and analysis.dotted_name(node.value) == "torch.cuda":
+            if isinstance(node, ast.Attribute) and class_reading.dotted_name(node.value) == "torch.cuda":
                 found.append(CudaUse(f"torch.cuda.{node.attr}", node.lineno, CUDA_EQUIVALENTS.get(node.attr)))
     return tuple(sorted(found, key=lambda u: (u.line, u.api)))
 

@@ -1,6 +1,6 @@
 """The one statement of the enum's facts: its name, home, members and attribute.
 
-Every other module (analysis, the rule table, the editor, the CLI) imports these;
+Every other module (the facts and their reading, the rule table, the editor, the CLI) imports these;
 nothing else spells the six members out.
 """
 

@@ -8,7 +8,8 @@ import ast
 import copy
 from typing import Any
 
-from transforms import analysis, diagnosis
+from transforms import diagnosis
+from transforms.class_reading import dotted_name
 from transforms.diagnosis import ACCELERATOR_GUARD, CUDA_EQUIVALENTS
 from transforms.restructure import textedit
 from transforms.restructure.model import Move, Step
@@ -28,7 +29,7 @@ def convertible(t: diagnosis.TestDiagnosis) -> bool:
 
 def _only_cuda(fn: Any) -> ast.expr | None:
     for dec in fn.decorator_list:
-        if analysis.dotted_name(dec) is not None and analysis.dotted_name(dec).rsplit(".", 1)[-1] == "onlyCUDA":
+        if dotted_name(dec) is not None and dotted_name(dec).rsplit(".", 1)[-1] == "onlyCUDA":
             return dec
     return None
 
@@ -38,7 +39,7 @@ def _cuda_attrs(fn: Any) -> list[ast.Attribute]:
         node
         for stmt in fn.body
         for node in ast.walk(stmt)
-        if isinstance(node, ast.Attribute) and analysis.dotted_name(node.value) == "torch.cuda"
+        if isinstance(node, ast.Attribute) and dotted_name(node.value) == "torch.cuda"
     ]
 
 
@@ -90,7 +91,7 @@ def normaliser(names: set[str]):
         class Swap(ast.NodeTransformer):
             def visit_Attribute(self, node):
                 self.generic_visit(node)
-                if analysis.dotted_name(node.value) == "torch.cuda" and CUDA_EQUIVALENTS.get(node.attr):
+                if dotted_name(node.value) == "torch.cuda" and CUDA_EQUIVALENTS.get(node.attr):
                     return ast.parse(CUDA_EQUIVALENTS[node.attr], mode="eval").body
                 return node
 

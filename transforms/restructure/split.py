@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from transforms import analysis, diagnosis
+from transforms import analysis, class_reading, diagnosis
 from transforms.base import WARNING, Finding
 from transforms.diagnosis import GENERIC, ClassDiagnosis
 from transforms.hw_edit import newline_of
@@ -72,7 +72,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.
     refs = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == diag.name)
     if refs != 1:  # the instantiation call only
         raise Refusal(f"{diag.name} is used elsewhere in the module ({refs - 1} other references)")
-    spans = [(analysis._first_line(s), s.end_lineno) for s in node.body]
+    spans = [(class_reading.first_line(s), s.end_lineno) for s in node.body]
     for (_a0, a1), (b0, _b1) in zip(spans, spans[1:], strict=False):
         if b0 <= a1:
             raise Refusal("two statements share a line")
@@ -113,7 +113,7 @@ def split_one(
     lines = textedit.Lines(text)
     rows = lines.lines
     nl = newline_of(text)
-    first = analysis._first_line(node)
+    first = class_reading.first_line(node)
     indent = rows[first - 1][: len(rows[first - 1]) - len(rows[first - 1].lstrip(" \t"))]
     decorators = "".join(rows[first - 1 : node.lineno - 1])
     header = "".join(rows[node.lineno - 1 : header_end])
@@ -124,7 +124,7 @@ def split_one(
         chunks.append((stmt, "".join(rows[prev : stmt.end_lineno])))
         prev = stmt.end_lineno
     test_of = {t.name: t for t in diag.tests}
-    doc = chunks[0][1] if analysis._class_facts(node, (), ()).docstring_end_line else None
+    doc = chunks[0][1] if class_reading.class_facts(node, (), ()).docstring_end_line else None
     shared = [c for s, c in chunks if not (isinstance(s, _FUNCS) and s.name in test_of) and c is not doc]
     kept_value = next(v for v in ORDER if v in parts)
     sep = nl * (2 if indent == "" else 1)
