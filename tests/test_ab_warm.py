@@ -337,3 +337,18 @@ def test_fork_unsafe_reasons(monkeypatch):
     assert forkserver.fork_unsafe() == {"code": "fork-unsafe.no-waitid", "params": {}}
     monkeypatch.delattr(os, "fork")
     assert forkserver.fork_unsafe() == {"code": "fork-unsafe.no-fork", "params": {}}
+
+
+@pytest.mark.parametrize("body, expect", [
+    ("print('noise'); print(json.dumps({'torch_version': '9.9', 'no_such_fact': 1}))", ("9.9", "")),
+    ("raise SystemExit('broken')", (None, "probe failed: ValueError: no answer (exit code 1): broken")),
+    ("time.sleep(30)", (None, "probe timed out after 0.5 s")),
+], ids=["answer", "failure", "timeout"])
+def test_the_probe_records_its_answer_or_why_there_is_none(tmp_path, monkeypatch, body, expect):
+    from codemod.ab import interp
+    monkeypatch.setattr(interp, "PROBE_TIMEOUT", 0.5)
+    script = tmp_path / "probe.py"
+    script.write_text(f"import json, time\n{body}\n")
+    envr = interp.run_probe(sys.executable, script, dict(os.environ), tmp_path, nice=False)
+    assert (envr.torch_version, envr.probe_error[: len(expect[1])]) == expect, envr.probe_error
+    assert envr.executable == sys.executable

@@ -12,12 +12,15 @@ import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from codemod.ab import procs
 from codemod.ab.model import Environment
 from codemod.ab.procs import UsageError
 from codemod.ab.warm import ForkServer, ServerError
+
+PROBE_TIMEOUT = 300.0  # seconds; the probe imports torch, on a machine that may be busy
 
 
 def resolve_python(python: str, cwd: Path) -> str:
@@ -88,23 +91,34 @@ def probe(
 def _probe_forked(
     python: str, server: ForkServer, script: Path, env: dict[str, str], cwd: Path, nice: bool
 ) -> Environment:
-    envr = Environment(executable=python)
-    log = cwd / "probe.log"
-    try:
+    def answer() -> dict | None:
+        log = cwd / "probe.log"
         proc = server.start([], cwd, env, log, script=script, nice=nice)
         procs.register(proc)
         try:
-            if not proc.exited(300):
-                envr.probe_error = "probe timed out after 300 s"
-                return envr
+            if not proc.exited(PROBE_TIMEOUT):
+                return None
         finally:
             procs.kill_group(proc)
             proc.wait()
             procs.unregister(proc)
             server.forget(proc)
-        data = _last_json(log.read_text(encoding="utf-8", errors="replace"))
+        return _last_json(log.read_text(encoding="utf-8", errors="replace"))
+
+    return _environment(python, answer)
+
+
+def _environment(python: str, answer: Callable[[], dict | None]) -> Environment:
+    """The probe's facts from `answer` (None: it timed out); a failure is
+    recorded in the result, never raised."""
+    envr = Environment(executable=python)
+    try:
+        data = answer()
     except Exception as exc:  # recorded, never fatal
         envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
+        return envr
+    if data is None:
+        envr.probe_error = f"probe timed out after {PROBE_TIMEOUT:g} s"
         return envr
     for k, v in data.items():
         if hasattr(envr, k) and v is not None:
@@ -127,8 +141,8 @@ def _last_json(text: str) -> dict:
 def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: bool = True) -> Environment:
     """Run probe.py under `python`; with `nice`, at the lowest CPU priority so
     it fills idle gaps instead of competing with the test processes."""
-    envr = Environment(executable=python)
-    try:
+
+    def answer() -> dict | None:
         proc = subprocess.Popen(
             [python, str(script)],
             cwd=str(cwd),
@@ -141,19 +155,17 @@ def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: b
         )
         procs.register(proc)
         try:
-            out, err = proc.communicate(timeout=300)
+            out, err = proc.communicate(timeout=PROBE_TIMEOUT)
         except subprocess.TimeoutExpired:
             procs.kill_group(proc)
             proc.communicate()
-            envr.probe_error = "probe timed out after 300 s"
-            return envr
+            return None
         finally:
             procs.unregister(proc)
-        data = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
-    except Exception as exc:  # recorded, never fatal
-        envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
-        return envr
-    for k, v in data.items():
-        if hasattr(envr, k) and v is not None:
-            setattr(envr, k, v)
-    return envr
+        try:
+            return _last_json(out.decode("utf-8", "replace"))
+        except ValueError:
+            said = err.decode("utf-8", "replace").strip().splitlines()
+            raise ValueError(f"no answer ({procs.signame(proc.returncode)}): {said[-1] if said else ''}") from None
+
+    return _environment(python, answer)
