@@ -7,10 +7,16 @@ import json
 import pytest
 
 from codemod.ab import compare as C
+from codemod.ab.diag_summary import diagnose
+from codemod.ab.flaky import rerun_state, settle_flaky
+from codemod.ab.merge import merge
 from codemod.ab.model import ABResult, ArmResult, Outcome
 from codemod.ab.model import TestComparison as Comparison
+from codemod.ab.nodemap import map_nodeid, parse_mapping
 from codemod.ab.notices import Notice
 from codemod.ab.run import UsageError, parse_diag, parse_shard
+from codemod.ab.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
+from codemod.ab.verdict import exit_code, verdict
 
 ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"
 ROOT_B = "/tmp/decouple-ab-x1/arms/B/root"
@@ -21,7 +27,7 @@ def fail(nodeid="t.py::test_x", exc="AssertionError", msg="boom", phase="call", 
 
 
 def sig(o, roots=(ROOT_A, ROOT_B)):
-    return C.signatures(o, roots)
+    return signatures(o, roots)
 
 
 # -- normaliser ---------------------------------------------------------------
@@ -88,8 +94,8 @@ def a_with(o):
 
 def test_signature_capped_and_versioned():
     s = sig(fail(msg="x" * 5000))[0]
-    assert len(s) <= C.SIGNATURE_CAP
-    assert C.NORMALISER_VERSION
+    assert len(s) <= SIGNATURE_CAP
+    assert NORMALISER_VERSION
 
 
 def test_passed_has_no_signature_and_crash_uses_signal():
@@ -174,13 +180,13 @@ def test_collection_error_in_both_is_one_preexisting_row():
 
 
 def test_map_nodeid_forms():
-    assert C.map_nodeid("t.py::TestOld::test_a", {"TestOld": "TestNew"}) == "t.py::TestNew::test_a"
-    assert C.map_nodeid("t.py::TestOldCPU::test_a_cpu", {"TestOld": "TestNew"}) == "t.py::TestNewCPU::test_a_cpu"
-    assert C.map_nodeid("t.py::TestOlder::test_a", {"TestOld": "TestNew"}) is None
-    assert C.map_nodeid("t.py::TestOld::test_a[1]", {"t.py::TestOld": "u.py::TestNew"}) == "u.py::TestNew::test_a[1]"
-    assert C.map_nodeid("t.py::test_f[x]", {"test_f": "test_g"}) == "t.py::test_g[x]"
+    assert map_nodeid("t.py::TestOld::test_a", {"TestOld": "TestNew"}) == "t.py::TestNew::test_a"
+    assert map_nodeid("t.py::TestOldCPU::test_a_cpu", {"TestOld": "TestNew"}) == "t.py::TestNewCPU::test_a_cpu"
+    assert map_nodeid("t.py::TestOlder::test_a", {"TestOld": "TestNew"}) is None
+    assert map_nodeid("t.py::TestOld::test_a[1]", {"t.py::TestOld": "u.py::TestNew"}) == "u.py::TestNew::test_a[1]"
+    assert map_nodeid("t.py::test_f[x]", {"test_f": "test_g"}) == "t.py::test_g[x]"
     with pytest.raises(ValueError):
-        C.parse_mapping(["nonsense"])
+        parse_mapping(["nonsense"])
 
 
 def test_compare_with_mapping():
@@ -199,10 +205,10 @@ def test_compare_with_mapping():
 def test_settle_flaky():
     row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
     row.a.reruns, row.b.reruns = ["passed", "passed"], ["failed", "failed"]
-    C.settle_flaky(row)
+    settle_flaky(row)
     assert row.category == "new-failure"
     row.b.reruns = ["passed", "failed"]
-    C.settle_flaky(row)
+    settle_flaky(row)
     assert row.category == "flaky" and "was new-failure" in row.note
 
 
@@ -216,23 +222,23 @@ def _result(rows, a=None, b=None):
 
 def test_verdicts():
     ok = _result([Comparison(nodeid="t::x", category="pre-existing")])
-    assert C.verdict(ok)[0] == "SAFE"
+    assert verdict(ok)[0] == "SAFE"
     bad = _result([Comparison(nodeid="t::x", category="missing-in-b")])
-    assert C.verdict(bad) == ("REGRESSION", "1 missing-in-b")
+    assert verdict(bad) == ("REGRESSION", "1 missing-in-b")
     flaky = _result([Comparison(nodeid="t::x", category="flaky")])
-    assert C.verdict(flaky)[0] == "SAFE"
+    assert verdict(flaky)[0] == "SAFE"
     empty = _result([], _arm("A", {}), _arm("B", {}))
-    assert C.verdict(empty)[0] == "INCONCLUSIVE"
+    assert verdict(empty)[0] == "INCONCLUSIVE"
     dead = _result([])
     dead.arms[0].ran, dead.arms[0].error = False, "bad ref"
-    assert C.verdict(dead) == ("INCONCLUSIVE", "arm A could not run: bad ref")
-    assert [C.exit_code(v) for v in ("SAFE", "REGRESSION", "INCONCLUSIVE")] == [0, 1, 3]
+    assert verdict(dead) == ("INCONCLUSIVE", "arm A could not run: bad ref")
+    assert [exit_code(v) for v in ("SAFE", "REGRESSION", "INCONCLUSIVE")] == [0, 1, 3]
 
 
 def test_diagnose_statement():
     base = _arm("A", {"t::a": O("failed"), "t::b": O("failed"), "t::c": O("passed")})
     diag = _arm("w", {"t::a": O("passed"), "t::b": O("passed"), "t::c": O("passed")})
-    d = C.diagnose("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, base, diag)
+    d = diagnose("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, base, diag)
     assert d.changed == {"t::a": ["failed", "passed"], "t::b": ["failed", "passed"]}
     assert d.statement == "2 tests failing in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1."
 
@@ -244,14 +250,14 @@ def test_merge_recomputes_counts_and_verdict_and_roundtrips_json():
                  _arm("A", {"u::y": O("passed")}), _arm("B", {"u::y": O("failed")}))
     r2.shard = "2/2"
     for r in (r1, r2):
-        r.verdict, r.verdict_reason = C.verdict(r)
+        r.verdict, r.verdict_reason = verdict(r)
     again = [ABResult.from_json(json.loads(json.dumps(r.to_json()))) for r in (r1, r2)]
-    m = C.merge(again)
+    m = merge(again)
     assert m.counts == {"new-failure": 1, "same-pass": 1}
     assert m.verdict == "REGRESSION" and m.shard is None
     assert set(m.arm("A").outcomes) == {"t::x", "u::y"}
     assert m.warnings == [Notice("merge.merged-shards", {"shards": "1/2, 2/2"})]
-    partial = C.merge(again[:1])
+    partial = merge(again[:1])
     assert partial.warnings == [Notice("merge.merged-shards", {"shards": "1/2"}),
                                 Notice("merge.missing-shards", {"shards": "2/2"})]
     assert partial.verdict == "SAFE" and partial.verdict_reason.endswith("(incomplete: some shards are missing)")
@@ -269,7 +275,7 @@ def test_merge_of_shards_that_differ_and_of_a_schema_2_result():
     r2.environment.python = "3.12.1"
     old = dict(r2.to_json(), schema_version=2,
                warnings=["no warm interpreter: this platform has no fork(); every file ran in a fresh process"])
-    m = C.merge([ABResult.from_json(json.loads(json.dumps(r1.to_json()))), ABResult.from_json(old)])
+    m = merge([ABResult.from_json(json.loads(json.dumps(r1.to_json()))), ABResult.from_json(old)])
     assert m.warnings == [
         Notice("warm.no-fork"),
         Notice("merge.normaliser-versions-differ", {"version": "ab-sig-2", "other_version": "ab-sig-1"}),
@@ -318,44 +324,44 @@ def test_not_run_in_either_arm_is_inconclusive():
     assert C.categorize(O("skipped"), O("not-run"))[0] == "inconclusive"
     rows = [Comparison(nodeid="t::x", category="same-pass"),
             Comparison(nodeid="t::y", category="inconclusive")]
-    v, reason = C.verdict(_result(rows))
+    v, reason = verdict(_result(rows))
     assert v == "INCONCLUSIVE" and "neither arm" in reason and "t::y" in reason
     # a confirmed regression still wins
     rows.append(Comparison(nodeid="t::z", category="new-failure"))
-    assert C.verdict(_result(rows))[0] == "REGRESSION"
+    assert verdict(_result(rows))[0] == "REGRESSION"
 
 
 def test_not_run_reruns_are_no_flakiness_evidence():
     row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
     row.a.reruns, row.b.reruns = ["passed", "passed"], ["not-run", "not-run"]
-    C.settle_flaky(row)
+    settle_flaky(row)
     assert row.category == "new-failure" and "unconfirmed" in row.note
     row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
     row.a.reruns, row.b.reruns = ["passed", "passed"], ["failed", "not-run"]
-    C.settle_flaky(row)
+    settle_flaky(row)
     assert row.category == "new-failure" and "did not run" in row.note
 
 
 def test_order_dependent_is_not_flaky_unless_the_file_rerun_disagrees():
     row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
     row.a.reruns, row.b.reruns = ["failed", "failed"], ["failed", "failed"]
-    assert C.rerun_state(row) == "order-suspect"
-    C.settle_flaky(row)
+    assert rerun_state(row) == "order-suspect"
+    settle_flaky(row)
     assert row.category == "new-failure"
     assert "order-dependent: fails only when run with the rest of the file in B" in row.note
     row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
     row.a.reruns, row.b.reruns = ["passed"], ["passed"]
     row.a.suite_reruns, row.b.suite_reruns = ["passed"], ["passed"]       # not reproduced in the file
-    C.settle_flaky(row)
+    settle_flaky(row)
     assert row.category == "flaky"
     row = Comparison(nodeid="x", category="new-failure", a=O("passed"), b=O("failed"))
     row.a.reruns, row.b.reruns = ["failed"], ["passed"]                   # alternates: swapped alone
-    C.settle_flaky(row)
+    settle_flaky(row)
     assert row.category == "flaky"
 
 
 def test_flaky_verdict_reason_names_the_tests():
-    v, reason = C.verdict(_result([Comparison(nodeid="t::x", category="flaky")]))
+    v, reason = verdict(_result([Comparison(nodeid="t::x", category="flaky")]))
     assert v == "SAFE" and "1 flaky" in reason and "t::x" in reason
 
 
@@ -373,5 +379,5 @@ def test_per_arm_tmpdir_paths_compare_equal():
     a = fail(msg=f"cannot open {base.format('A', 3)}")
     b = fail(msg=f"cannot open {base.format('B', 5)}")
     roots = (ROOT_A, ROOT_B, "/tmp/decouple-ab-k2")
-    assert C.signatures(a, roots) == C.signatures(b, roots)
-    assert "<tmp>" in C.signatures(a, roots)[0]
+    assert signatures(a, roots) == signatures(b, roots)
+    assert "<tmp>" in signatures(a, roots)[0]

@@ -179,7 +179,7 @@ def _report_options(f):
 
 def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, quiet, extra=()) -> None:
     from codemod.ab import terminal
-    from codemod.ab.compare import exit_code
+    from codemod.ab.verdict import exit_code
 
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -357,7 +357,7 @@ def run_cmd(
     PATHS are test files, directories or node ids (file.py::Class::test).
     The word `run` may be left out: `decouple ab PATHS... --base REF`.
     """
-    from codemod.ab import compare
+    from codemod.ab import nodemap
     from codemod.ab import run as _run
     from codemod.ab import shard as _shard
 
@@ -380,7 +380,7 @@ def run_cmd(
             file_timeout=file_timeout,
             jobs=jobs or (os.cpu_count() or 1),
             confirm=confirm,
-            mapping={**compare.parse_mapping(mapping), **(compare.read_map_file(map_file) if map_file else {})},
+            mapping={**nodemap.parse_mapping(mapping), **(nodemap.read_map_file(map_file) if map_file else {})},
             shard=shard,
             durations=_shard.load_durations(durations) if durations else None,
             progress=None if quiet else (lambda m: click.echo(m, err=True)),
@@ -431,7 +431,7 @@ def run_cmd(
 @_report_options
 def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
-    from codemod.ab import compare
+    from codemod.ab import merge as _merge
 
     check_report_paths(json_path, markdown, html, junit)
     loaded = []
@@ -441,7 +441,7 @@ def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> 
         except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
-        merged = compare.merge(loaded)
+        merged = _merge.merge(loaded)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise click.UsageError(f"cannot merge these results: {err}") from err
     from codemod.ab import causes

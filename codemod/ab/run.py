@@ -26,12 +26,16 @@ from pathlib import Path
 
 from codemod.ab import arms as _arms
 from codemod.ab import compare as _cmp
+from codemod.ab import diag_summary as _diag
+from codemod.ab import flaky as _flaky
 from codemod.ab import procs
 from codemod.ab import shard as _shard
+from codemod.ab import signature as _sig
+from codemod.ab import verdict as _verdict
 from codemod.ab import warm as _warm
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
 from codemod.ab.interp import check_python, probe, resolve_python  # noqa: F401 (resolve_python: API)
-from codemod.ab.model import ABResult, ArmResult, TestComparison
+from codemod.ab.model import CATEGORIES, ABResult, ArmResult, TestComparison
 from codemod.ab.notices import Notice
 from codemod.ab.procs import Interrupted, UsageError, kill_all_children  # noqa: F401 (API)
 from codemod.ab.warm import SERVER_MODULE, ForkServer
@@ -210,7 +214,7 @@ def _run(
     cwd = Path(opts.cwd or os.getcwd()).resolve()
     result = ABResult(
         tool_version=_tool_version(),
-        normaliser_version=_cmp.NORMALISER_VERSION,
+        normaliser_version=_sig.NORMALISER_VERSION,
         started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         python=opts.python,
         shard=opts.shard,
@@ -469,7 +473,7 @@ def _run(
 
     roots = [str(s.root) for s in specs.values()] + [str(r) for r in user_roots] + [str(work)]
     for ar in arm_results.values():
-        _cmp.assign_signatures(ar, roots)
+        _sig.assign_signatures(ar, roots)
     result.arms = [arm_results[n] for n in specs]
 
     a, b = arm_results["A"], arm_results["B"]
@@ -480,7 +484,7 @@ def _run(
         todo = [
             r
             for r in rows
-            if r.category in _cmp.DISCORDANT
+            if r.category in _flaky.DISCORDANT
             and r.a is not None
             and r.b is not None
             and r.a.phase != "collect"
@@ -501,7 +505,7 @@ def _run(
             # alone, both arms agree although they differed in the file: rerun
             # the file (up to the test) once per arm to tell an order-dependent
             # difference (reproduces) from a flaky test (does not)
-            suspects = [r for r in todo if _cmp.rerun_state(r) == "order-suspect"]
+            suspects = [r for r in todo if _flaky.rerun_state(r) == "order-suspect"]
             if suspects:
                 say(f"rerunning the file around {len(suspects)} test(s) that differ only in the file")
                 futs = [
@@ -510,15 +514,15 @@ def _run(
                 ]
                 _wait_all(futs, stop)
             for r in todo:
-                _cmp.settle_flaky(r)
-            order = {c: i for i, c in enumerate(_cmp.CATEGORIES)}
+                _flaky.settle_flaky(r)
+            order = {c: i for i, c in enumerate(CATEGORIES)}
             rows.sort(key=lambda r: (order.get(r.category, 99), r.nodeid))
     result.tests = rows
     result.counts = _cmp.count(rows)
 
     for d in opts.diags:
         result.diagnostics.append(
-            _cmp.diagnose(d.name, d.based_on, d.variables, arm_results[d.based_on], arm_results[d.name])
+            _diag.diagnose(d.name, d.based_on, d.variables, arm_results[d.based_on], arm_results[d.name])
         )
 
     envr = probe_future.result()
@@ -532,7 +536,7 @@ def _run(
     if opts.hw_classification and not b.extra_args and not reason_given:
         result.warnings.append(Notice("hw-classification.not-passed"))
 
-    result.verdict, result.verdict_reason = _cmp.verdict(result)
+    result.verdict, result.verdict_reason = _verdict.verdict(result)
     result.duration = round(time.monotonic() - t0, 3)
     return result
 
@@ -553,7 +557,7 @@ def _by_file(rows: list[TestComparison]) -> dict[tuple[str, str], list[TestCompa
     """Rows grouped by (file in A, file in B); a --map may move a test to another file."""
     out: dict[tuple[str, str], list[TestComparison]] = {}
     for r in rows:
-        out.setdefault((_cmp._file_of(r.a.nodeid), _cmp._file_of(r.b.nodeid)), []).append(r)
+        out.setdefault((_shard.file_of(r.a.nodeid), _shard.file_of(r.b.nodeid)), []).append(r)
     return out
 
 
@@ -564,7 +568,7 @@ def _rerun_together(runner: ArmRunner, arm: ArmResult, nodeids: list[str]) -> di
     # given in the file's collection order
     order = {n: i for i, n in enumerate(arm.outcomes)}
     ids = sorted(set(nodeids), key=lambda n: order.get(n, len(order)))
-    fr = runner.run_file(_cmp._file_of(ids[0]), ids, only=set(ids))
+    fr = runner.run_file(_shard.file_of(ids[0]), ids, only=set(ids))
     out = {}
     for nodeid in ids:
         o = fr.outcomes.get(nodeid)
@@ -581,7 +585,7 @@ def _rerun_together(runner: ArmRunner, arm: ArmResult, nodeids: list[str]) -> di
 
 def _file_prefix(arm: ArmResult, file: str, upto: set[str]) -> set[str]:
     """Node ids of `file` in collection order, up to the last of `upto`."""
-    ids = [n for n in arm.outcomes if _cmp._file_of(n) == file]
+    ids = [n for n in arm.outcomes if _shard.file_of(n) == file]
     last = max((i for i, n in enumerate(ids) if n in upto), default=-1)
     return set(ids[: last + 1])
 
