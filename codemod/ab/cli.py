@@ -119,7 +119,7 @@ def _write(path: str, text: str) -> None:
 def repro_paths(markdown, html) -> list[Path]:
     """Where repro.sh goes: next to each Markdown/HTML report (they refer to it), unless
     the report is not a regular file in a folder (a device such as /dev/stdout)."""
-    from codemod.report.ab_sentences import REPRO_SCRIPT
+    from codemod.report.ab_repro import REPRO_SCRIPT
 
     out: list[Path] = []
     for path in (markdown, html):

@@ -204,7 +204,7 @@ class Notice:
 
     def render(self, lang: str, text: Callable[[str], str], code: Callable[[str], str]) -> str:
         """The sentence in `lang`; `text` escapes prose and `code` formats code spans
-        (the report formats' escaping rules, e.g. `codemod.report.ab_sentences.Fmt`)."""
+        (the report formats' escaping rules, e.g. `codemod.report.ab_fmt.Fmt`)."""
         entry = CATALOGUE.get(self.code)
         if entry is None:
             # a code this version does not know (a later version may add codes within

@@ -4,7 +4,7 @@ Composed from two inputs only: the facts recorded in the branch's commit (`plan.
 and the A/B result (`ABResult`, possibly loaded from a saved ab.json). The one-command path
 (`decouple refactor`) and the split-machine path (`decouple pr-body --ab ab.json`) call the
 same function with the same inputs, so their bodies are identical. The A/B part is built
-from the report module's public sentence functions (verdict line, analysis, environment
+from the report modules' public sentence functions (verdict line, analysis, environment
 facts): one wording for the reports and the PR.
 """
 
@@ -16,6 +16,10 @@ from codemod.ab.model import ABResult
 from codemod.refactor import plan as _plan
 from codemod.refactor.plan import TRACKING_ISSUE, CommitFacts
 from codemod.report import ab_markdown as md
+from codemod.report.ab_analysis import analysis
+from codemod.report.ab_environment import environment_facts
+from codemod.report.ab_facts import category_counts, interesting_tests, outcome_of, shown_signature, visible_controls
+from codemod.report.ab_verdict import verdict_line
 
 # The tests table of the PR is compact: the full list and signatures live in the attached report.
 MAX_ROWS = 20
@@ -118,15 +122,15 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _signature(c, f: md.MarkdownFmt) -> str:
-    sig = md.shown_signature(c.b) or md.shown_signature(c.a)
+    sig = shown_signature(c.b) or shown_signature(c.a)
     return f.code(sig if len(sig) <= MAX_SIGNATURE else sig[: MAX_SIGNATURE - 1] + "…")
 
 
 def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
-    lines = [f"## {s['ab']}", "", md.verdict_line(result, f), ""]
-    counts = md.category_counts(result)
+    lines = [f"## {s['ab']}", "", verdict_line(result, f), ""]
+    counts = category_counts(result)
     lines += _table([f.say("col.category"), f.say("col.count")], [[f.category(c), str(n)] for c, n in counts.items()])
-    tests = md.interesting_tests(result)
+    tests = interesting_tests(result)
     lines.append("")
     if tests:
         lines += _table(
@@ -134,8 +138,8 @@ def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
             [
                 [
                     f.code(c.nodeid),
-                    f.outcome(md.outcome_of(c.a)),
-                    f.outcome(md.outcome_of(c.b)),
+                    f.outcome(outcome_of(c.a)),
+                    f.outcome(outcome_of(c.b)),
                     f.category(c.category),
                     _signature(c, f),
                 ]
@@ -147,7 +151,7 @@ def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
     else:
         lines.append(s["ab.none"])
     lines += ["", f"### {s['analysis']}"]
-    for kind, content in md.analysis(result, f):
+    for kind, content in analysis(result, f):
         lines.append("")
         if kind == "h":
             lines.append(f"**{content}**")
@@ -157,7 +161,7 @@ def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
             lines += [f"- {item}" for item in content]
     lines += ["", f"## {s['environment']}", ""]
     lines += [
-        "- " + f.say("kv", k=f.strong(label), v=value) for label, value in md.environment_facts(result.environment, f)
+        "- " + f.say("kv", k=f.strong(label), v=value) for label, value in environment_facts(result.environment, f)
     ]
     return lines
 
@@ -238,4 +242,4 @@ def compose(facts: CommitFacts, result: ABResult | None, lang: str = "en") -> st
         lines += _ab_section(result, f, s)
     else:
         lines += [f"## {s['ab']}", "", s["ab.pending"]]
-    return md.visible_controls("\n".join(lines)).rstrip() + "\n"
+    return visible_controls("\n".join(lines)).rstrip() + "\n"

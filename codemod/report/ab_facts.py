@@ -3,7 +3,8 @@ counts, ordering, short forms of failures (headline, compact signature, short
 traceback), groups of identical failures, broken quantized engines.
 
 The JUnit view uses this module only; the Markdown and HTML views also use the
-sentences built on it (`ab_sentences`).
+sentences built on it (`ab_verdict`, `ab_tables`, `ab_analysis`, `ab_background`,
+`ab_environment`, `ab_repro`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,12 @@ import html
 
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
 
+from .ab_analysis import analysis
+from .ab_background import background_items, change_notes, change_rows, runner_env_items, runner_warnings
+from .ab_environment import environment_facts, prepack_rows
 from .ab_facts import (
     arm_roots,
+    category_counts,
     failure_groups,
     headline,
     ordered_tests,
@@ -31,25 +35,10 @@ from .ab_facts import (
     tracebacks_of,
     visible_controls,
 )
-from .ab_sentences import (
-    SECTION_ORDER,
-    HtmlFmt,
-    analysis,
-    background_items,
-    category_counts,
-    change_notes,
-    change_rows,
-    diagnostic_statement,
-    environment_facts,
-    prepack_rows,
-    reproduction_intro,
-    reproduction_parts,
-    runner_env_items,
-    runner_warnings,
-    signature_cell,
-    test_note,
-    verdict_line,
-)
+from .ab_fmt import SECTION_ORDER, HtmlFmt
+from .ab_repro import reproduction_intro, reproduction_parts
+from .ab_tables import diagnostic_statement, signature_cell, test_note
+from .ab_verdict import verdict_line
 from .i18n import category_label, outcome_label, t, verdict_label
 
 __all__ = ["render"]

@@ -1,7 +1,9 @@
 """Markdown view of an A/B result, ready to paste into a pull request.
 
 `render(result, lang)` is the entry point. The sentences are shared with the
-HTML view (`ab_sentences`); this module only lays them out as Markdown.
+HTML view (`ab_verdict`, `ab_tables`, `ab_analysis`, `ab_background`, `ab_environment`,
+`ab_repro`, each built through the `ab_fmt` formatter); this module only lays them out as
+Markdown.
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ from collections.abc import Iterable, Sequence
 
 from codemod.ab.model import ABResult, TestComparison
 
+from .ab_analysis import analysis
+from .ab_background import background_items, change_notes, change_rows, runner_env_items, runner_warnings
+from .ab_environment import environment_facts, prepack_rows
 from .ab_facts import (
     FAILING,
     _one_line,
     arm_roots,
+    category_counts,
     compact_signature,
     failure_groups,
     headline,
@@ -25,28 +31,10 @@ from .ab_facts import (
     tracebacks_of,
     visible_controls,
 )
-from .ab_sentences import (
-    SECTION_ORDER,
-    Fmt,
-    HtmlFmt,
-    analysis,
-    background_items,
-    category_counts,
-    change_notes,
-    change_rows,
-    diagnostic_changes,
-    diagnostic_statement,
-    environment_facts,
-    prepack_rows,
-    reproduction_intro,
-    reproduction_parts,
-    runner_env_items,
-    runner_warnings,
-    signature_cell,
-    test_note,
-    tests_cell,
-    verdict_line,
-)
+from .ab_fmt import SECTION_ORDER, Fmt, HtmlFmt
+from .ab_repro import reproduction_intro, reproduction_parts
+from .ab_tables import diagnostic_changes, diagnostic_statement, signature_cell, test_note, tests_cell
+from .ab_verdict import verdict_line
 from .i18n import t
 
 __all__ = ["render", "md_code", "md_cell", "md_fence"]

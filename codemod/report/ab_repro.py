@@ -1,4 +1,5 @@
-"""`repro.sh`: the A/B run's pytest commands, one per arm and file, as the runner ran them.
+"""`repro.sh`: the A/B run's pytest commands, one per arm and file, as the runner ran them;
+and the reports' reproduction section, which refers to it.
 
 Written next to the reports, which refer to it instead of repeating the commands.
 It names the git ref (not a temporary root): an arm from `git:REF` is rebuilt with
@@ -16,7 +17,13 @@ import shlex
 from codemod.ab.arms import PYTEST_ARGS, REPRO_VARS
 from codemod.ab.model import ABResult, ArmResult
 
-__all__ = ["render", "files_of"]
+from .ab_background import arm_description
+from .ab_fmt import Fmt
+
+__all__ = ["REPRO_SCRIPT", "render", "files_of", "reproduction_intro", "reproduction_parts"]
+
+# The script's name: the reports refer to it, and it is written next to them.
+REPRO_SCRIPT = "repro.sh"
 
 
 def files_of(result: ABResult, arm: ArmResult) -> dict[str, list[str]]:
@@ -147,3 +154,30 @@ def render(result: ABResult) -> str:
         "exit $status",
     ]
     return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# the reports' reproduction section, which refers to the script
+
+
+def reproduction_intro(result: ABResult, f: Fmt) -> str:
+    return f.say("repro.intro", script=f.code(REPRO_SCRIPT), python=f.code("PYTHON=/path/to/python"))
+
+
+def reproduction_parts(result: ABResult, f: Fmt):
+    """Per arm: the arm, its heading, the sentences that describe it, a warning when it did
+    not run, and the command that reproduces it (`bash repro.sh NAME`), in `f`'s markup.
+    Shared by the Markdown and HTML views."""
+    diag_base = {d.name: d.based_on for d in result.diagnostics}
+    for arm in result.arms:
+        label = arm_description(arm, result, f)
+        if arm.name in diag_base:
+            label = f.say("paren", a=label, b=f.say("repro.diag", base=f.code(diag_base[arm.name])))
+        notes = []
+        if arm.env_added:
+            notes.append(f.say("repro.env", pairs=f.pairs(arm.env_added)))
+        if arm.extra_args:
+            notes.append(f.say("repro.args", args=f.code(" ".join(arm.extra_args))))
+        warning = None if arm.ran else f.say("repro.not_run", error=f.code(arm.error or "?"))
+        command = f"bash {REPRO_SCRIPT} {arm.name}" if arm.ran else ""
+        yield arm, f.say("repro.arm", arm=f.text(arm.name), label=label), notes, warning, command

@@ -1,0 +1,57 @@
+"""The verdict sentences of the A/B reports: the verdict line and its reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult
+
+from .ab_facts import category_counts
+from .ab_fmt import Fmt
+from .i18n import category_label, t
+
+
+def count_parts(f: Fmt, counts: dict[str, int], cats: Iterable[str]) -> str:
+    return f.sep().join(
+        f.say("count.part", label=f.text(category_label(c, f.lang)), n=counts[c]) for c in cats if counts.get(c)
+    )
+
+
+def inconclusive_why(result: ABResult, f: Fmt) -> list[str]:
+    why = []
+    for arm in result.arms:
+        if not arm.ran:
+            why.append(f.say("reason.arm_not_run", arm=f.code(arm.name), error=f.code(arm.error or "?")))
+    counts = category_counts(result)
+    if counts.get("flaky"):
+        why.append(f.say("reason.flaky", n=counts["flaky"]))
+    if not result.tests:
+        why.append(f.say("reason.no_tests"))
+    if not why:
+        why.append(
+            f.say("reason.runner", reason=f.code(result.verdict_reason))
+            if result.verdict_reason
+            else f.say("reason.unknown")
+        )
+    return why
+
+
+def verdict_reason(result: ABResult, f: Fmt) -> str:
+    """One sentence.  English keeps the runner's own words when it gave some."""
+    if f.lang == "en" and result.verdict_reason:
+        raw = result.verdict_reason.strip()
+        reason = f.text(raw[:1].upper() + raw[1:])
+        return reason if reason.endswith((".", "!", "?")) else reason + "."
+    counts = category_counts(result)
+    total = len(result.tests) or sum(counts.values())
+    if result.verdict == "REGRESSION":
+        n = sum(counts.get(c, 0) for c in REGRESSING)
+        return f.say("reason.regression", n=n, parts=count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]))
+    if result.verdict == "SAFE":
+        pre = counts.get("pre-existing", 0)
+        return f.say("reason.safe_pre", n=pre) if pre else f.say("reason.safe", n=total, total=total)
+    return f.say("reason.inconclusive", why=f.text(t("list.sep", f.lang)).join(inconclusive_why(result, f)))
+
+
+def verdict_line(result: ABResult, f: Fmt) -> str:
+    return f.say("verdict.line", verdict=f.strong(f.verdict(result.verdict)), reason=verdict_reason(result, f))
