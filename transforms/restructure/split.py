@@ -17,6 +17,7 @@ import ast
 
 from transforms import analysis, class_reading, diagnosis
 from transforms.base import WARNING, Finding
+from transforms.class_reading import FUNCTION_TYPES
 from transforms.diagnosis import GENERIC, ClassDiagnosis
 from transforms.hw_edit import newline_of
 from transforms.members import HW_ATTRIBUTE
@@ -27,7 +28,6 @@ from transforms.restructure.model import Move, Step
 NAME = "split-class"
 ORDER = ("GENERIC", "ACCELERATOR", "CPU", "CUDA")
 SUFFIX = {"GENERIC": "Generic", "ACCELERATOR": "Accelerator", "CPU": "CpuOnly", "CUDA": "CudaOnly"}
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class Refusal(Exception):
@@ -107,7 +107,7 @@ def split_one(
 ) -> tuple[list[textedit.Edit], list[Move], list[str], str]:
     parts, single, header_end = _plan(diag, node, tree, call)
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + _FUNCS)
+        s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + FUNCTION_TYPES)
     }
     names = _names(diag, parts, taken)
     lines = textedit.Lines(text)
@@ -125,7 +125,7 @@ def split_one(
         prev = stmt.end_lineno
     test_of = {t.name: t for t in diag.tests}
     doc = chunks[0][1] if class_reading.class_facts(node, (), ()).docstring_end_line else None
-    shared = [c for s, c in chunks if not (isinstance(s, _FUNCS) and s.name in test_of) and c is not doc]
+    shared = [c for s, c in chunks if not (isinstance(s, FUNCTION_TYPES) and s.name in test_of) and c is not doc]
     kept_value = next(v for v in ORDER if v in parts)
     sep = nl * (2 if indent == "" else 1)
     bases_src = (
@@ -142,7 +142,7 @@ def split_one(
         if "\n" in bases or "#" in bases:
             raise Refusal("multi-line class header")
         body = [doc] if (doc and value == kept_value) else []
-        body += [c for s, c in chunks if isinstance(s, _FUNCS) and s.name in parts[value]]
+        body += [c for s, c in chunks if isinstance(s, FUNCTION_TYPES) and s.name in parts[value]]
         body[0] = _strip_leading_blanks(body[0])
         out.append(decorators + f"{indent}class {names[value]}{bases}:{nl}" + "".join(body))
     new_class = sep.join(_ensure_eol(p, nl) for p in out)

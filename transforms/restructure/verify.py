@@ -12,9 +12,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from transforms import analysis, classify
-from transforms.class_reading import is_test_name
+from transforms.class_reading import FUNCTION_TYPES, is_test_name
 
-_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 DEVICE_TYPE = "torch.testing._internal.common_device_type"
 
 
@@ -94,7 +93,9 @@ def check_step(
     norm = normalise or (lambda fn: fn)
 
     def tests(classes, fix):
-        return Counter(_dump(fix(s)) for c in classes for s in c.body if isinstance(s, _FUNCS) and is_test_name(s.name))
+        return Counter(
+            _dump(fix(s)) for c in classes for s in c.body if isinstance(s, FUNCTION_TYPES) and is_test_name(s.name)
+        )
 
     before, after = tests(old_classes, norm), tests(new_classes, lambda fn: fn)
     if before != after:
@@ -106,12 +107,12 @@ def check_step(
 
     def members(classes):
         return Counter(
-            _dump(s) for c in classes for s in c.body if not (isinstance(s, _FUNCS) and is_test_name(s.name))
+            _dump(s) for c in classes for s in c.body if not (isinstance(s, FUNCTION_TYPES) and is_test_name(s.name))
         )
 
     decorators = {_dump(ast.Module(c.decorator_list, [])) for c in old_classes}
     for c in new_classes:
-        has_tests = any(isinstance(s, _FUNCS) and is_test_name(s.name) for s in c.body)
+        has_tests = any(isinstance(s, FUNCTION_TYPES) and is_test_name(s.name) for s in c.body)
         if (
             has_tests
             and c.name in created | touched
