@@ -1,4 +1,5 @@
-"""Exact-output tests for transforms/hw_edit.py (attribute insertion, import merge)."""
+"""Exact-output tests for transforms/hw_edit.py (attribute insertion, import placement),
+import_merge.py (the merge into an existing import) and source_lines.py (lines, line ends)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,14 @@ import difflib
 import pytest
 
 from transforms.hw_edit import (
-    EditError,
     ENUM_NAME,
     add_labels,
     ensure_import,
     has_import,
     insert_attribute,
-    newline_of,
-    split_lines,
     strip_hw_edits,
 )
+from transforms.source_lines import EditError, newline_of, split_lines
 
 CU = "from torch.testing._internal.common_utils import"
 ATTR = "hw_classification = HardwareClassification"

@@ -19,11 +19,11 @@ from transforms import analysis, class_reading, diagnosis
 from transforms.base import WARNING, Finding
 from transforms.class_reading import FUNCTION_TYPES
 from transforms.diagnosis import GENERIC, ClassDiagnosis
-from transforms.hw_edit import newline_of
 from transforms.members import HW_ATTRIBUTE
 from transforms.restructure import textedit
 from transforms.restructure.call_args import _calls
 from transforms.restructure.model import Move, Step
+from transforms.source_lines import newline_of
 
 NAME = "split-class"
 ORDER = ("GENERIC", "ACCELERATOR", "CPU", "CUDA")

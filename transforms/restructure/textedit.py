@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from transforms.hw_edit import split_lines
+from transforms.source_lines import split_lines
 
 Edit = tuple[int, int, str]  # (start offset, end offset, replacement) in characters
 
