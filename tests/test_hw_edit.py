@@ -9,13 +9,13 @@ import difflib
 import pytest
 
 from transforms.hw_edit import (
-    ENUM_NAME,
     add_labels,
     ensure_import,
     has_import,
     insert_attribute,
     strip_hw_edits,
 )
+from transforms.members import ENUM_NAME
 from transforms.source_lines import EditError, newline_of, split_lines
 
 CU = "from torch.testing._internal.common_utils import"

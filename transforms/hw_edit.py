@@ -49,9 +49,6 @@ from transforms.source_lines import (
 
 __all__ = [
     "ATTRIBUTE",
-    "COMMON_UTILS",
-    "ENUM_NAME",
-    "MEMBERS",
     "add_labels",
     "attribute_line",
     "ensure_import",
