@@ -46,6 +46,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from codemod.ab import arms as _arms  # noqa: E402
+from codemod.ab.materialise import materialise_git  # noqa: E402
+from codemod.ab.selection import make_selection  # noqa: E402
 
 TEST_TEMPLATE = '''{shift}import time
 
@@ -256,13 +258,13 @@ def main() -> int:
                       f"wall {(plug_wall - base_wall) / base_wall * 100:+5.1f} %")
 
         # materialising arm A
-        sel = _arms.make_selection(["tests"], repo, repo)
+        sel = make_selection(["tests"], repo, repo)
         t_cat = []
         t_arch = []
         for k in range(args.repeat):
             d1, d2 = tmp / f"cat{k}", tmp / f"arch{k}"
             t = time.perf_counter()
-            _arms.materialise_git(repo, "HEAD", sel, d1)
+            materialise_git(repo, "HEAD", sel, d1)
             t_cat.append(time.perf_counter() - t)
             d2.mkdir()
             t = time.perf_counter()

@@ -401,7 +401,9 @@ def test_helper_modules_next_to_selected_dir_are_materialised(tmp_path):
 
 
 def test_materialise_copies_import_root_and_skips_junk(tmp_path):
-    from codemod.ab import arms
+    from codemod.ab.materialise import materialise_dir
+    from codemod.ab.selection import Selection
+
     src = tmp_path / "src"
     for rel in ("test/test_a.py", "test/helper.py", "test/data/blob.bin", "torch/__init__.py", "setup.py",
                 "test/build/x.py", "test/node_modules/m.js", "test/venv2/pyvenv.cfg", "test/venv2/lib/x.py",
@@ -412,12 +414,12 @@ def test_materialise_copies_import_root_and_skips_junk(tmp_path):
     dest = tmp_path / "dest"
     # PyTorch layout: test/ has no __init__.py, so the import root is test/, never the
     # source torch/ package beside it (it would shadow the installed torch)
-    arms.materialise_dir(src, arms.Selection(paths=["test/test_a.py"], common="test"), dest)
+    materialise_dir(src, Selection(paths=["test/test_a.py"], common="test"), dest)
     got = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
     assert got == ["pytest.ini", "test/data/blob.bin", "test/helper.py", "test/test_a.py"]
     # an explicitly selected path inside an excluded name is still copied
     dest2 = tmp_path / "dest2"
-    arms.materialise_dir(src, arms.Selection(paths=["build/test_sel"], common="build/test_sel"), dest2)
+    materialise_dir(src, Selection(paths=["build/test_sel"], common="build/test_sel"), dest2)
     assert (dest2 / "build" / "test_sel" / "test_b.py").is_file()
 
 

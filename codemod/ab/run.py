@@ -28,9 +28,13 @@ from codemod.ab import arms as _arms
 from codemod.ab import compare as _cmp
 from codemod.ab import diag_summary as _diag
 from codemod.ab import flaky as _flaky
+from codemod.ab import materialise as _mat
 from codemod.ab import procs
+from codemod.ab import repro as _repro
+from codemod.ab import selection as _sel
 from codemod.ab import shard as _shard
 from codemod.ab import signature as _sig
+from codemod.ab import testfiles as _testfiles
 from codemod.ab import verdict as _verdict
 from codemod.ab import warm as _warm
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
@@ -247,9 +251,9 @@ def _run(
     user_roots: list[Path] = []
     try:
         if opts.base:
-            repo = _arms.git_toplevel(cwd)
-            commit = _arms.resolve_commit(repo, opts.base)
-            sel = _arms.make_selection(opts.paths, cwd, repo)
+            repo = _mat.git_toplevel(cwd)
+            commit = _mat.resolve_commit(repo, opts.base)
+            sel = _sel.make_selection(opts.paths, cwd, repo)
             result.base_ref = opts.base
             user_roots = [repo]
             sources = {
@@ -261,7 +265,7 @@ def _run(
             for root, flag in ((a_root, "--a-root"), (b_root, "--b-root")):
                 if not root.is_dir():
                     raise UsageError(f"{flag} {root} is not a directory")
-            sel = _arms.Selection(paths=[p.strip("/") for p in opts.paths], common=_arms.common_dir(opts.paths))
+            sel = _sel.Selection(paths=[p.strip("/") for p in opts.paths], common=_sel.common_dir(opts.paths))
             for p in sel.paths:
                 if os.path.isabs(p.split("::")[0]) or ".." in Path(p.split("::")[0]).parts:
                     raise UsageError(f"with --a-root/--b-root, PATHS must be relative to the roots: {p}")
@@ -327,7 +331,7 @@ def _run(
         t = time.monotonic()
         try:
             if kind == "git":
-                used = _arms.materialise_git(src, commit, sel, spec.root)
+                used = _mat.materialise_git(src, commit, sel, spec.root)
                 # the resolved SHA (a branch may move), a fresh directory; the
                 # whole commit when the import root is the top
                 paths = "" if "" in used else " --" + "".join(f" {shlex.quote(p)}" for p in used)
@@ -337,7 +341,7 @@ def _run(
                 if _has_export_attributes(spec.root):
                     result.warnings.append(Notice("export-attributes", arm=name))
             else:
-                _arms.materialise_dir(src, sel, spec.root)
+                _mat.materialise_dir(src, sel, spec.root)
         except (_arms.ArmError, OSError) as err:
             arm_errors[name] = str(err)
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -351,7 +355,7 @@ def _run(
             arm_errors[d.name] = arm_errors[d.based_on]
             spec.root.mkdir(parents=True, exist_ok=True)
         else:
-            _arms.clone_root(base.root, spec.root)
+            _mat.clone_root(base.root, spec.root)
         spec.materialise_note = base.materialise_note
         specs[d.name] = spec
 
@@ -362,7 +366,7 @@ def _run(
             raise UsageError(f"{p} exists in neither arm")
 
     # files
-    files_by_arm = {n: ({} if n in arm_errors else _arms.discover_files(s.root, sel)) for n, s in specs.items()}
+    files_by_arm = {n: ({} if n in arm_errors else _testfiles.discover_files(s.root, sel)) for n, s in specs.items()}
     all_files = sorted(set(files_by_arm["A"]) | set(files_by_arm["B"]))
     pieces = [_shard.Piece(f, 0.0) for f in all_files]
     if shard:
@@ -403,7 +407,7 @@ def _run(
     # --hw-classification for B (and diagnostic arms based on B)
     if opts.hw_classification:
         b_root = specs["B"].root
-        if not _arms.has_conftest_option(b_root, "--hw-classification"):
+        if not _testfiles.has_conftest_option(b_root, "--hw-classification"):
             result.warnings.append(Notice("hw-classification.no-conftest-option"))
         else:
             envr = probe_future.result()
@@ -458,7 +462,7 @@ def _run(
         if name in arm_errors:
             ar.ran, ar.error = False, arm_errors[name]
         run_files = [x for f in all_files for x in files_by_arm[name].get(f, [])]
-        ar.command = _arms.repro_command(
+        ar.command = _repro.repro_command(
             spec,
             opts.python,
             run_files,

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import shlex
 
-from codemod.ab.arms import PYTEST_ARGS, REPRO_VARS
+from codemod.ab.arms import PYTEST_ARGS
 from codemod.ab.model import ABResult, ArmResult
+from codemod.ab.repro import REPRO_VARS
 
 from .ab_background import arm_description
 from .ab_fmt import Fmt
