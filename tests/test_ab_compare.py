@@ -14,7 +14,8 @@ from codemod.ab.model import ABResult, ArmResult, Outcome
 from codemod.ab.model import TestComparison as Comparison
 from codemod.ab.nodemap import map_nodeid, parse_mapping
 from codemod.ab.notices import Notice
-from codemod.ab.run import UsageError, parse_diag, parse_shard
+from codemod.ab.options import parse_diag, parse_shard
+from codemod.ab.procs import UsageError
 from codemod.ab.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
 from codemod.ab.verdict import exit_code, verdict
 

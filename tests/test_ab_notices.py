@@ -172,7 +172,7 @@ def test_a_warning_of_the_wrong_shape_is_refused():
 
 def test_the_diagnose_run_marks_its_own_warnings_and_drops_repeated_ones(tmp_path):
     from codemod.ab import causes_confirm
-    from codemod.ab.run import DiagSpec, RunOptions
+    from codemod.ab.options import DiagSpec, RunOptions
 
     data = json.loads((RESULTS / "sparse_weights_only.json").read_text(encoding="utf-8"))
     data.update(arms=[a for a in data["arms"] if a["name"] in ("A", "B")], diagnostics=[])  # cause not yet confirmed

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from codemod.ab import terminal
 from codemod.ab.cli import ab
 from codemod.ab.notices import Notice
-from codemod.ab.run import RunOptions, run_ab, run_single_file
+from codemod.ab.options import RunOptions
+from codemod.ab.run import run_ab, run_single_file
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -465,7 +466,8 @@ def test_relative_python_and_removed_xfail(tmp_path, monkeypatch):
 
 
 def test_resolve_python_forms(tmp_path):
-    from codemod.ab.run import UsageError, resolve_python
+    from codemod.ab.interp import resolve_python
+    from codemod.ab.procs import UsageError
     link = tmp_path / "venv" / "bin" / "python"
     link.parent.mkdir(parents=True)
     link.symlink_to(sys.executable)

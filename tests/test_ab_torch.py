@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from codemod.ab import terminal
-from codemod.ab.run import RunOptions, parse_diag, run_ab
+from codemod.ab.options import RunOptions, parse_diag
+from codemod.ab.run import run_ab
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ab" / "torchload"
 

@@ -15,7 +15,9 @@ import pytest
 
 from codemod.ab import procs
 from codemod.ab.notices import Notice
-from codemod.ab.run import DiagSpec, RunOptions, run_ab, thread_vars
+from codemod.ab.options import DiagSpec, RunOptions
+from codemod.ab.prepare import thread_vars
+from codemod.ab.run import run_ab
 from codemod.ab.warm import import_environment, preload_modules
 
 HERE = Path(__file__).resolve().parent

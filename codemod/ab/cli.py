@@ -357,7 +357,8 @@ def run_cmd(
     PATHS are test files, directories or node ids (file.py::Class::test).
     The word `run` may be left out: `decouple ab PATHS... --base REF`.
     """
-    from codemod.ab import nodemap
+    from codemod.ab import nodemap, procs
+    from codemod.ab import options as _options
     from codemod.ab import run as _run
     from codemod.ab import shard as _shard
 
@@ -367,14 +368,14 @@ def run_cmd(
     if base and (a_root or b_root):
         raise click.UsageError("--base and --a-root/--b-root exclude each other")
     try:
-        opts = _run.RunOptions(
+        opts = _options.RunOptions(
             paths=list(paths),
             base=base,
             a_root=a_root,
             b_root=b_root,
             python=python or sys.executable,
-            env=_run.parse_env(env),
-            diags=[_run.parse_diag(d) for d in diag],
+            env=_options.parse_env(env),
+            diags=[_options.parse_diag(d) for d in diag],
             hw_classification=[x for item in hw for x in item.replace(",", " ").split()],
             timeout=timeout,
             file_timeout=file_timeout,
@@ -388,8 +389,8 @@ def run_cmd(
             fsync=fsync,
             fork=fork,
         )
-        _run.parse_shard(shard)
-    except (_run.UsageError, ValueError) as err:  # DurationsError is a ValueError
+        _options.parse_shard(shard)
+    except (procs.UsageError, ValueError) as err:  # DurationsError is a ValueError
         raise click.UsageError(str(err)) from err
     try:
         result = _run.run_ab(opts)
@@ -397,7 +398,12 @@ def run_cmd(
             from codemod.ab import causes_confirm
 
             result = causes_confirm.diagnose(
-                result, opts, _run.run_ab, _run.DiagSpec, budget=diagnose_budget, say=opts.progress or (lambda _m: None)
+                result,
+                opts,
+                _run.run_ab,
+                _options.DiagSpec,
+                budget=diagnose_budget,
+                say=opts.progress or (lambda _m: None),
             )
         else:
             from codemod.ab import causes
@@ -407,10 +413,10 @@ def run_cmd(
             from codemod.ab import changes
 
             result.changes = changes.git_changes(os.getcwd(), base, result.paths)
-    except _run.UsageError as err:
+    except procs.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
         sys.exit(2)
-    except _run.Interrupted as err:
+    except procs.Interrupted as err:
         click.echo(f"decouple ab: interrupted ({err.signame}); temporary roots removed", err=True)
         sys.exit(143 if err.signame == "SIGTERM" else 130)
     except Exception:  # an internal error is exit 2, never a verdict

@@ -1,17 +1,27 @@
-"""The reproduction command: how a human reruns one arm's files in a real tree.
+"""The reproduction command: how a human rebuilds an arm's root and reruns its files.
 
-The command repeats the arm's environment (``arms``: the variables unset and
+A git arm's root is rebuilt with ``git archive`` of the resolved commit into a fresh
+directory (``git_archive_note``); a work-tree or directory arm runs where it is.  The
+command repeats the arm's environment (``arms``: the variables unset and
 set, the pytest arguments) as an ``env`` prefix, plus ``REPRO_VARS``.
 """
 
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from codemod.ab.arms import FIXED_VARS, PYTEST_ARGS, UNSET_VARS, ArmSpec, safe_arg
 
 # Only in the reproduction commands (a human runs them in a real tree).
 REPRO_VARS = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def git_archive_note(repo: Path, commit: str, used: list[str]) -> str:
+    """The shell command that rebuilds a git arm's root in ``$D``: the resolved SHA (a
+    branch may move), a fresh directory; the whole commit when the import root is the top."""
+    paths = "" if "" in used else " --" + "".join(f" {shlex.quote(p)}" for p in used)
+    return f'D=$(mktemp -d) && git -C {shlex.quote(str(repo))} archive {commit}{paths} | tar -x -C "$D"'
 
 
 def repro_command(

@@ -173,18 +173,19 @@ def refactor(
     2 usage/input error; 3 INCONCLUSIVE.
     """
     from codemod import cli
-    from codemod.ab import run as _run
+    from codemod.ab import options as _options
+    from codemod.ab import procs as _procs
 
     cfg = cli._config()
     try:
         ab = dict(
             python=python or cfg.python or sys.executable,
-            env=_run.parse_env(env),
-            diags=[_run.parse_diag(d) for d in diag],
+            env=_options.parse_env(env),
+            diags=[_options.parse_diag(d) for d in diag],
             timeout=timeout,
             confirm=confirm,
         )
-    except (_run.UsageError, ValueError) as e:
+    except (_procs.UsageError, ValueError) as e:
         raise click.UsageError(str(e)) from e
     if jobs:
         ab["jobs"] = jobs
@@ -230,7 +231,7 @@ def refactor(
         outcome = pipeline.run(repo, opts)
     except (pipeline.RefactorError, GitError) as e:
         _fail(str(e))
-    except _run.Interrupted as e:
+    except _procs.Interrupted as e:
         click.echo(
             f"decouple refactor: interrupted ({e.signame}); the temporary work tree was removed, "
             "branches already committed are kept",

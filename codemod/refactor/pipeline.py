@@ -200,14 +200,16 @@ def _edit_group(wt: Worktree, files: list[str], allowlist_rel: str | None, opts:
 
 def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: dict[str, str]):
     from codemod.ab import run as _run
+    from codemod.ab.options import RunOptions
+    from codemod.ab.procs import UsageError
 
     ab = dict(opts.ab)
     ab.setdefault("jobs", opts.jobs or os.cpu_count() or 1)
     ab["mapping"] = {**mapping, **ab.get("mapping", {})}  # restructured tests compared with their old selves
-    ropts = _run.RunOptions(paths=list(files), base=base, cwd=wt.root, progress=opts.say, **ab)
+    ropts = RunOptions(paths=list(files), base=base, cwd=wt.root, progress=opts.say, **ab)
     try:
         return _run.run_ab(ropts)
-    except _run.UsageError as e:
+    except UsageError as e:
         raise RefactorError(f"A/B run: {e}") from None
 
 

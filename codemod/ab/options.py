@@ -1,0 +1,102 @@
+"""The options of an A/B run: what the command line asks for, parsed and checked.
+
+``RunOptions`` is what ``run.run_ab`` takes; the parsers turn ``--diag``, ``--env`` and
+``--shard`` values into it, raising ``UsageError`` (exit 2) for bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from codemod.ab import shard as _shard
+from codemod.ab.procs import UsageError
+
+
+@dataclass
+class DiagSpec:
+    name: str
+    based_on: str  # "A" or "B"
+    variables: dict[str, str]
+
+
+def parse_diag(text: str) -> DiagSpec:
+    """``NAME:K=V[,K=V...]`` (based on A) or ``NAME@B:K=V[,...]``."""
+    head, sep, body = text.partition(":")
+    if not sep or not head or not body:
+        raise UsageError(f"--diag expects NAME[@A|@B]:K=V[,K=V...], got {text!r}")
+    name, at, base = head.partition("@")
+    base = (base or "A").upper() if at else "A"
+    if base not in ("A", "B"):
+        raise UsageError(f"--diag {text!r}: the base arm must be A or B")
+    if not name.replace("-", "").replace("_", "").isalnum() or name.upper() in ("A", "B"):
+        raise UsageError(f"--diag {text!r}: the name must be alphanumeric (and not A or B)")
+    variables = {}
+    for item in body.split(","):
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
+            raise UsageError(f"--diag {text!r}: expected K=V, got {item!r}")
+        variables[k.strip()] = v
+    return DiagSpec(name=name, based_on=base, variables=variables)
+
+
+def parse_env(items) -> dict[str, str]:
+    out = {}
+    for item in items:
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            raise UsageError(f"--env expects K=V, got {item!r}")
+        out[k] = v
+    return out
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard expects I/N, got {text!r}") from None
+    if n < 1 or not 1 <= i <= n:
+        raise UsageError(f"--shard {text!r}: need 1 <= I <= N")
+    return i, n
+
+
+@dataclass
+class RunOptions:
+    paths: list[str]
+    base: str | None = None
+    a_root: str | None = None
+    b_root: str | None = None
+    python: str = sys.executable
+    env: dict[str, str] = field(default_factory=dict)
+    diags: list[DiagSpec] = field(default_factory=list)
+    hw_classification: list[str] = field(default_factory=list)
+    timeout: float = 600.0  # per test (0 = none)
+    file_timeout: float = 0.0  # per file (0 = none)
+    jobs: int = 0  # 0 = cpu count
+    confirm: int = 2
+    mapping: dict[str, str] = field(default_factory=dict)
+    shard: str | None = None
+    durations: _shard.Durations | None = None  # recorded times that balance the shards
+    cwd: str | None = None
+    progress: Callable[[str], None] | None = None
+    keep_temp: bool = False  # debugging only
+    fsync: str = "none"  # plugin fsync policy: none | start | all
+    fork: bool = True  # warm interpreters (False: a fresh process per run)
+    # filled in by the run: wall seconds per file (the slower of arms A and B), for --durations-out
+    file_durations: dict[str, float] = field(default_factory=dict)
+
+
+def check_options(opts: RunOptions) -> None:
+    """The combinations no run can start with."""
+    if not opts.paths:
+        raise UsageError("give at least one test path")
+    if opts.base and (opts.a_root or opts.b_root):
+        raise UsageError("use either --base REF or --a-root/--b-root, not both")
+    if not opts.base and not (opts.a_root and opts.b_root):
+        raise UsageError("give --base REF (git) or both --a-root DIR and --b-root DIR")
+    names = [d.name for d in opts.diags]
+    if len(set(names)) != len(names):
+        raise UsageError("--diag names must be unique")
