@@ -32,7 +32,7 @@ VERBATIM = "text"
 # language with the same placeholders, and the same ones as code.
 CATALOGUE: dict[str, dict[str, str]] = {
     VERBATIM: {"en": "{text}", "zh": "{text}"},
-    # ---- the arms and their environment (codemod.ab.run, codemod.ab.arms) ------------
+    # ---- the arms and their environment (codemod.ab.run, .arms, .prepare) ---------------
     "pythonpath-into-tree": {
         "en": "`PYTHONPATH` entry `{entry}` points into `{root}`: every arm imports from the user's tree there",
         "zh": "`PYTHONPATH` 中的条目 `{entry}` 指向 `{root}` 内部：每个组都会从用户的目录树导入该处的模块",
