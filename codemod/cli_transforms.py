@@ -4,12 +4,12 @@ that `decouple refactor` edits exactly as `decouple apply` does."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import click
 
 from codemod import target
+from codemod.jsonfile import read_option_json
 from transforms import restructure
 from transforms.hw_label import HwLabel
 from transforms.members import MEMBERS as VALUES
@@ -54,12 +54,9 @@ def read_globals(path: str | None):
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise SetupError(f"cannot read --globals {path}: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
-        raise SetupError(f"--globals {path} is not JSON: {e}") from None
+        data = read_option_json(path, "--globals")
+    except ValueError as e:
+        raise SetupError(str(e)) from None
     if not isinstance(data, dict) or data.get("schema_version") != 1:
         raise SetupError(f"--globals {path} is not a discover-globals result (schema_version 1)")
     return data

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from codemod.jsonfile import read_option_json
+
 _DEVICE_SUFFIXES = ("CPU", "CUDA", "MPS", "XPU", "META", "LAZY", "HPU", "NPU", "MTIA", "PRIVATEUSE1")
 
 
@@ -23,15 +25,7 @@ def parse_mapping(items: Iterable[str]) -> dict[str, str]:
 
 def read_map_file(path: str) -> dict[str, str]:
     """The `map` entries of a test-map JSON (`decouple apply --restructure ... --map-out`)."""
-    import json
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ValueError(f"cannot read --map-file {path}: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--map-file {path} is not JSON: {e}") from None
+    data = read_option_json(path, "--map-file")
     if not isinstance(data, dict) or data.get("schema_version") != 1 or not isinstance(data.get("map"), list):
         raise ValueError(f"--map-file {path} is not a test map (schema_version 1 with a `map` list)")
     out = {}
