@@ -11,13 +11,13 @@ difference (reproduces) from a flaky test (does not).  The outcomes go to the ro
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from codemod.ab import flaky as _flaky
 from codemod.ab import shard as _shard
 from codemod.ab.filerun import ArmRunner
 from codemod.ab.model import CATEGORIES, ArmResult, TestComparison
 from codemod.ab.runfiles import wait_all
+from codemod.ab.slots import SlotPool
 
 
 def confirm_discordant(
@@ -27,7 +27,7 @@ def confirm_discordant(
     a: ArmResult,
     b: ArmResult,
     k: int,
-    pool: ThreadPoolExecutor,
+    pool: SlotPool,
     stop: threading.Event,
     say,
 ) -> None:
@@ -48,7 +48,8 @@ def confirm_discordant(
     if todo:
         groups = _by_file(todo)
         say(f"confirming {len(todo)} discordant test(s) in {len(groups)} file(s), {k} alternating rerun(s) each")
-        futs = [pool.submit(_confirm, ra, rb, a, b, rs, k) for rs in groups.values()]
+        # urgent: ahead of the diagnostic arms' files still queued
+        futs = [pool.submit(_confirm, ra, rb, a, b, rs, k, urgent=True) for rs in groups.values()]
         wait_all(futs, stop)
         # alone, both arms agree although they differed in the file: rerun
         # the file (up to the test) once per arm to tell an order-dependent
@@ -57,7 +58,8 @@ def confirm_discordant(
         if suspects:
             say(f"rerunning the file around {len(suspects)} test(s) that differ only in the file")
             futs = [
-                pool.submit(_confirm_in_file, ra, rb, a, b, fa, fb, rs) for (fa, fb), rs in _by_file(suspects).items()
+                pool.submit(_confirm_in_file, ra, rb, a, b, fa, fb, rs, urgent=True)
+                for (fa, fb), rs in _by_file(suspects).items()
             ]
             wait_all(futs, stop)
         for r in todo:

@@ -37,13 +37,14 @@ from codemod.ab.arms import ArmSpec
 from codemod.ab.confirm import confirm_discordant
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
 from codemod.ab.interp import check_python, probe, resolve_python
-from codemod.ab.model import ABResult, Environment
+from codemod.ab.model import ABResult, ArmResult, Environment
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
 from codemod.ab.prepare import prepare_arms, thread_vars
 from codemod.ab.procs import Interrupted, kill_all_children
-from codemod.ab.runfiles import arm_results, run_files
+from codemod.ab.runfiles import arm_results, finished, start_files
 from codemod.ab.selection import Selection
+from codemod.ab.slots import SlotPool
 from codemod.ab.sources import resolve_sources
 from codemod.ab.warm import SERVER_MODULE, ForkServer
 
@@ -74,7 +75,7 @@ def run_ab(opts: RunOptions) -> ABResult:
     old = procs.install_signal_handlers()
     stop = threading.Event()
     work: Path | None = None
-    pool: ThreadPoolExecutor | None = None
+    pool: SlotPool | None = None
     lock: int | None = None
     servers: list[ForkServer] = []
     try:
@@ -83,9 +84,7 @@ def run_ab(opts: RunOptions) -> ABResult:
             (opts.progress or (lambda _m: None))(f"removed {stale}, left by an A/B run that was killed")
         work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         lock = procs.claim_root(work)
-        pool = ThreadPoolExecutor(
-            max_workers=max(1, opts.jobs or os.cpu_count() or 1), thread_name_prefix="decouple-ab"
-        )
+        pool = SlotPool(max(1, opts.jobs or os.cpu_count() or 1), "decouple-ab")
         return _run(opts, work, pool, stop, servers)
     except Interrupted:
         stop.set()
@@ -111,9 +110,7 @@ def run_ab(opts: RunOptions) -> ABResult:
             procs.restore_signal_handlers(old)
 
 
-def _run(
-    opts: RunOptions, work: Path, pool: ThreadPoolExecutor, stop: threading.Event, servers: list[ForkServer]
-) -> ABResult:
+def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, servers: list[ForkServer]) -> ABResult:
     t0 = time.monotonic()
     say = opts.progress or (lambda _m: None)
     cwd = Path(opts.cwd or os.getcwd()).resolve()
@@ -180,20 +177,29 @@ def _run(
     runners = {
         n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
     }
-    runs = run_files(pool, runners, pieces, files_by_arm, stop, say)
-    results = arm_results(specs, runs, arm_errors, files_by_arm, all_files, sources, opts, result.warnings)
-
+    jobs = start_files(pool, runners, pieces, files_by_arm, say)
     roots = [str(s.root) for s in specs.values()] + [str(r) for r in sources.user_roots] + [str(work)]
-    for ar in results.values():
-        _sig.assign_signatures(ar, roots)
-    result.arms = [results[n] for n in specs]
 
+    def results_of(names: list[str]) -> dict[str, ArmResult]:
+        runs = finished(jobs, names, stop)
+        out = arm_results(
+            {n: specs[n] for n in names}, runs, arm_errors, files_by_arm, all_files, sources, opts, result.warnings
+        )
+        for ar in out.values():
+            _sig.assign_signatures(ar, roots)
+        return out
+
+    # A and B first: their discordant tests are confirmed while the diagnostic
+    # arms' files still run
+    results = results_of(["A", "B"])
     a, b = results["A"], results["B"]
     rows = _cmp.compare_arms(a, b, opts.mapping)
     if opts.confirm > 0 and a.ran and b.ran:
         confirm_discordant(rows, runners["A"], runners["B"], a, b, opts.confirm, pool, stop, say)
     result.tests = rows
     result.counts = _cmp.count(rows)
+    results.update(results_of([n for n in specs if n not in results]))
+    result.arms = [results[n] for n in specs]
 
     for d in opts.diags:
         result.diagnostics.append(_diag.diagnose(d.name, d.based_on, d.variables, results[d.based_on], results[d.name]))

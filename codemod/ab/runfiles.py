@@ -1,14 +1,16 @@
 """Running the files: every selected file in every arm on the pool, and the arm results.
 
-Each (file, arm) pair is one job on the run's thread pool (``filerun`` runs it);
-the arm results gather the file runs in job order, with each arm's error and its
-reproduction command.
+Each (file, arm) pair is one job on the run's slots (``filerun`` runs it); the
+orchestration waits for the arms it needs next (A and B before the diagnostic
+arms); the arm results gather the file runs in job order, with each arm's error
+and its reproduction command.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from codemod.ab import repro as _repro
 from codemod.ab import shard as _shard
@@ -17,6 +19,7 @@ from codemod.ab.filerun import ArmRunner, FileRun
 from codemod.ab.model import ArmResult
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions
+from codemod.ab.slots import SlotPool
 from codemod.ab.sources import Sources
 
 
@@ -32,27 +35,35 @@ def wait_all(futures: list[Future], stop: threading.Event) -> None:
                 raise exc
 
 
-def run_files(
-    pool: ThreadPoolExecutor,
+def start_files(
+    pool: SlotPool,
     runners: dict[str, ArmRunner],
     pieces: list[_shard.Piece],
     files_by_arm: dict[str, dict[str, list[str]]],
-    stop: threading.Event,
     say,
+) -> list[tuple[str, str, Future]]:
+    """Queue every piece in every arm that has its file: (arm name, file, its
+    future), in job order: each file in A and B side by side (they run under
+    the same conditions), then the diagnostic arms' files."""
+    jobs: list[tuple[str, str, Future]] = []
+    for arms in ([n for n in runners if n in ("A", "B")], [n for n in runners if n not in ("A", "B")]):
+        for piece in pieces:
+            f = piece.file
+            for name in arms:
+                args = files_by_arm[name].get(f)
+                if args is not None:
+                    jobs.append((name, f, pool.submit(_progress_wrap, runners[name], f, args, say, piece)))
+    return jobs
+
+
+def finished(
+    jobs: list[tuple[str, str, Future]], arms: Iterable[str], stop: threading.Event
 ) -> list[tuple[str, str, FileRun]]:
-    """Every piece in every arm that has its file: (arm name, file, run), in job order."""
-    jobs: list[Future] = []
-    job_meta: list[tuple[str, str]] = []
-    for piece in pieces:
-        f = piece.file
-        for name in runners:
-            args = files_by_arm[name].get(f)
-            if args is None:
-                continue
-            jobs.append(pool.submit(_progress_wrap, runners[name], f, args, say, piece))
-            job_meta.append((name, f))
-    wait_all(jobs, stop)
-    return [(name, f, fut.result()) for fut, (name, f) in zip(jobs, job_meta, strict=False)]
+    """Wait for the jobs of `arms`: (arm name, file, run), in job order."""
+    names = set(arms)
+    mine = [(name, f, fut) for name, f, fut in jobs if name in names]
+    wait_all([fut for _, _, fut in mine], stop)
+    return [(name, f, fut.result()) for name, f, fut in mine]
 
 
 def arm_results(
