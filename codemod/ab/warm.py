@@ -357,31 +357,31 @@ def settle(
         if fork:
             warnings.append(Notice("warm.no-fork"))
         return {}
+    servers = _by_server(started)
     try:
-        hellos = {n: s.ready(stop=stop) for n, s in started.items()}
+        hellos = [(names, server.ready(stop=stop)) for server, names in servers]
     except ServerError as err:
         reasons = [err.notice]
     else:
-        unsafe = {n: h["unsafe"] for n, h in hellos.items() if h.get("unsafe")}
-        if not unsafe:
-            loaded = next(iter(hellos.values()), {}).get("preloaded") or []
-            skipped = next(iter(hellos.values()), {}).get("skipped") or {}
-            arms = ", ".join("+".join(names) for _, names in _by_server(started))
+        # the server names its reason by a catalogue code (it cannot import the
+        # catalogue); the arms sharing a server share its reason
+        reasons = [
+            Notice(h["unsafe"]["code"], h["unsafe"].get("params") or {}, arm="+".join(names))
+            for names, h in hellos
+            if h.get("unsafe")
+        ]
+        if not reasons:
+            first = hellos[0][1] if hellos else {}
+            loaded = first.get("preloaded") or []
+            skipped = first.get("skipped") or {}
             say(
-                f"warm interpreters ({arms}): pytest"
+                f"warm interpreters ({', '.join('+'.join(names) for names, _ in hellos)}): pytest"
                 + "".join(f", {m}" for m in loaded)
                 + f" imported once, in {time.monotonic() - t:.1f}s"
                 + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items())
             )
             return started
-        # the server names its reason by a catalogue code (it cannot import the catalogue)
-        # (once per server: the arms sharing one share its reason)
-        reasons = [
-            Notice(unsafe[names[0]]["code"], unsafe[names[0]].get("params") or {}, arm="+".join(names))
-            for _, names in _by_server(started)
-            if names[0] in unsafe
-        ]
-    for server, _ in _by_server(started):
+    for server, _ in servers:
         server.close()
     warnings.append(Notice("warm.given-up", reasons=reasons))
     return {}
