@@ -32,6 +32,13 @@ MASKS = [
     (re.compile(r"\b\d+\.\d+ ?(s|ms|seconds)\b"), "<time>"),
     (re.compile(r"\b\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?"), "<when>"),
     (re.compile(r"\bpid \d+"), "pid <n>"),
+    (re.compile(r"\b\d+(\.\d+)? ?秒"), "<time>"),
+    (re.compile(r'\btime="[\d.]+"'), 'time="<time>"'),
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x<addr>"),
+    # the HTML table's duration cells
+    (re.compile(r'data-sort="\d+\.\d+">\d+\.\d+<'), 'data-sort="<time>"><time><'),
+    # os.environ's repr in a traceback: the caller's whole environment, cut at a random place
+    (re.compile(r"environ\(\{.*?\}\)"), "environ(<env>)"),
 ]
 TIME_KEYS = {"duration", "started", "finished", "seconds", "elapsed", "wall", "time", "durations"}
 
