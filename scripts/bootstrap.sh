@@ -17,6 +17,17 @@ quiet_pip() {
   return "${PIPESTATUS[0]}"
 }
 
+# Installed means: the venv has the `decouple` command and, imported from outside this folder (where
+# the current directory on sys.path cannot answer for it), `codemod` is this checkout's.
+tool_installed() {
+  [ -x "$VENV/bin/decouple" ] || return 1
+  local here python found
+  here=$(pwd -P)
+  python="$(cd "$VENV/bin" && pwd)/python"
+  found=$(cd / && "$python" -c "import codemod, os; print(os.path.dirname(os.path.dirname(os.path.realpath(codemod.__file__))))" 2>/dev/null) || return 1
+  [ "$found" = "$here" ]
+}
+
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 if [ "${1:-}" = "test" ]; then
   quiet_pip "$VENV/bin/pip" install -q -e '.[test]'
@@ -38,7 +49,7 @@ if [ "${1:-}" = "test" ]; then
     fi
   fi
 elif [ "${1:-}" = "demo" ]; then
-  "$VENV/bin/python" -c "import codemod" 2>/dev/null || quiet_pip "$VENV/bin/pip" install -q -e .
+  tool_installed || quiet_pip "$VENV/bin/pip" install -q -e .
   "$VENV/bin/python" -c "import torch, pytest, expecttest, numpy; assert torch.__version__.startswith('2.14.1')" \
     2>/dev/null || quiet_pip "$VENV/bin/pip" install -q torch==2.14.1 expecttest numpy pytest
 else
