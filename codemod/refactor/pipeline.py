@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from codemod import engine
-from codemod.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
+from codemod.engine import process as engine
+from codemod.engine.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
+from codemod.engine.result import FAILED
 from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
-from codemod.result import FAILED
 
 DEFAULT_ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
 STATE_VERSION = 1

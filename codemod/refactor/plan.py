@@ -16,9 +16,10 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from codemod import engine, linter_gate
+from codemod.engine import linter_gate
+from codemod.engine import process as engine
+from codemod.engine.result import ALREADY, CHANGED, FAILED, SKIPPED, RunResult
 from codemod.refactor.gitrepo import Repo
-from codemod.result import ALREADY, CHANGED, FAILED, SKIPPED, RunResult
 
 TRACKING_ISSUE = "pytorch/pytorch#185590"
 TITLE_PREFIX = "[Testcase Refactoring] Add hw_classification in "

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from codemod.result import CHANGED, FAILED, RunResult
+from codemod.engine.result import CHANGED, FAILED, RunResult
 from transforms.base import Finding
 
 CODE = "DECOUPLE"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, RunResult
+from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, RunResult
 
 # Finding rules that describe one class's decision, with the word the table shows.
 _DECISIONS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from codemod.discovery import DEFAULT_EXCLUDES
+from codemod.engine.discovery import DEFAULT_EXCLUDES
 
 STDIN = "-"
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import click
 
-from codemod import target
-from codemod.jsonfile import read_option_json
+from codemod.engine import target
+from codemod.util.jsonfile import read_option_json
 from transforms import restructure
 from transforms.hw_label import HwLabel
 from transforms.members import MEMBERS as VALUES

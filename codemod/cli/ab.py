@@ -456,7 +456,7 @@ def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> 
     _finish(merged, json_path, markdown, html, junit, lang, color, quiet)
 
 
-def main(argv: list[str] | None = None) -> None:  # pragma: no cover - python -m codemod.ab.cli
+def main(argv: list[str] | None = None) -> None:  # pragma: no cover - python -m codemod.cli.ab
     ab.main(args=argv, prog_name="decouple ab")
 
 

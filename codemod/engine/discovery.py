@@ -226,7 +226,7 @@ def _allowlist_root(path: str, entries: list[str]) -> str:
 def graduate(allowlist: Allowlist, done: set[str]) -> list[str]:
     """Remove the entries whose files are now fully classified; rewrite the JSON keeping its
     layout (sorted list, same indentation). Returns the removed entries."""
-    from codemod.files import write_atomic
+    from codemod.util.files import write_atomic
 
     done_abs = {os.path.abspath(p) for p in done}
     removed = [e for e in allowlist.entries if os.path.abspath(os.path.join(allowlist.root, e)) in done_abs]

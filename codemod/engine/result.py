@@ -51,7 +51,7 @@ class RunResult:
     graduated: list[str] = field(default_factory=list)  # allowlist entries removed
     warnings: list[str] = field(default_factory=list)
     strict: bool = False  # --strict: manual work fails --check/--diff too
-    # The linter gate's summary (codemod/linter_gate.py), None when the gate is off.
+    # The linter gate's summary (codemod/engine/linter_gate.py), None when the gate is off.
     linter_gate: dict[str, Any] | None = None
 
     def count(self) -> Counter:

@@ -69,7 +69,7 @@ from typing import Any
 
 import click
 
-from codemod.target import TargetInfo, probe
+from codemod.engine.target import TargetInfo, probe
 from transforms.unsafe_globals import dangerous as dangerous_names
 from transforms.unsafe_globals import normalise
 
@@ -582,5 +582,5 @@ def discover_globals(targets, python, out, max_iterations, timeout, quiet):
     sys.exit(status)
 
 
-if __name__ == "__main__":  # python -m codemod.discover_globals
+if __name__ == "__main__":  # python -m codemod.engine.discover_globals
     discover_globals()

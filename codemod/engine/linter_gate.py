@@ -234,8 +234,8 @@ def gate_run(
     graduated) and record a summary in `run.linter_gate`. `encodings`: the source encoding
     of results not read from their path (standard input); the others are read from disk.
     Raises GateError."""
-    from codemod.files import SourceError, read_source
-    from codemod.result import FAILED, NEEDS_MANUAL
+    from codemod.engine.result import FAILED, NEEDS_MANUAL
+    from codemod.util.files import SourceError, read_source
     from transforms.base import ERROR, WARNING, Finding
 
     by_path = {r.path: r for r in run.files if r.status != FAILED and r.replacement is not None}

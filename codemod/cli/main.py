@@ -18,13 +18,13 @@ from typing import NoReturn
 
 import click
 
-from codemod import engine, linter_gate
-from codemod.ab.cli import ab
-from codemod.cli_options import STDIN, gate_options, linter_option, selection_options, stdin_quiet_options
-from codemod.cli_transforms import SetupError, build_transforms, label_transform
-from codemod.config import Config, ConfigError, load_config
-from codemod.discover_globals import discover_globals
-from codemod.discovery import (
+from codemod.cli.ab import ab
+from codemod.cli.options import STDIN, gate_options, linter_option, selection_options, stdin_quiet_options
+from codemod.cli.transform_setup import SetupError, build_transforms, label_transform
+from codemod.engine import linter_gate
+from codemod.engine import process as engine
+from codemod.engine.discover_globals import discover_globals
+from codemod.engine.discovery import (
     DiscoveryError,
     diff_name,
     discover,
@@ -33,10 +33,11 @@ from codemod.discovery import (
     read_allowlist,
     read_paths_file,
 )
-from codemod.files import MAX_SOURCE_BYTES, SourceError, decode_source
+from codemod.engine.result import FAILED, FileResult, RunResult
 from codemod.report import github, lintrunner, sarif
 from codemod.report import text as text_report
-from codemod.result import FAILED, FileResult, RunResult
+from codemod.util.config import Config, ConfigError, load_config
+from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
 from transforms import restructure
 from transforms.torch_load import MODES
 
@@ -493,7 +494,7 @@ def _write_map(path: str, run: RunResult) -> None:
 main.add_command(ab)
 main.add_command(discover_globals)
 
-from codemod.refactor.cli import pr_body, refactor  # noqa: E402  (they reuse this module's helpers)
+from codemod.cli.refactor import pr_body, refactor  # noqa: E402  (they reuse this module's helpers)
 
 main.add_command(refactor)
 main.add_command(pr_body)

@@ -8,9 +8,9 @@ import sys
 
 import click
 
-from codemod.cli_options import exclude_options
-from codemod.cli_transforms import SetupError, build_transforms
-from codemod.discovery import exclude_patterns
+from codemod.cli.options import exclude_options
+from codemod.cli.transform_setup import SetupError, build_transforms
+from codemod.engine.discovery import exclude_patterns
 from codemod.refactor import pipeline, prbody
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
@@ -172,9 +172,9 @@ def refactor(
     is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left or a branch whose base moved;
     2 usage/input error; 3 INCONCLUSIVE.
     """
-    from codemod import cli
     from codemod.ab import options as _options
     from codemod.ab import procs as _procs
+    from codemod.cli import main as cli
 
     cfg = cli._config()
     try:

@@ -19,8 +19,8 @@ from dataclasses import replace
 
 import libcst
 
-from codemod.files import Source, SourceError, read_source, write_atomic
-from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, FileResult
+from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, FileResult
+from codemod.util.files import Source, SourceError, read_source, write_atomic
 from transforms.base import Finding, Transform
 from transforms.source_lines import split_lines
 
