@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codemod.engine.discover_globals import discover, discover_globals
+from codemod.cli.discover_globals import discover_globals
+from codemod.engine.discover_globals import discover
 from codemod.engine.target import probe
 from transforms.torch_load import TorchLoad, check_mode_supported
 

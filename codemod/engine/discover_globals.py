@@ -61,13 +61,10 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-import click
 
 from codemod.engine.target import TargetInfo, probe
 from transforms.unsafe_globals import dangerous as dangerous_names
@@ -524,63 +521,3 @@ def summary(result: dict[str, Any]) -> str:
     for e in result.get("errors") or []:
         lines.append(f"  error: {e.splitlines()[0] if e else e}")
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-@click.command("discover-globals")
-@click.argument("targets", nargs=-1, required=True)
-@click.option(
-    "--python",
-    "python",
-    metavar="PATH",
-    default=None,
-    help="Interpreter that runs the tests (default: the one running decouple).",
-)
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Write the JSON here instead of stdout.",
-)
-@click.option(
-    "--max-iterations",
-    type=click.IntRange(1, 1000),
-    default=10,
-    show_default=True,
-    help="Rounds of allow-and-rerun before giving up.",
-)
-@click.option(
-    "--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True, help="Seconds per pytest round."
-)
-@click.option("-q", "--quiet", is_flag=True, help="No progress lines and no summary on stderr (errors only).")
-def discover_globals(targets, python, out, max_iterations, timeout, quiet):
-    """Find the globals the torch.load calls of TARGET tests need under weights_only=True.
-
-    TARGET is a test file or pytest node id.  Prints JSON (for `decouple apply
-    --torch-load safe-globals|auto --globals FILE`) and a summary on stderr.
-    """
-
-    def log(msg):
-        if not quiet:
-            click.echo(msg, err=True)
-
-    try:
-        result, status = discover(targets, python=python, max_iterations=max_iterations, timeout=timeout, log=log)
-    except Refusal as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    text = json.dumps(result, indent=2, sort_keys=False)
-    if out:
-        Path(out).write_text(text + "\n", encoding="utf-8")
-    else:
-        click.echo(text)
-    if not quiet:
-        click.echo(summary(result), err=True)
-    sys.exit(status)
-
-
-if __name__ == "__main__":  # python -m codemod.engine.discover_globals
-    discover_globals()

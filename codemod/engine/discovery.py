@@ -103,7 +103,7 @@ def excluded_by(rel: str, patterns: tuple[str, ...] | list[str]) -> str | None:
     if not patterns:
         return None
     check = _spec(patterns).check_file(rel)
-    return patterns[check.index] if check.include else None
+    return patterns[check.index] if check.include and check.index is not None else None
 
 
 def exclude_patterns(configured, given, no_default_excludes: bool = False) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, RunResult
+from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, Mode, RunResult
 
 # Finding rules that describe one class's decision, with the word the table shows.
 _DECISIONS = {
@@ -62,7 +62,12 @@ def problems(result: RunResult) -> str:
 
 def summary(result: RunResult) -> str:
     counts = result.count()
-    verb = {"write": "changed", "diff": "would change", "check": "would change", "classify": "to label"}[result.mode]
+    verb = {
+        Mode.WRITE: "changed",
+        Mode.DIFF: "would change",
+        Mode.CHECK: "would change",
+        Mode.CLASSIFY: "to label",
+    }[result.mode]
     parts = [
         f"{counts[CHANGED]} {verb}",
         f"{counts[ALREADY]} already classified",
@@ -97,18 +102,18 @@ def gate_summary(result: RunResult) -> str:
     if gate is None:
         return ""
     out = ""
-    if gate["checked"]:
-        linters = ", ".join(_rel(p) for p in gate["linters"])
-        rejected = gate["rejected"]
+    if gate.checked:
+        linters = ", ".join(_rel(p) for p in gate.linters)
+        rejected = gate.rejected
         out += (
-            f"\nlinter gate ({linters}): {gate['checked']} file(s) checked, {gate['agree']} agree with "
-            f"the tool, {gate['disagree']} disagree"
+            f"\nlinter gate ({linters}): {gate.checked} file(s) checked, {gate.agree} agree with "
+            f"the tool, {gate.disagree} disagree"
         )
         if rejected:
-            verb = "not written nor graduated" if result.mode == "write" else "not to be written"
+            verb = "not written nor graduated" if result.mode == Mode.WRITE else "not to be written"
             out += f"; {len(rejected)} rejected by the linter ({verb}): " + ", ".join(_rel(p) for p in rejected)
-    if gate["unjudged"]:
-        out += f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate['unjudged']} file(s): not gated"
+    if gate.unjudged:
+        out += f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate.unjudged} file(s): not gated"
     return out
 
 
