@@ -22,7 +22,7 @@ from pathlib import Path
 import libcst
 import pytest
 
-from codemod.engine.discover_globals import parse_globals, unfixable_reason
+from codemod.engine.discover_records import parse_globals, unfixable_reason
 from transforms.base import Finding, TransformResult
 from transforms.torch_load import Discovery, TorchLoad, check_mode_supported
 from transforms.torch_load.discovery import _same_file, _test_matches
