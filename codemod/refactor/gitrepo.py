@@ -28,7 +28,10 @@ class Repo:
 
     @property
     def root(self) -> str:
-        return os.path.realpath(self.repo.working_tree_dir)
+        tree = self.repo.working_tree_dir
+        if tree is None:
+            raise GitError(f"{self.repo.git_dir} is a bare repository: there is no work tree to refactor")
+        return os.path.realpath(tree)
 
     # --- reading ---------------------------------------------------------------------------
 
