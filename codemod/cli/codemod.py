@@ -43,8 +43,8 @@ from codemod.engine.pipeline import STDIN, CodemodRun
 from codemod.engine.result import FileResult, Mode, RunResult
 from codemod.report import github, lintrunner, sarif
 from codemod.report import text as text_report
-from codemod.report.lintrunner import LintSeverity
 from codemod.util.config import Config
+from codemod.util.lintmessage import LintSeverity
 from transforms import restructure
 from transforms.base import Transform
 

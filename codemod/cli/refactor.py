@@ -39,7 +39,7 @@ from codemod.refactor.gitrepo import GitError, open_repo
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
     click.echo(f"dry run: nothing is written (base {outcome.base[:12]})")
     for rec in outcome.branches:
-        if rec.status != "would-create":
+        if rec.status != pipeline.BranchStatus.WOULD_CREATE:
             click.echo(f"\nbranch {rec.branch}: {rec.status}" + (f" ({rec.note})" if rec.note else ""))
             continue
         click.echo(f"\nwould create branch {rec.branch} from {rec.base[:12]} with this commit:\n")

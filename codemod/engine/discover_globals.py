@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codemod.engine.discover_records import Findings, allowlist_json, read_round, tests_json
+from codemod.engine.discover_records import Findings, Outcome, allowlist_json, read_round, tests_json
 from codemod.engine.target import TargetInfo, probe
 
 SCHEMA_VERSION = 1
@@ -277,7 +277,7 @@ def _result(rounds: _Rounds, found: Findings, iterations: int, status: int) -> t
     if any(e.startswith("collection error") for e in found.errors):
         status = max(status, 1)
         result["complete"] = False
-    stuck = sorted(n for n, t in tests.items() if t["unfixable"] and t["outcome"] in ("failed", "error"))
+    stuck = sorted(n for n, t in tests.items() if t["unfixable"] and t["outcome"] in (Outcome.FAILED, Outcome.ERROR))
     if stuck:
         # Discovery ran to the end, but no allowlist makes these tests pass: incomplete
         # (exit 1), so a script does not take the allowlist as the whole answer.

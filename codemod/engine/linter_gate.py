@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from codemod.engine.result import FAILED, NEEDS_MANUAL, FileResult, GateSummary, RunResult
 from codemod.util.files import SourceError, read_source
+from codemod.util.lintmessage import LintSeverity
 from transforms.analysis import analyse
 from transforms.base import ERROR, WARNING, Finding
 from transforms.rules.linter import lint_module
@@ -151,7 +152,7 @@ def run_linter(linter: str, python: str, outputs: dict[str, bytes]) -> dict[str,
         files = list(places.values())
         for i in range(0, len(files), _CHUNK):
             for msg in _call(python, os.path.join(mirror, LINTER_REL), files[i : i + _CHUNK], mirror, linter):
-                if msg.get("severity") != "error":
+                if msg.get("severity") != LintSeverity.ERROR:
                     continue  # the [allowlist_hint] advice and anything milder
                 raw_path = msg["path"] if os.path.isabs(msg["path"]) else os.path.join(mirror, msg["path"])
                 user = back.get(os.path.realpath(raw_path))

@@ -32,7 +32,7 @@ from codemod.engine.result import (
     Mode,
 )
 from codemod.util.files import Source, SourceError, read_source, write_atomic
-from transforms.base import Finding, Transform
+from transforms.base import ERROR, Finding, Transform
 from transforms.source_lines import split_lines
 
 # Decisions after which a class carries a label; the label passes the linter unless
@@ -48,7 +48,7 @@ def _linter_clean(findings: list[Finding]) -> bool:
     return (
         bool(classes)
         and all(f.rule in _LABELLED and not f.data.get("violations") for f in classes)
-        and not any(f.severity == "error" for f in findings)
+        and not any(f.severity == ERROR for f in findings)
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from codemod.report.lintrunner import LintMessage, LintSeverity
+from codemod.util.lintmessage import LintMessage, LintSeverity
 
 # lintrunner severities -> workflow command names
 _COMMAND = {

@@ -17,40 +17,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import TypedDict
 
 from codemod.engine.result import CHANGED, FAILED, Mode, RunResult
-from transforms.base import Finding
-from transforms.core.strenum import StrEnum
+from codemod.util.lintmessage import LintMessage, LintSeverity
+from transforms.base import ERROR, INFO, WARNING, Finding
 
 CODE = "DECOUPLE"
 
 
-class LintSeverity(StrEnum):
-    """lintrunner's severities."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    ADVICE = "advice"
-    DISABLED = "disabled"
-
-
-class LintMessage(TypedDict):
-    """lintrunner's LintMessage, the unit every lint view (text, GitHub, SARIF) renders."""
-
-    path: str
-    line: int | None
-    char: int | None
-    code: str
-    severity: LintSeverity
-    name: str
-    original: str | None
-    replacement: str | None
-    description: str
-
-
 # A finding's own severity -> lintrunner's.
-SEVERITY = {"error": LintSeverity.ERROR, "warning": LintSeverity.WARNING, "info": LintSeverity.ADVICE}
+SEVERITY = {ERROR: LintSeverity.ERROR, WARNING: LintSeverity.WARNING, INFO: LintSeverity.ADVICE}
 # Findings that describe an edit the replacement makes.
 _EDITS = ("hw/label", "hw/forced", "torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
 # Findings the upstream linter itself reports (as errors) on the file as it is.
@@ -110,7 +86,7 @@ def messages(run: RunResult) -> Iterator[LintMessage]:
             level = LintSeverity.ERROR if any(x.rule.startswith("hw/") for x in edits) else LintSeverity.WARNING
             yield _message(f.path, first, level, "autofix", f"decouple apply: {what}", f.original, f.replacement)
         for x in f.findings:
-            if x.severity != "info":
+            if x.severity != INFO:
                 detail = f"{x.message} (suggested: {x.fix})" if x.fix and x.data.get("patterns") else x.message
                 yield _message(f.path, x.line, severity(x), x.rule, detail)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from codemod.report.lintrunner import LintMessage, LintSeverity
+from codemod.util.lintmessage import LintMessage, LintSeverity
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
