@@ -171,7 +171,7 @@ def diff_name(path: str, root: str | None = None) -> str:
 # --- the upstream allowlist (tools/linter/adapters/test_linter_allowlist.json) ---------------
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Allowlist:
     path: str
     root: str  # the repository root the entries are relative to
@@ -202,7 +202,7 @@ def read_allowlist(path: str) -> Allowlist:
     if len(lines) > 1:
         second = lines[1]
         indent = len(second) - len(second.lstrip(" "))
-    return Allowlist(path, root, entries, indent, raw.endswith("\n"))
+    return Allowlist(path=path, root=root, entries=entries, indent=indent, trailing_newline=raw.endswith("\n"))
 
 
 def _allowlist_root(path: str, entries: list[str]) -> str:
