@@ -134,7 +134,7 @@ def torch_bench(args) -> int:
         plain_cmd = [args.python, "-m", "pytest", "-q", *_arms.PYTEST_ARGS, *files]
         diag_env = {**env, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
         ab_env = {**os.environ, "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        ab_cmd = [sys.executable, "-m", "codemod.ab.cli", ".", "--base", "HEAD", "-q", "--python", args.python,
+        ab_cmd = [sys.executable, "-m", "codemod.cli.ab", ".", "--base", "HEAD", "-q", "--python", args.python,
                   "-j", str(args.jobs), "--diag", DIAG, "--confirm", "2"]
 
         def plain_once() -> float:
@@ -198,7 +198,7 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if k not in _arms.UNSET_VARS}
         env.update({**_arms.FIXED_VARS, "PYTHONDONTWRITEBYTECODE": "1"})
         plain_cmd = [args.python, "-m", "pytest", "-q", *_arms.PYTEST_ARGS, *files]
-        ab_cmd = [sys.executable, "-m", "codemod.ab.cli", "tests", "--base", "HEAD", "-q",
+        ab_cmd = [sys.executable, "-m", "codemod.cli.ab", "tests", "--base", "HEAD", "-q",
                   "--python", args.python, "-j", str(args.jobs)]
         ab_env = {**os.environ, "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from codemod.ab import causes
-from codemod.ab.cli import ab
+from codemod.cli.ab import ab
 from codemod.ab.model import ABResult, ArmResult, DiagnosticSummary, Environment, Outcome
 from codemod.ab.model import TestComparison as Comparison
 from codemod.report import ab_markdown

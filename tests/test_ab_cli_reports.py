@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from codemod.ab.cli import REPORT_WRITE_ERROR, ab
+from codemod.cli.ab import REPORT_WRITE_ERROR, ab
 from codemod.ab.model import ABResult
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "ab_results")

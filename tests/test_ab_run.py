@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from codemod.ab import terminal
-from codemod.ab.cli import ab
+from codemod.cli.ab import ab
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions
 from codemod.ab.run import run_ab, run_single_file
@@ -278,7 +278,7 @@ def test_usage_errors_exit_2(tmp_path):
 
 def test_bad_base_ref_exits_2(tmp_path):
     repo = make_repo(tmp_path / "repo", FIX / "diag" / "a")
-    r = subprocess.run([sys.executable, "-m", "codemod.ab.cli", "tests", "--base", "no-such-ref", "-q"],
+    r = subprocess.run([sys.executable, "-m", "codemod.cli.ab", "tests", "--base", "no-such-ref", "-q"],
                        cwd=repo, capture_output=True, text=True)
     assert r.returncode == 2 and "no-such-ref" in r.stderr
 
@@ -296,7 +296,7 @@ def test_signal_cleans_up(tmp_path, signum):
     marker = tmp_path / "marker"
     env = {**os.environ, "TMPDIR": str(tmpdir), "AB_SLEEP_MARKER": str(marker),
            "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-m", "codemod.ab.cli", "test_sleep.py", "--base", "HEAD", "-q", "-j", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "codemod.cli.ab", "test_sleep.py", "--base", "HEAD", "-q", "-j", "2"],
                             cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 90

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from codemod.ab import shard
-from codemod.ab.cli import ab
+from codemod.cli.ab import ab
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "shard"
 

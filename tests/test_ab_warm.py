@@ -253,7 +253,7 @@ def test_sigkill_of_the_runner_kills_its_tests_and_the_next_run_reaps_its_root(t
     marker = tmp_path / "marker"
     env = {**os.environ, "TMPDIR": str(tmpdir), "AB_SLEEP_MARKER": str(marker),
            "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "codemod.ab.cli", "test_sleep.py", "--base", "HEAD", "-q", "-j", "2"]
+    cmd = [sys.executable, "-m", "codemod.cli.ab", "test_sleep.py", "--base", "HEAD", "-q", "-j", "2"]
     proc = subprocess.Popen(cmd + ([] if fork else ["--no-fork"]), cwd=repo, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -277,7 +277,7 @@ def test_sigkill_of_the_runner_kills_its_tests_and_the_next_run_reaps_its_root(t
     # the next run removes it
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "test_ok.py").write_text("def test_ok():\n    pass\n")
-    done = subprocess.run([sys.executable, "-m", "codemod.ab.cli", "test_ok.py", "--a-root", str(tmp_path / "a"),
+    done = subprocess.run([sys.executable, "-m", "codemod.cli.ab", "test_ok.py", "--a-root", str(tmp_path / "a"),
                            "--b-root", str(tmp_path / "a")], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

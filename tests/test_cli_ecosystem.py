@@ -11,8 +11,8 @@ import click
 import click.testing
 import pytest
 
-from codemod.cli import main
-from codemod.cli_options import gate_options
+from codemod.cli.main import main
+from codemod.cli.options import gate_options
 from conftest import FIXTURES
 
 GENERIC_SRC = (

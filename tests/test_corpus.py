@@ -12,7 +12,7 @@ import sysconfig
 
 import pytest
 
-from codemod import engine
+from codemod.engine import process as engine
 from transforms.hw_label import HwLabel
 
 STDLIB_TESTS = os.path.join(sysconfig.get_paths()["stdlib"], "test")

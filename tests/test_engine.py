@@ -6,8 +6,8 @@ import stat
 import subprocess
 import sys
 
-from codemod import engine
-from codemod.discovery import discover, read_allowlist
+from codemod.engine import process as engine
+from codemod.engine.discovery import discover, read_allowlist
 from transforms.hw_label import HwLabel
 
 GENERIC_SRC = (

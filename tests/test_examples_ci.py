@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from codemod.ab.cli import ab
+from codemod.cli.ab import ab
 from conftest import REPO
 
 WORKFLOW = os.path.join(REPO, "examples", "ci", "decouple-ab.yml")

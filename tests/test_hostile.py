@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from codemod import engine
-from codemod.files import MAX_SOURCE_BYTES
+from codemod.engine import process as engine
+from codemod.util.files import MAX_SOURCE_BYTES
 from transforms.base import Finding, TransformResult
 from transforms.hw_label import HwLabel
 

@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from codemod.engine import process_file
+from codemod.engine.process import process_file
 from transforms.hw_label import HwLabel
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "hw")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from codemod.ab.nodemap import read_map_file
-from codemod.cli_transforms import SetupError, read_globals
-from codemod.jsonfile import read_option_json
+from codemod.cli.transform_setup import SetupError, read_globals
+from codemod.util.jsonfile import read_option_json
 
 
 def test_a_json_file_is_read(tmp_path):

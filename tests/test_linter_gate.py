@@ -16,8 +16,8 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from codemod import linter_gate
-from codemod.cli import main
+from codemod.engine import linter_gate
+from codemod.cli.main import main
 
 GENERIC = "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
 LABEL = "hw_classification = HardwareClassification.GENERIC"

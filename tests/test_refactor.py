@@ -15,7 +15,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from codemod.cli import main
+from codemod.cli.main import main
 
 ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
 

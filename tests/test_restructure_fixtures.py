@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-from codemod.engine import process_file
+from codemod.engine.process import process_file
 from transforms import diagnosis
 from transforms.hw_label import HwLabel
 from transforms.restructure import Restructure, moves_from_findings, parse_selection

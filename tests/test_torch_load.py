@@ -22,7 +22,7 @@ from pathlib import Path
 import libcst
 import pytest
 
-from codemod.discover_globals import parse_globals, unfixable_reason
+from codemod.engine.discover_records import parse_globals, unfixable_reason
 from transforms.base import Finding, TransformResult
 from transforms.torch_load import Discovery, TorchLoad, check_mode_supported
 from transforms.torch_load.discovery import _same_file, _test_matches
@@ -303,8 +303,8 @@ def test_same_code_in_two_tests_is_idempotent_after_lines_move():
 
 def _fake_discover(monkeypatch, rounds):
     """Run discover() with a fake target interpreter: round i writes rounds[i]."""
-    import codemod.discover_globals as dg
-    from codemod.target import TargetInfo
+    import codemod.engine.discover_globals as dg
+    from codemod.engine.target import TargetInfo
 
     monkeypatch.setattr(dg, "probe", lambda python=None: TargetInfo(
         python="py", executable="py", torch_version_str="2.14.1", torch_version=(2, 14)))
@@ -328,7 +328,7 @@ def _round(status, message, outcome):
 
 
 def test_discovery_unfixable_is_incomplete_and_not_in_allowlist(monkeypatch):
-    from codemod.discover_globals import discover
+    from codemod.engine.discover_globals import discover
 
     glob_msg = ("_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: "
                 "Unsupported global: GLOBAL collections.defaultdict was not an allowed global "
@@ -348,7 +348,7 @@ def test_discovery_unfixable_is_incomplete_and_not_in_allowlist(monkeypatch):
 
 
 def test_discovery_complete_exits_zero(monkeypatch):
-    from codemod.discover_globals import discover
+    from codemod.engine.discover_globals import discover
 
     _fake_discover(monkeypatch, [_round("ok", None, "passed")])
     result, status = discover(["t.py"], python="py", cwd="/r", max_iterations=5)

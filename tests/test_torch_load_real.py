@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codemod.discover_globals import discover, discover_globals
-from codemod.target import probe
+from codemod.cli.discover_globals import discover_globals
+from codemod.engine.discover_globals import discover
+from codemod.engine.target import probe
 from transforms.torch_load import TorchLoad, check_mode_supported
 
 REAL = Path(__file__).parent / "fixtures" / "torch_load" / "real"

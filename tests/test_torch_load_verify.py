@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codemod.engine import process_file
-from codemod.result import CHANGED, FAILED
+from codemod.engine.process import process_file
+from codemod.engine.result import CHANGED, FAILED
 from transforms.torch_load import TorchLoad
 from transforms.torch_load.edits import TextEditor
 from transforms.torch_load.verify import EditCheckError, PlannedEdits, check_planned_edits

@@ -50,7 +50,9 @@ class TransformResult:
 class Transform(Protocol):
     """What the engine needs from a transform (hw_label, torch_load)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The transform's name (a class attribute of each transform: read-only here)."""
 
     def triage(self, text: str) -> bool:
         """Cheap pre-check (substring level): False means "certainly nothing to do"."""

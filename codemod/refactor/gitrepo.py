@@ -28,7 +28,10 @@ class Repo:
 
     @property
     def root(self) -> str:
-        return os.path.realpath(self.repo.working_tree_dir)
+        tree = self.repo.working_tree_dir
+        if tree is None:
+            raise GitError(f"{self.repo.git_dir} is a bare repository: there is no work tree to refactor")
+        return os.path.realpath(tree)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -56,7 +59,8 @@ class Repo:
         changed = {d.a_path for d in self.repo.index.diff(None)}
         if self.repo.head.is_valid():
             changed |= {d.a_path for d in self.repo.index.diff("HEAD")}
-        return sorted(changed)
+        # GitPython types a_path Optional for patch diffs; these raw-format ones carry both paths.
+        return sorted(changed)  # type: ignore[arg-type]
 
     def branch_head(self, name: str) -> str | None:
         head = next((h for h in self.repo.heads if h.name == name), None)
@@ -65,7 +69,8 @@ class Repo:
     def commit_info(self, ref: str) -> tuple[str, str, list[str]]:
         """(sha, full message, parent shas) of `ref`."""
         c = self.repo.commit(self.resolve(ref))
-        return c.hexsha, c.message, [p.hexsha for p in c.parents]
+        # GitPython types the message `str | bytes`; it decodes with errors="replace", so it is str.
+        return c.hexsha, c.message, [p.hexsha for p in c.parents]  # type: ignore[return-value]
 
     def list_at(self, commit: str, rel: str) -> list[str] | None:
         """Files at `commit` under `rel` (a file or a folder); None when `rel` is not there."""
@@ -75,7 +80,9 @@ class Repo:
             return None
         if obj.type == "blob":
             return [rel]
-        return sorted(b.path for b in obj.traverse() if b.type == "blob")
+        # Without as_edge, traverse() yields the objects (GitPython's annotation adds the edge
+        # tuples), and a tree entry's path is str (annotated PathLike).
+        return sorted(b.path for b in obj.traverse() if b.type == "blob")  # type: ignore[union-attr,misc]
 
     def check_branch_name(self, name: str) -> None:
         try:

@@ -14,12 +14,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from codemod import engine
-from codemod.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
+from codemod.ab.model import ABResult
+from codemod.engine.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
+from codemod.engine.process import run_files
+from codemod.engine.result import FAILED, UNCHANGED, FileStatus, Mode
 from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
-from codemod.result import FAILED
+from codemod.refactor.plan import PlanStatus
+from transforms.base import Transform
+from transforms.core.strenum import StrEnum
 
 DEFAULT_ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
 STATE_VERSION = 1
@@ -29,10 +33,23 @@ class RefactorError(Exception):
     """Bad input or a refused operation (exit 2)."""
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class AbSettings:
+    """What the A/B run of every branch takes from the command line (fields of the runner's
+    RunOptions; -j is the run's own `jobs`)."""
+
+    python: str  # the target interpreter
+    env: dict[str, str] = field(default_factory=dict)
+    diags: list[Any] = field(default_factory=list)  # the runner's DiagSpec
+    timeout: float = 600.0
+    confirm: int = 2
+
+
+@dataclass(kw_only=True)
 class Options:
     paths: list[str]
-    transforms: list
+    transforms: list[Transform]
+    ab: AbSettings
     base: str = "HEAD"
     allowlist: str | None = None  # --from-allowlist (a path in the user's tree)
     branch: str | None = None
@@ -43,8 +60,7 @@ class Options:
     lang: str = "en"
     limit: int | None = None
     group_size: int | None = None
-    jobs: int | None = None
-    ab: dict = field(default_factory=dict)  # RunOptions fields: python, env, diags, timeout, confirm, jobs
+    jobs: int | None = None  # the edits' workers and the A/B run's processes (None: all cores)
     linter: str = "auto"  # the gate: auto (the base commit's linter) | PATH | off
     # Gitignore patterns relative to the repository root (discovery.exclude_patterns builds them
     # from the defaults, [tool.decouple] exclude and --exclude, as for `apply`).
@@ -52,12 +68,21 @@ class Options:
     say: Callable[[str], None] = lambda _m: None
 
 
-@dataclass
+class BranchStatus(StrEnum):
+    WOULD_CREATE = "would-create"  # planned (a dry run stops here)
+    CREATED = "created"  # branch and commit made, then verified
+    VERIFIED_BEFORE = "verified-before"  # an earlier run made and verified this very commit
+    AB_RERUN = "ab-rerun"  # the branch was there (made by decouple): verified again
+    BASE_MOVED = "base-moved"  # the branch was made on another base: not rebuilt
+    CONFLICT = "conflict"  # a branch of that name that decouple did not make, or with other files
+
+
+@dataclass(kw_only=True)
 class BranchRecord:
     branch: str
     files: list[str]
     base: str
-    status: str  # created | verified-before | ab-rerun | base-moved | conflict | would-create
+    status: BranchStatus
     head: str = ""
     verdict: str | None = None
     note: str = ""
@@ -65,22 +90,38 @@ class BranchRecord:
     reports: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class SkippedFile:
+    path: str
+    reason: str
+    status: PlanStatus
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExcludedFile:
+    """A file an exclude pattern keeps out: never edited nor graduated."""
+
+    path: str
+    pattern: str
+    reason: str
+
+
+@dataclass(kw_only=True)
 class Outcome:
     base: str
     branches: list[BranchRecord] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    excluded: list[dict[str, str]] = field(default_factory=list)  # {path, pattern, reason}: never touched
+    skipped: list[SkippedFile] = field(default_factory=list)
+    excluded: list[ExcludedFile] = field(default_factory=list)
     manual_left: int = 0
     out_dir: str = ""
-    plans: dict = field(default_factory=dict, repr=False)  # by path (printed by a dry run)
+    plans: dict[str, _plan.FilePlan] = field(default_factory=dict, repr=False)  # by path (printed by a dry run)
 
     def exit_code(self) -> int:
         statuses = {b.status for b in self.branches}
         verdicts = {b.verdict for b in self.branches}
-        if "conflict" in statuses or any(s.get("status") == FAILED for s in self.skipped):
+        if BranchStatus.CONFLICT in statuses or any(s.status == FAILED for s in self.skipped):
             return 2  # a branch in the way, or a file that cannot be read or parsed
-        if "REGRESSION" in verdicts or "base-moved" in statuses or self.manual_left:
+        if "REGRESSION" in verdicts or BranchStatus.BASE_MOVED in statuses or self.manual_left:
             return 1
         return 3 if "INCONCLUSIVE" in verdicts else 0
 
@@ -89,8 +130,8 @@ class Outcome:
             "schema_version": STATE_VERSION,
             "base": self.base,
             "branches": [asdict(b) for b in self.branches],
-            "skipped": self.skipped,
-            "excluded": self.excluded,
+            "skipped": [asdict(s) for s in self.skipped],
+            "excluded": [asdict(e) for e in self.excluded],
         }
 
 
@@ -177,11 +218,13 @@ def _write(path: str, text: str) -> None:
 # --- one group ---------------------------------------------------------------------------------
 
 
-def _edit_group(wt: Worktree, files: list[str], allowlist_rel: str | None, opts: Options):
+def _edit_group(
+    wt: Worktree, files: list[str], allowlist_rel: str | None, opts: Options
+) -> tuple[list[_plan.FilePlan], list[str]]:
     """Write the edits and graduate the allowlist in the scratch tree: (plans, changed paths)."""
     full = {os.path.join(wt.root, *f.split("/")): f for f in files}
-    results = engine.run_files(list(full), opts.transforms, "write", opts.jobs)
-    plans = {full[r.path]: _plan._from_result(full[r.path], r) for r in results}
+    results = run_files(list(full), opts.transforms, Mode.WRITE, opts.jobs)
+    plans = {full[r.path]: _plan.from_result(full[r.path], r) for r in results}
     failed = [f"{full[r.path]}: {r.reason}" for r in results if r.status == FAILED]
     if failed:
         raise RefactorError("cannot edit " + "; ".join(failed))
@@ -198,22 +241,34 @@ def _edit_group(wt: Worktree, files: list[str], allowlist_rel: str | None, opts:
     return [plans[f] for f in files], changed
 
 
-def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: dict[str, str]):
+def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: dict[str, str]) -> ABResult:
     from codemod.ab import run as _run
     from codemod.ab.options import RunOptions
     from codemod.ab.procs import UsageError
 
-    ab = dict(opts.ab)
-    ab.setdefault("jobs", opts.jobs or os.cpu_count() or 1)
-    ab["mapping"] = {**mapping, **ab.get("mapping", {})}  # restructured tests compared with their old selves
-    ropts = RunOptions(paths=list(files), base=base, cwd=wt.root, progress=opts.say, **ab)
+    ab = opts.ab
+    ropts = RunOptions(
+        paths=list(files),
+        base=base,
+        cwd=wt.root,
+        progress=opts.say,
+        python=ab.python,
+        env=ab.env,
+        diags=ab.diags,
+        timeout=ab.timeout,
+        confirm=ab.confirm,
+        jobs=opts.jobs or os.cpu_count() or 1,
+        mapping=mapping,  # restructured tests compared with their old selves
+    )
     try:
         return _run.run_ab(ropts)
     except UsageError as e:
         raise RefactorError(f"A/B run: {e}") from None
 
 
-def write_outputs(out_dir: str, result, facts: _plan.CommitFacts, lang: str) -> tuple[str, dict[str, str]]:
+def write_outputs(
+    out_dir: str, result: ABResult | None, facts: _plan.CommitFacts, lang: str
+) -> tuple[str, dict[str, str]]:
     """ab.json / ab.md / ab.html (when there is a result) and PR_BODY.md."""
     reports: dict[str, str] = {}
     if result is not None:
@@ -241,6 +296,7 @@ def write_outputs(out_dir: str, result, facts: _plan.CommitFacts, lang: str) -> 
 def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str) -> None:
     _, message, _ = repo.commit_info(rec.head)
     facts = _plan.parse_commit_message(message)
+    assert facts is not None, rec.head  # made by this run, or checked by `_existing`
     result = None
     if not opts.no_ab:
         opts.say(f"A/B: {rec.branch} against {rec.base[:12]}")
@@ -255,47 +311,56 @@ def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) 
     sha, message, parents = repo.commit_info(head)
     facts = _plan.parse_commit_message(message)
     if facts is None:
-        rec.status, rec.note = "conflict", "the branch exists and was not made by decouple refactor: pick --branch"
+        rec.status = BranchStatus.CONFLICT
+        rec.note = "the branch exists and was not made by decouple refactor: pick --branch"
         return False
     if not parents or parents[0] != rec.base:
-        rec.status = "base-moved"
+        rec.status = BranchStatus.BASE_MOVED
         rec.note = (
             f"built on {facts.base[:12]}, the base is now {rec.base[:12]}: not rebuilt "
             f"(delete it with `git branch -D {rec.branch}` to rebuild)"
         )
         return False
     if [p.path for p in facts.files] != rec.files:
-        rec.status = "conflict"
+        rec.status = BranchStatus.CONFLICT
         rec.note = "the branch exists with other files: " + ", ".join(p.path for p in facts.files)
         return False
     saved = state.get(rec.branch, {})
     if saved.get("head") == sha and saved.get("verdict"):
-        rec.status, rec.verdict = "verified-before", saved["verdict"]
+        rec.status, rec.verdict = BranchStatus.VERIFIED_BEFORE, saved["verdict"]
         rec.pr_body, rec.reports = saved.get("pr_body", ""), saved.get("reports", {})
         return False
-    rec.status = "ab-rerun"
+    rec.status = BranchStatus.AB_RERUN
     return True
 
 
 # --- the whole run -------------------------------------------------------------------------------
 
 
-def _drop_excluded(candidates: list[str], patterns: list[str]) -> tuple[list[str], list[dict[str, str]]]:
-    """(the candidates no exclude pattern matches, [{path, pattern, reason}] for the others)."""
-    kept, excluded = [], []
+def _drop_excluded(candidates: list[str], patterns: list[str]) -> tuple[list[str], list[ExcludedFile]]:
+    """(the candidates no exclude pattern matches, the others)."""
+    kept: list[str] = []
+    excluded: list[ExcludedFile] = []
     for rel in candidates:
         pattern = excluded_by(rel, patterns)
         if pattern is None:
             kept.append(rel)
         else:
-            excluded.append({"path": rel, "pattern": pattern, "reason": f"excluded by the pattern `{pattern}`"})
+            excluded.append(ExcludedFile(path=rel, pattern=pattern, reason=f"excluded by the pattern `{pattern}`"))
     return kept, excluded
 
 
-def plan_groups(repo: Repo, opts: Options, base: str):
-    """(groups of repo-relative files, plans by path, skipped [{path, reason, status}],
-    excluded [{path, pattern, reason}], allowlist_rel). Excluded files are not even planned:
-    nothing edits or graduates them."""
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    groups: list[list[str]]  # repo-relative files, one group per branch
+    plans: dict[str, _plan.FilePlan]  # by path
+    skipped: list[SkippedFile]
+    excluded: list[ExcludedFile]  # not even planned: nothing edits or graduates them
+    allowlist_rel: str | None
+
+
+def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
+    """What a run will do, worked out at `base`."""
     allowlist_rel = _allowlist_rel(repo, opts, base)
     batch = not opts.paths or opts.limit is not None or opts.group_size is not None
     size = opts.group_size or (1 if batch else 10**9)
@@ -309,7 +374,7 @@ def plan_groups(repo: Repo, opts: Options, base: str):
     limit = opts.limit if opts.limit is not None else len(candidates)
     plans: dict[str, _plan.FilePlan] = {}
     picked: list[str] = []
-    skipped: list[dict[str, str]] = []
+    skipped: list[SkippedFile] = []
     chunk = max(16, 2 * limit)
     for i in range(0, len(candidates), chunk):
         if len(picked) >= limit:
@@ -323,7 +388,7 @@ def plan_groups(repo: Repo, opts: Options, base: str):
                     opts.transforms,
                     opts.jobs,
                     opts.linter,
-                    opts.ab.get("python"),
+                    opts.ab.python,
                 )
             )
         except _plan.GateFailed as e:
@@ -333,15 +398,19 @@ def plan_groups(repo: Repo, opts: Options, base: str):
             if len(picked) >= limit:
                 break
             # Explicit files with some labels to add go in even with manual work left (the PR says so).
-            if p.doable or (not batch and p.status == "changed"):
+            if p.doable or (not batch and p.status == FileStatus.CHANGED):
                 picked.append(rel)
             else:
-                skipped.append({"path": rel, "reason": p.skip_reason, "status": p.status})
-    listed = set(_allowlist_entries(repo, base, allowlist_rel)) if allowlist_rel else set()
-    for rel in picked:  # what the commit will record (the dry run prints it)
-        if rel in listed and plans[rel].fully_classified:
-            plans[rel].graduated_from = allowlist_rel
-    return _groups(picked, size), plans, skipped, excluded, allowlist_rel
+                assert p.status is not None  # plan_at gives every file a status
+                skipped.append(SkippedFile(path=rel, reason=p.skip_reason, status=p.status))
+    if allowlist_rel:
+        listed = set(_allowlist_entries(repo, base, allowlist_rel))
+        for rel in picked:  # what the commit will record (the dry run prints it)
+            if rel in listed and plans[rel].fully_classified:
+                plans[rel].graduated_from = allowlist_rel
+    return Plan(
+        groups=_groups(picked, size), plans=plans, skipped=skipped, excluded=excluded, allowlist_rel=allowlist_rel
+    )
 
 
 def _branch_name(opts: Options, group: list[str], index: int, count: int) -> str:
@@ -361,14 +430,15 @@ def run(repo: Repo, opts: Options) -> Outcome:
                 + (" ..." if len(dirty) > 5 else "")
                 + "): commit or stash them, or pass --allow-dirty (they are never committed)"
             )
-    groups, plans, skipped, excluded, allowlist_rel = plan_groups(repo, opts, base)
+    plan = plan_groups(repo, opts, base)
+    groups, plans = plan.groups, plan.plans
     out = os.path.abspath(opts.out or os.path.join(repo.root, ".decouple-out"))
-    outcome = Outcome(base, skipped=skipped, excluded=excluded, out_dir=out, plans=plans)
+    outcome = Outcome(base=base, skipped=plan.skipped, excluded=plan.excluded, out_dir=out, plans=plans)
     records = []
     for i, group in enumerate(groups):
         name = _branch_name(opts, group, i, len(groups))
         repo.check_branch_name(name)
-        records.append(BranchRecord(name, group, base, "would-create"))
+        records.append(BranchRecord(branch=name, files=group, base=base, status=BranchStatus.WOULD_CREATE))
     if len({r.branch for r in records}) != len(records):
         raise RefactorError("two groups would get the same branch name: pass distinct --branch names")
     outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g)
@@ -390,13 +460,15 @@ def run(repo: Repo, opts: Options) -> Outcome:
                     continue
                 wt.switch(rec.head)  # detached: the branch may be checked out in your own tree
             else:
-                file_plans, changed = _edit_group(wt, rec.files, allowlist_rel, opts)
+                file_plans, changed = _edit_group(wt, rec.files, plan.allowlist_rel, opts)
                 if not changed:
-                    skipped += [{"path": f, "reason": "nothing to change", "status": "unchanged"} for f in rec.files]
+                    outcome.skipped += [
+                        SkippedFile(path=f, reason="nothing to change", status=UNCHANGED) for f in rec.files
+                    ]
                     continue
                 wt.start_branch(rec.branch)
                 rec.head = wt.commit(changed, _plan.commit_message(file_plans, base))
-                rec.status = "created"
+                rec.status = BranchStatus.CREATED
                 opts.say(f"branch {rec.branch}: {rec.head[:12]} on {base[:12]}")
             _verify(repo, wt, rec, opts, out)
             state[rec.branch] = asdict(rec)
@@ -425,10 +497,10 @@ def summary_markdown(outcome: Outcome) -> str:
         body = os.path.relpath(b.pr_body, outcome.out_dir) if b.pr_body else ""
         lines.append(f"| `{b.branch}` | {files} | {status} | {b.verdict or 'not run'} | {body} |")
     lines += ["", f"## Skipped files ({len(outcome.skipped)})", ""]
-    lines += [f"- `{s['path']}`: {s['reason']}" for s in outcome.skipped] or ["None."]
+    lines += [f"- `{s.path}`: {s.reason}" for s in outcome.skipped] or ["None."]
     if outcome.excluded:
         lines += ["", f"## Excluded files ({len(outcome.excluded)})", ""]
-        lines += [f"- `{e['path']}`: {e['reason']}" for e in outcome.excluded]
+        lines += [f"- `{e.path}`: {e.reason}" for e in outcome.excluded]
     return "\n".join(lines) + "\n"
 
 
@@ -437,4 +509,4 @@ def write_summary(out: str, outcome: Outcome) -> None:
     _write(os.path.join(out, "batch.md"), summary_markdown(outcome))
 
 
-__all__ = ["Options", "Outcome", "RefactorError", "GitError", "run", "plan_groups", "write_outputs"]
+__all__ = ["AbSettings", "Options", "Outcome", "RefactorError", "GitError", "run", "plan_groups", "write_outputs"]

@@ -14,11 +14,15 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Literal
 
-from codemod import engine, linter_gate
+from codemod.engine import linter_gate
+from codemod.engine.process import run_files
+from codemod.engine.result import ALREADY, CHANGED, FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
 from codemod.refactor.gitrepo import Repo
-from codemod.result import ALREADY, CHANGED, FAILED, SKIPPED, RunResult
+from transforms.base import ERROR, Transform
 
 TRACKING_ISSUE = "pytorch/pytorch#185590"
 TITLE_PREFIX = "[Testcase Refactoring] Add hw_classification in "
@@ -26,6 +30,9 @@ MAX_TITLE = 100
 # torch.load findings that are edits (the rest say why a call was left alone).
 LOAD_EDITS = ("torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
 LABEL_RULES = ("hw/label", "hw/forced")
+# What a plan says about a file: the engine's bucket, or "missing" (not a file at the base).
+MISSING: Literal["missing"] = "missing"
+PlanStatus = FileStatus | Literal["missing"]
 
 
 @dataclass
@@ -50,7 +57,7 @@ class ManualClass:
     fits: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Moved:
     """One test moved by a restructuring transform (`transforms.restructure.Move`, flattened)."""
 
@@ -67,7 +74,8 @@ class Moved:
 @dataclass
 class FilePlan:
     path: str  # repo-relative, POSIX
-    status: str = ""  # the engine's bucket, or "missing"
+    _: KW_ONLY
+    status: PlanStatus | None = None  # None: read back from a commit message, which does not record it
     reason: str = ""
     labels: list[ClassLabel] = field(default_factory=list)
     loads: list[LoadEdit] = field(default_factory=list)
@@ -87,8 +95,8 @@ class FilePlan:
     def skip_reason(self) -> str:
         if self.doable:
             return ""
-        if self.status in (FAILED, SKIPPED, "missing"):
-            return self.reason or self.status
+        if self.status in (FAILED, SKIPPED, MISSING):
+            return self.reason or str(self.status)
         if self.manual:
             return "needs manual work: " + "; ".join(f"{m.cls} ({m.reason})" for m in self.manual)
         return "the linter would still reject it"
@@ -102,37 +110,46 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _from_result(path: str, fr) -> FilePlan:
-    plan = FilePlan(path, fr.status, fr.reason, fully_classified=fr.fully_classified)
+def from_result(path: str, fr: FileResult) -> FilePlan:
+    """The plan of the file at `path` (repo-relative) that the engine's result `fr` describes."""
+    plan = FilePlan(path, status=fr.status, reason=fr.reason, fully_classified=fr.fully_classified)
     for x in fr.findings:
         if x.rule in LABEL_RULES and x.data.get("value"):
             evidence = "; ".join(_one_line(e["text"]) for e in x.data.get("evidence", []) if e.get("text"))
-            plan.labels.append(ClassLabel(x.cls or "?", x.data["value"], x.line, evidence or _one_line(x.message)))
+            plan.labels.append(
+                ClassLabel(
+                    cls=x.cls or "?", value=x.data["value"], line=x.line, evidence=evidence or _one_line(x.message)
+                )
+            )
         elif x.rule == "hw/needs-manual" or x.rule == "hw/refused":
             reason = _one_line(x.message).removeprefix(f"{x.cls}: ")
-            plan.manual.append(ManualClass(x.cls or "?", x.line, reason, _one_line(x.fix or "")))
+            plan.manual.append(ManualClass(cls=x.cls or "?", line=x.line, reason=reason, fits=_one_line(x.fix or "")))
         elif x.rule in LOAD_EDITS:
-            plan.loads.append(LoadEdit(x.line, _one_line(x.message)))
+            plan.loads.append(LoadEdit(line=x.line, message=_one_line(x.message)))
         elif x.rule == "restructure/moves":
             plan.moves += [
                 Moved(
-                    m["transform"],
-                    m["test"],
-                    m["old_class"],
-                    m["new_class"],
-                    bool(m["old_instantiated"]),
-                    bool(m["new_instantiated"]),
-                    tuple(m["before"]),
-                    tuple(m["after"]),
+                    transform=m["transform"],
+                    test=m["test"],
+                    old_class=m["old_class"],
+                    new_class=m["new_class"],
+                    old_instantiated=bool(m["old_instantiated"]),
+                    new_instantiated=bool(m["new_instantiated"]),
+                    before=tuple(m["before"]),
+                    after=tuple(m["after"]),
                 )
                 for m in x.data.get("moves", [])
             ]
         elif x.rule == "gate/rejected":
-            plan.manual.append(ManualClass(x.cls or "(file)", x.line, _one_line(x.message), "see the linter's message"))
-        elif x.rule.startswith("restructure/") and x.severity != "error":
+            plan.manual.append(
+                ManualClass(
+                    cls=x.cls or "(file)", line=x.line, reason=_one_line(x.message), fits="see the linter's message"
+                )
+            )
+        elif x.rule.startswith("restructure/") and x.severity != ERROR:
             plan.restructured.append(_one_line(x.message))
     if fr.manual and not plan.manual:  # e.g. a torch.load call left for a human
-        plan.manual.append(ManualClass("torch.load", 0, f"{fr.manual} call(s) left for manual work"))
+        plan.manual.append(ManualClass(cls="torch.load", line=0, reason=f"{fr.manual} call(s) left for manual work"))
     return plan
 
 
@@ -140,7 +157,7 @@ def plan_at(
     repo: Repo,
     commit: str,
     paths: list[str],
-    transforms,
+    transforms: Sequence[Transform],
     jobs: int | None,
     linter: str = "off",
     python: str | None = None,
@@ -164,7 +181,7 @@ def plan_at(
         for rel in paths:
             data = repo.blob(commit, rel)
             if data is None:
-                plans[rel] = FilePlan(rel, "missing", f"not a file at {commit[:12]}")
+                plans[rel] = FilePlan(rel, status=MISSING, reason=f"not a file at {commit[:12]}")
                 continue
             full = os.path.join(stage, *rel.split("/"))
             os.makedirs(os.path.dirname(full), exist_ok=True)
@@ -175,15 +192,16 @@ def plan_at(
             groups, _ = linter_gate.resolve(linter, list(staged))
         except linter_gate.GateError as e:
             raise GateFailed(str(e)) from None
-        results = engine.run_files(list(staged), transforms, "diff", jobs, staged=bool(groups))
+        results = run_files(list(staged), transforms, Mode.DIFF, jobs, staged=bool(groups))
         if groups:
             try:
-                linter_gate.gate_run(RunResult("diff", results), linter, groups, [], python or sys.executable)
+                run = RunResult(mode=Mode.DIFF, files=results)
+                linter_gate.gate_run(run, linter, groups, [], python or sys.executable)
             except linter_gate.GateError as e:
                 raise GateFailed(str(e)) from None
         for fr in results:
             rel = staged[fr.path]
-            plan = _from_result(rel, fr)
+            plan = from_result(rel, fr)
             plan.diff = fr.diff.replace(f"a/{fr.path}", f"a/{rel}").replace(f"b/{fr.path}", f"b/{rel}")
             plans[rel] = plan
     finally:
@@ -289,24 +307,24 @@ def parse_commit_message(message: str) -> CommitFacts | None:
             return None
         p = files[-1]
         if m := _LABEL.match(line):
-            p.labels.append(ClassLabel(m["cls"], m["value"], int(m["line"]), m["evidence"]))
+            p.labels.append(ClassLabel(cls=m["cls"], value=m["value"], line=int(m["line"]), evidence=m["evidence"]))
         elif m := _LOAD.match(line):
-            p.loads.append(LoadEdit(int(m["line"]), m["message"]))
+            p.loads.append(LoadEdit(line=int(m["line"]), message=m["message"]))
         elif m := _MANUAL.match(line):
-            p.manual.append(ManualClass(m["cls"], int(m["line"]), m["reason"], m["fits"] or ""))
+            p.manual.append(ManualClass(cls=m["cls"], line=int(m["line"]), reason=m["reason"], fits=m["fits"] or ""))
         elif m := _RESTRUCTURED.match(line):
             p.restructured.append(m["message"])
         elif m := _MOVED.match(line):
             p.moves.append(
                 Moved(
-                    m["transform"],
-                    m["test"],
-                    m["old"],
-                    m["new"],
-                    bool(m["oi"]),
-                    bool(m["ni"]),
-                    tuple(x for x in m["before"].split(",") if x),
-                    tuple(x for x in m["after"].split(",") if x),
+                    transform=m["transform"],
+                    test=m["test"],
+                    old_class=m["old"],
+                    new_class=m["new"],
+                    old_instantiated=bool(m["oi"]),
+                    new_instantiated=bool(m["ni"]),
+                    before=tuple(x for x in m["before"].split(",") if x),
+                    after=tuple(x for x in m["after"].split(",") if x),
                 )
             )
         elif m := _GRADUATED.match(line):

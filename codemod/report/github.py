@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+
+from codemod.util.lintmessage import LintMessage, LintSeverity
 
 # lintrunner severities -> workflow command names
-_COMMAND = {"error": "error", "warning": "warning", "advice": "notice", "disabled": "notice"}
+_COMMAND = {
+    LintSeverity.ERROR: "error",
+    LintSeverity.WARNING: "warning",
+    LintSeverity.ADVICE: "notice",
+    LintSeverity.DISABLED: "notice",
+}
 
 
 def escape_data(text: str) -> str:
@@ -30,7 +36,7 @@ def _path(path: str) -> str:
     return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
-def annotation(message: dict[str, Any]) -> str:
+def annotation(message: LintMessage) -> str:
     props = [f"file={escape_property(_path(message['path']))}"]
     if message.get("line"):
         props.append(f"line={message['line']}")
@@ -38,5 +44,5 @@ def annotation(message: dict[str, Any]) -> str:
     return f"::{_COMMAND[message['severity']]} {','.join(props)}::{escape_data(message['description'])}"
 
 
-def render(messages: Iterable[dict[str, Any]]) -> str:
+def render(messages: Iterable[LintMessage]) -> str:
     return "".join(annotation(m) + "\n" for m in messages)

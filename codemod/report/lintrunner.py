@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
 
-from codemod.result import CHANGED, FAILED, RunResult
-from transforms.base import Finding
+from codemod.engine.result import CHANGED, FAILED, Mode, RunResult
+from codemod.util.lintmessage import LintMessage, LintSeverity
+from transforms.base import ERROR, INFO, WARNING, Finding
 
 CODE = "DECOUPLE"
-SEVERITY = {"error": "error", "warning": "warning", "info": "advice"}
+
+
+# A finding's own severity -> lintrunner's.
+SEVERITY = {ERROR: LintSeverity.ERROR, WARNING: LintSeverity.WARNING, INFO: LintSeverity.ADVICE}
 # Findings that describe an edit the replacement makes.
 _EDITS = ("hw/label", "hw/forced", "torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
 # Findings the upstream linter itself reports (as errors) on the file as it is.
@@ -40,22 +43,22 @@ _UPSTREAM_ERRORS = frozenset(
 )  # a file that needs labels lintrunner cannot fix
 
 
-def severity(finding: Finding) -> str:
+def severity(finding: Finding) -> LintSeverity:
     """The lintrunner severity of a finding: `error` wherever the upstream linter says error."""
     if finding.rule in _UPSTREAM_ERRORS or (finding.rule.startswith("hw/already") and finding.data.get("violations")):
-        return "error"
+        return LintSeverity.ERROR
     return SEVERITY[finding.severity]
 
 
 def _message(
     path: str,
     line: int | None,
-    severity: str,
+    severity: LintSeverity,
     name: str,
     description: str,
     original: str | None = None,
     replacement: str | None = None,
-) -> dict[str, Any]:
+) -> LintMessage:
     return {
         "path": path,
         "line": line,
@@ -69,30 +72,30 @@ def _message(
     }
 
 
-def messages(run: RunResult) -> Iterator[dict[str, Any]]:
+def messages(run: RunResult) -> Iterator[LintMessage]:
     for f in run.files:
         if f.status == FAILED:
-            yield _message(f.path, None, "error", "input-error", f.reason)
+            yield _message(f.path, None, LintSeverity.ERROR, "input-error", f.reason)
             continue
         # lint mode keeps the texts (the autofix); a file it cannot give one for says so itself
-        if f.replacement is not None or (f.status == CHANGED and run.mode != "lint"):
+        if f.replacement is not None or (f.status == CHANGED and run.mode != Mode.LINT):
             edits = [x for x in f.findings if x.rule in _EDITS]
             first = min((x.line for x in edits), default=None)
             what = "; ".join(x.message for x in edits) or "edits this file"
             # an unlabelled test class is the upstream linter's [hw_classification] error
-            level = "error" if any(x.rule.startswith("hw/") for x in edits) else "warning"
+            level = LintSeverity.ERROR if any(x.rule.startswith("hw/") for x in edits) else LintSeverity.WARNING
             yield _message(f.path, first, level, "autofix", f"decouple apply: {what}", f.original, f.replacement)
         for x in f.findings:
-            if x.severity != "info":
+            if x.severity != INFO:
                 detail = f"{x.message} (suggested: {x.fix})" if x.fix and x.data.get("patterns") else x.message
                 yield _message(f.path, x.line, severity(x), x.rule, detail)
 
 
-def render(lint_messages: Iterable[dict[str, Any]]) -> str:
+def render(lint_messages: Iterable[LintMessage]) -> str:
     return "".join(json.dumps(m) + "\n" for m in lint_messages)
 
 
-def render_text(lint_messages: Iterable[dict[str, Any]]) -> str:
+def render_text(lint_messages: Iterable[LintMessage]) -> str:
     """`path:line: severity: [name] description`, one message a line (pre-commit, terminals)."""
     out = []
     for m in lint_messages:

@@ -12,9 +12,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from codemod.util.lintmessage import LintMessage, LintSeverity
+
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_LEVEL = {"error": "error", "warning": "warning", "advice": "note", "disabled": "none"}
+# lintrunner severities -> SARIF levels
+_LEVEL = {
+    LintSeverity.ERROR: "error",
+    LintSeverity.WARNING: "warning",
+    LintSeverity.ADVICE: "note",
+    LintSeverity.DISABLED: "none",
+}
 
 
 def _location(path: str) -> dict[str, Any]:
@@ -34,14 +42,15 @@ def _tool_version() -> str:
         return "0+unknown"
 
 
-def render(messages: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def render(messages: Iterable[LintMessage]) -> dict[str, Any]:
     rules: dict[str, int] = {}
     results = []
     for m in messages:
         index = rules.setdefault(m["name"], len(rules))
         physical: dict[str, Any] = {"artifactLocation": _location(m["path"])}
-        if isinstance(m.get("line"), int) and m["line"] >= 1:
-            physical["region"] = {"startLine": m["line"]}
+        line = m.get("line")
+        if isinstance(line, int) and line >= 1:
+            physical["region"] = {"startLine": line}
         results.append(
             {
                 "ruleId": m["name"],

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, RunResult
+from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, Mode, RunResult
+from transforms.base import INFO
 
 # Finding rules that describe one class's decision, with the word the table shows.
 _DECISIONS = {
@@ -52,7 +53,7 @@ def problems(result: RunResult) -> str:
         if f.status == FAILED:
             out.append(f"{_rel(f.path)}: error: {f.reason}")
         for x in f.findings:
-            if x.severity != "info":
+            if x.severity != INFO:
                 where = f"{_rel(f.path)}:{x.line}"
                 out.append(f"{where}: {x.severity}: [{x.rule}] {x.message}")
                 if x.data.get("patterns") and x.fix:
@@ -62,7 +63,12 @@ def problems(result: RunResult) -> str:
 
 def summary(result: RunResult) -> str:
     counts = result.count()
-    verb = {"write": "changed", "diff": "would change", "check": "would change", "classify": "to label"}[result.mode]
+    verb = {
+        Mode.WRITE: "changed",
+        Mode.DIFF: "would change",
+        Mode.CHECK: "would change",
+        Mode.CLASSIFY: "to label",
+    }[result.mode]
     parts = [
         f"{counts[CHANGED]} {verb}",
         f"{counts[ALREADY]} already classified",
@@ -97,18 +103,18 @@ def gate_summary(result: RunResult) -> str:
     if gate is None:
         return ""
     out = ""
-    if gate["checked"]:
-        linters = ", ".join(_rel(p) for p in gate["linters"])
-        rejected = gate["rejected"]
+    if gate.checked:
+        linters = ", ".join(_rel(p) for p in gate.linters)
+        rejected = gate.rejected
         out += (
-            f"\nlinter gate ({linters}): {gate['checked']} file(s) checked, {gate['agree']} agree with "
-            f"the tool, {gate['disagree']} disagree"
+            f"\nlinter gate ({linters}): {gate.checked} file(s) checked, {gate.agree} agree with "
+            f"the tool, {gate.disagree} disagree"
         )
         if rejected:
-            verb = "not written nor graduated" if result.mode == "write" else "not to be written"
+            verb = "not written nor graduated" if result.mode == Mode.WRITE else "not to be written"
             out += f"; {len(rejected)} rejected by the linter ({verb}): " + ", ".join(_rel(p) for p in rejected)
-    if gate["unjudged"]:
-        out += f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate['unjudged']} file(s): not gated"
+    if gate.unjudged:
+        out += f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate.unjudged} file(s): not gated"
     return out
 
 

@@ -24,7 +24,7 @@ class SourceError(Exception):
     """A file that cannot be treated as Python source (binary, undecodable, unreadable)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Source:
     text: str
     encoding: str  # as detected; "utf-8-sig" means the file starts with a BOM
@@ -59,7 +59,7 @@ def decode_source(data: bytes, mtime_ns: int = 0, size: int | None = None) -> So
         text = data.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as e:
         raise SourceError(f"cannot decode: {e}") from None
-    return Source(text, encoding, mtime_ns, len(data) if size is None else size)
+    return Source(text=text, encoding=encoding, mtime_ns=mtime_ns, size=len(data) if size is None else size)
 
 
 def write_atomic(path: str, data: bytes, *, expect: Source | None = None) -> None:

@@ -26,7 +26,7 @@ class ConfigError(Exception):
     pass
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Config:
     path: str | None = None
     exclude: list[str] = field(default_factory=list)

@@ -5,28 +5,41 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
-from codemod.cli_options import exclude_options
-from codemod.cli_transforms import SetupError, build_transforms
-from codemod.discovery import exclude_patterns
+from codemod.cli.options import (
+    ArmChoice,
+    EditChoice,
+    Excludes,
+    LabelChoice,
+    build,
+    confirm_option,
+    diag_option,
+    env_option,
+    exclude_options,
+    explain_option,
+    fail,
+    globals_option,
+    label_options,
+    load_config,
+    paths_argument,
+    restructure_option,
+    timeout_option,
+    torch_load_option,
+)
+from codemod.cli.transform_setup import SetupError, build_transforms
 from codemod.refactor import pipeline, prbody
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
-
-_VERDICT_EXIT = {"SAFE": 0, "REGRESSION": 1, "INCONCLUSIVE": 3}
-
-
-def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"decouple: error: {message}", err=True)
-    sys.exit(code)
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
     click.echo(f"dry run: nothing is written (base {outcome.base[:12]})")
     for rec in outcome.branches:
-        if rec.status != "would-create":
+        if rec.status != pipeline.BranchStatus.WOULD_CREATE:
             click.echo(f"\nbranch {rec.branch}: {rec.status}" + (f" ({rec.note})" if rec.note else ""))
             continue
         click.echo(f"\nwould create branch {rec.branch} from {rec.base[:12]} with this commit:\n")
@@ -36,9 +49,9 @@ def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
             if p.diff:
                 click.echo("\n" + p.diff, nl=not p.diff.endswith("\n"))
     for s in outcome.skipped:
-        click.echo(f"skip {s['path']}: {s['reason']}")
+        click.echo(f"skip {s.path}: {s.reason}")
     for e in outcome.excluded:
-        click.echo(f"exclude {e['path']}: {e['reason']}")
+        click.echo(f"exclude {e.path}: {e.reason}")
 
 
 def _report(outcome: pipeline.Outcome, current: str) -> None:
@@ -62,8 +75,31 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
     click.echo(f"you are still on {current}; nothing was pushed")
 
 
+@dataclass(frozen=True, kw_only=True)
+class RefactorOptions:
+    paths: tuple[str, ...]
+    allowlist: str | None  # as at --base
+    excludes: Excludes
+    branch: str | None
+    base: str
+    allow_dirty: bool
+    dry_run: bool
+    no_ab: bool
+    out: str | None
+    lang: str
+    limit: int | None
+    group_size: int | None
+    jobs: int | None
+    labels: LabelChoice
+    edits: EditChoice
+    python: str | None
+    arms: ArmChoice
+    quiet: bool
+    linter: str | None
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("paths", nargs=-1, type=click.Path())
+@paths_argument
 @click.option(
     "--from-allowlist",
     "allowlist",
@@ -91,41 +127,16 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
 @click.option("--limit", type=click.IntRange(1), help="Batch: take the next N files that need no manual work.")
 @click.option("--group-size", type=click.IntRange(1), help="Batch: K files per branch (default 1).")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes for the edits and the A/B run.")
-@click.option("--classification", metavar="VALUE", help="Use VALUE for every unlabelled test class.")
-@click.option("--set", "per_class", multiple=True, metavar="CLASS=VALUE", help="Use VALUE for CLASS (repeatable).")
-@click.option("--force", is_flag=True, help="Apply an override even when it breaks a linter rule.")
-@click.option(
-    "--torch-load",
-    "torch_load",
-    type=click.Choice(["weights-only-false", "safe-globals", "auto"]),
-    help="Also make torch.load calls explicit (as `apply --torch-load`).",
-)
-@click.option("--globals", "globals_file", type=click.Path(dir_okay=False), help="discover-globals JSON.")
-@click.option("--explain", is_flag=True, help="With --torch-load: add a short comment saying why.")
-@click.option(
-    "--restructure",
-    "restructure_names",
-    metavar="auto|NAME[,NAME]",
-    help="Restructure classes no label fits first (as `apply --restructure`); such files count "
-    "as doable in a batch, and the A/B compares moved tests with their old selves.",
-)
+@label_options
+@torch_load_option
+@globals_option
+@explain_option
+@restructure_option
 @click.option("--python", metavar="PATH", help="Target interpreter for the A/B run and torch probes.")
-@click.option("--env", multiple=True, metavar="K=V", help="A/B: set a variable in every arm (repeatable).")
-@click.option("--diag", multiple=True, metavar="NAME[@B]:K=V[,K=V]", help="A/B: a diagnostic arm (repeatable).")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=600.0,
-    show_default=True,
-    help="A/B: per-test limit in seconds; 0 = none.",
-)
-@click.option(
-    "--confirm",
-    type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="A/B: reruns of each discordant test per arm.",
-)
+@env_option
+@diag_option
+@timeout_option
+@confirm_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr: the plan or the report only.")
 @click.option(
     "--linter",
@@ -135,36 +146,7 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
     "every would-be output under --python; a file it rejects is not committed nor graduated. "
     "Default: [tool.decouple] linter, else auto.",
 )
-def refactor(
-    paths,
-    allowlist,
-    exclude,
-    no_default_excludes,
-    branch,
-    base,
-    allow_dirty,
-    dry_run,
-    no_ab,
-    out,
-    lang,
-    limit,
-    group_size,
-    jobs,
-    classification,
-    per_class,
-    force,
-    torch_load,
-    globals_file,
-    explain,
-    restructure_names,
-    python,
-    env,
-    diag,
-    timeout,
-    confirm,
-    quiet,
-    linter,
-):
+def refactor(**params: Any) -> None:
     """From test files (or the allowlist) to reviewable branches: label, graduate, commit on a
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
 
@@ -172,65 +154,43 @@ def refactor(
     is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left or a branch whose base moved;
     2 usage/input error; 3 INCONCLUSIVE.
     """
-    from codemod import cli
-    from codemod.ab import options as _options
     from codemod.ab import procs as _procs
 
-    cfg = cli._config()
+    opts = build(RefactorOptions, params)
+    cfg = load_config()
+    ab = pipeline.AbSettings(python=opts.python or cfg.python or sys.executable, **opts.arms.run_fields())
+    say = (lambda m: None) if opts.quiet else (lambda m: click.echo(m, err=True))
     try:
-        ab = dict(
-            python=python or cfg.python or sys.executable,
-            env=_options.parse_env(env),
-            diags=[_options.parse_diag(d) for d in diag],
-            timeout=timeout,
-            confirm=confirm,
-        )
-    except (_procs.UsageError, ValueError) as e:
-        raise click.UsageError(str(e)) from e
-    if jobs:
-        ab["jobs"] = jobs
-    say = (lambda m: None) if quiet else (lambda m: click.echo(m, err=True))
-    try:
-        setup = build_transforms(
-            label=True,
-            classification=classification,
-            per_class=per_class,
-            force=force,
-            restructure_names=restructure_names,
-            torch_load=torch_load,
-            globals_file=globals_file,
-            explain=explain,
-            python=python or cfg.python,
-        )
+        setup = build_transforms(opts.labels, opts.edits, label=True, python=opts.python or cfg.python)
     except SetupError as e:
-        _fail(str(e))
+        fail(str(e))
     for warning in setup.warnings:
         say(f"warning: {warning}")
-    opts = pipeline.Options(
-        paths=list(paths),
+    run_opts = pipeline.Options(
+        paths=list(opts.paths),
         transforms=setup.transforms,
-        base=base,
-        allowlist=allowlist or cfg.allowlist,
-        branch=branch,
-        allow_dirty=allow_dirty,
-        dry_run=dry_run,
-        no_ab=no_ab,
-        out=out,
-        lang=lang,
-        limit=limit,
-        group_size=group_size,
-        jobs=jobs or cfg.jobs,
+        base=opts.base,
+        allowlist=opts.allowlist or cfg.allowlist,
+        branch=opts.branch,
+        allow_dirty=opts.allow_dirty,
+        dry_run=opts.dry_run,
+        no_ab=opts.no_ab,
+        out=opts.out,
+        lang=opts.lang,
+        limit=opts.limit,
+        group_size=opts.group_size,
+        jobs=opts.jobs or cfg.jobs,
         ab=ab,
-        linter=linter or cfg.linter or "auto",
-        exclude=exclude_patterns(cfg.exclude, exclude, no_default_excludes),
+        linter=opts.linter or cfg.linter or "auto",
+        exclude=opts.excludes.patterns(cfg),
         say=say,
     )
     try:
         repo = open_repo(".")
         current = repo.repo.head.ref.name if not repo.repo.head.is_detached else "a detached HEAD"
-        outcome = pipeline.run(repo, opts)
+        outcome = pipeline.run(repo, run_opts)
     except (pipeline.RefactorError, GitError) as e:
-        _fail(str(e))
+        fail(str(e))
     except _procs.Interrupted as e:
         click.echo(
             f"decouple refactor: interrupted ({e.signame}); the temporary work tree was removed, "
@@ -238,11 +198,11 @@ def refactor(
             err=True,
         )
         sys.exit(143 if e.signame == "SIGTERM" else 130)
-    if dry_run:
+    if opts.dry_run:
         _print_plan(outcome, outcome.plans)
         sys.exit(1 if outcome.manual_left else 0)
     if not outcome.branches:
-        reasons = [f"{s['path']}: {s['reason']}" for s in outcome.skipped + outcome.excluded]
+        reasons = [f"{s.path}: {s.reason}" for s in outcome.skipped + outcome.excluded]
         click.echo("nothing to refactor: " + "; ".join(reasons))
         sys.exit(outcome.exit_code() or (1 if outcome.skipped else 0))
     _report(outcome, current)
@@ -266,31 +226,31 @@ def refactor(
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="For uniformity: pr-body prints only the body (and errors) anyway.")
-def pr_body(ab_json, branch, lang, output, quiet):
+def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, quiet: bool) -> None:
     """Compose PR_BODY.md from a refactor commit and an A/B result (the split-machine path:
     `refactor --no-ab` here, `ab --json` on the target machine, then this). Exit: the verdict's
     code (0 SAFE, 1 REGRESSION, 3 INCONCLUSIVE), 0 without --ab, 2 on bad input."""
-    from codemod.ab.model import ABResult
+    from codemod.ab.model import EXIT_CODES, ABResult
 
     try:
         repo = open_repo(".")
         _, message, _ = repo.commit_info(branch)
     except GitError as e:
-        _fail(str(e))
+        fail(str(e))
     facts = _plan.parse_commit_message(message)
     if facts is None:
-        _fail(f"{branch} is not a commit made by `decouple refactor`")
+        fail(f"{branch} is not a commit made by `decouple refactor`")
     result = None
     if ab_json:
         try:
             with open(ab_json, encoding="utf-8") as f:
                 result = ABResult.from_json(json.load(f))
         except (ValueError, KeyError, TypeError) as e:
-            _fail(f"{ab_json}: not an A/B result ({e})")
+            fail(f"{ab_json}: not an A/B result ({e})")
     text = prbody.compose(facts, result, lang)
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     else:
         click.echo(text, nl=False)
-    sys.exit(_VERDICT_EXIT.get(result.verdict, 3) if result is not None else 0)
+    sys.exit(EXIT_CODES.get(result.verdict, 3) if result is not None else 0)

@@ -27,9 +27,12 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
 
+from codemod.engine.result import FAILED, NEEDS_MANUAL, FileResult, GateSummary, RunResult
+from codemod.util.files import SourceError, read_source
+from codemod.util.lintmessage import LintSeverity
 from transforms.analysis import analyse
+from transforms.base import ERROR, WARNING, Finding
 from transforms.rules.linter import lint_module
 
 LINTER_REL = os.path.join("tools", "linter", "adapters", "test_linter.py")
@@ -149,7 +152,7 @@ def run_linter(linter: str, python: str, outputs: dict[str, bytes]) -> dict[str,
         files = list(places.values())
         for i in range(0, len(files), _CHUNK):
             for msg in _call(python, os.path.join(mirror, LINTER_REL), files[i : i + _CHUNK], mirror, linter):
-                if msg.get("severity") != "error":
+                if msg.get("severity") != LintSeverity.ERROR:
                     continue  # the [allowlist_hint] advice and anything milder
                 raw_path = msg["path"] if os.path.isabs(msg["path"]) else os.path.join(mirror, msg["path"])
                 user = back.get(os.path.realpath(raw_path))
@@ -214,88 +217,84 @@ def resolve(setting: str, paths: list[str]) -> tuple[dict[str, list[str]], list[
         folder = os.path.dirname(os.path.abspath(path))
         if folder not in cache:
             cache[folder] = find_linter(folder)
-        if cache[folder] is None:
+        linter = cache[folder]
+        if linter is None:
             orphans.append(path)
         else:
-            groups.setdefault(cache[folder], []).append(path)
+            groups.setdefault(linter, []).append(path)
     return groups, orphans
 
 
 def gate_run(
-    run,
+    run: RunResult,
     setting: str,
     groups: dict[str, list[str]],
     orphans: list[str],
     python: str,
     encodings: dict[str, str] | None = None,
 ) -> None:
-    """Judge the staged results of `run` (a codemod RunResult) with the linters `resolve`
-    found: mark the rejected ones (findings with the linter's messages, not written, not
-    graduated) and record a summary in `run.linter_gate`. `encodings`: the source encoding
-    of results not read from their path (standard input); the others are read from disk.
-    Raises GateError."""
-    from codemod.files import SourceError, read_source
-    from codemod.result import FAILED, NEEDS_MANUAL
-    from transforms.base import ERROR, WARNING, Finding
-
+    """Judge the staged results of `run` with the linters `resolve` found: mark the rejected
+    ones (findings with the linter's messages, not written, not graduated) and record a
+    summary in `run.linter_gate`. `encodings`: the source encoding of results not read from
+    their path (standard input); the others are read from disk. Raises GateError."""
     by_path = {r.path: r for r in run.files if r.status != FAILED and r.replacement is not None}
-    summary: dict[str, Any] = {
-        "setting": setting,
-        "linters": sorted(groups),
-        "checked": 0,
-        "agree": 0,
-        "disagree": 0,
-        "rejected": [],
-        "unjudged": len(orphans),
-    }
+    summary = GateSummary(setting=setting, linters=sorted(groups), unjudged=len(orphans))
     for linter, all_paths in groups.items():
         paths = [p for p in all_paths if p in by_path]  # skipped and failed files are not judged
-        outputs = {}
-        for path in paths:
-            r = by_path[path]
-            if encodings and path in encodings:
-                encoding = encodings[path]
-            else:
-                try:
-                    encoding = read_source(path).encoding
-                except SourceError:
-                    encoding = "utf-8"
-            text = r.replacement
-            if encoding == "utf-8-sig" and text.startswith("\ufeff"):
-                encoding = "utf-8"  # lint mode keeps the BOM in the text (lintrunner's form)
-            outputs[path] = text.encode(encoding)
+        outputs = {path: _output_bytes(by_path[path], encodings) for path in paths}
         for path, verdict in run_linter(linter, python, outputs).items():
-            r = by_path[path]
-            summary["checked"] += 1
-            summary["agree" if not verdict.disagrees else "disagree"] += 1
-            if not verdict.clean:
-                r.fully_classified = False  # never graduate what the linter rejects
-            for name, line in verdict.missing:
-                r.findings.append(
-                    Finding(
-                        "gate/looser",
-                        f"the tool expects the linter to report {name} here, but {linter} does not",
-                        line,
-                        WARNING,
-                        path=path,
-                    )
-                )
-            if not verdict.rejected:
-                continue
-            summary["rejected"].append(path)
-            for m in verdict.unexpected:
-                r.findings.append(
-                    Finding(
-                        "gate/rejected",
-                        f"{linter} rejects the would-be output: {m.name} {m.description}",
-                        m.line or 1,
-                        ERROR,
-                        path=path,
-                        data={"linter": linter, "name": m.name},
-                    )
-                )
-            r.status = NEEDS_MANUAL
-            r.manual += 1
-            r.diff = ""
-            r.replacement = r.original  # nothing to write, nothing to offer as an autofix
+            _apply_verdict(by_path[path], verdict, linter, summary)
     run.linter_gate = summary
+
+
+def _output_bytes(r: FileResult, encodings: dict[str, str] | None) -> bytes:
+    """The would-be output of `r` in the encoding its file has (or standard input had)."""
+    if encodings and r.path in encodings:
+        encoding = encodings[r.path]
+    else:
+        try:
+            encoding = read_source(r.path).encoding
+        except SourceError:
+            encoding = "utf-8"
+    text = r.replacement or ""
+    if encoding == "utf-8-sig" and text.startswith("\ufeff"):
+        encoding = "utf-8"  # lint mode keeps the BOM in the text (lintrunner's form)
+    return text.encode(encoding)
+
+
+def _apply_verdict(r: FileResult, verdict: FileVerdict, linter: str, summary: GateSummary) -> None:
+    summary.checked += 1
+    if verdict.disagrees:
+        summary.disagree += 1
+    else:
+        summary.agree += 1
+    if not verdict.clean:
+        r.fully_classified = False  # never graduate what the linter rejects
+    for name, line in verdict.missing:
+        r.findings.append(
+            Finding(
+                "gate/looser",
+                f"the tool expects the linter to report {name} here, but {linter} does not",
+                line,
+                WARNING,
+                path=r.path,
+            )
+        )
+    if not verdict.rejected:
+        return
+    summary.rejected.append(r.path)
+    for m in verdict.unexpected:
+        r.findings.append(
+            Finding(
+                "gate/rejected",
+                f"{linter} rejects the would-be output: {m.name} {m.description}",
+                m.line or 1,
+                ERROR,
+                path=r.path,
+                data={"linter": linter, "name": m.name},
+            )
+        )
+    r.status = NEEDS_MANUAL
+    r.manual += 1
+    r.diff = ""
+    r.replacement = r.original  # nothing to write, nothing to offer as an autofix

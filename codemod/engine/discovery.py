@@ -103,7 +103,7 @@ def excluded_by(rel: str, patterns: tuple[str, ...] | list[str]) -> str | None:
     if not patterns:
         return None
     check = _spec(patterns).check_file(rel)
-    return patterns[check.index] if check.include else None
+    return patterns[check.index] if check.include and check.index is not None else None
 
 
 def exclude_patterns(configured, given, no_default_excludes: bool = False) -> list[str]:
@@ -171,7 +171,7 @@ def diff_name(path: str, root: str | None = None) -> str:
 # --- the upstream allowlist (tools/linter/adapters/test_linter_allowlist.json) ---------------
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Allowlist:
     path: str
     root: str  # the repository root the entries are relative to
@@ -202,7 +202,7 @@ def read_allowlist(path: str) -> Allowlist:
     if len(lines) > 1:
         second = lines[1]
         indent = len(second) - len(second.lstrip(" "))
-    return Allowlist(path, root, entries, indent, raw.endswith("\n"))
+    return Allowlist(path=path, root=root, entries=entries, indent=indent, trailing_newline=raw.endswith("\n"))
 
 
 def _allowlist_root(path: str, entries: list[str]) -> str:
@@ -226,7 +226,7 @@ def _allowlist_root(path: str, entries: list[str]) -> str:
 def graduate(allowlist: Allowlist, done: set[str]) -> list[str]:
     """Remove the entries whose files are now fully classified; rewrite the JSON keeping its
     layout (sorted list, same indentation). Returns the removed entries."""
-    from codemod.files import write_atomic
+    from codemod.util.files import write_atomic
 
     done_abs = {os.path.abspath(p) for p in done}
     removed = [e for e in allowlist.entries if os.path.abspath(os.path.join(allowlist.root, e)) in done_abs]

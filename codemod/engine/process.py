@@ -16,12 +16,23 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import libcst
 
-from codemod.files import Source, SourceError, read_source, write_atomic
-from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, FileResult
-from transforms.base import Finding, Transform
+from codemod.engine.result import (
+    ALREADY,
+    CHANGED,
+    FAILED,
+    NEEDS_MANUAL,
+    SKIPPED,
+    UNCHANGED,
+    FileResult,
+    FileStatus,
+    Mode,
+)
+from codemod.util.files import Source, SourceError, read_source, write_atomic
+from transforms.base import ERROR, Finding, Transform
 from transforms.source_lines import split_lines
 
 # Decisions after which a class carries a label; the label passes the linter unless
@@ -37,7 +48,7 @@ def _linter_clean(findings: list[Finding]) -> bool:
     return (
         bool(classes)
         and all(f.rule in _LABELLED and not f.data.get("violations") for f in classes)
-        and not any(f.severity == "error" for f in findings)
+        and not any(f.severity == ERROR for f in findings)
     )
 
 
@@ -105,7 +116,7 @@ def verify(
 
 def same_tree(a: ast.AST, b: ast.AST) -> bool:
     """Structural equality of two ASTs, positions ignored (what ast.dump compares, 3x faster)."""
-    stack = [(a, b)]
+    stack: list[tuple[Any, Any]] = [(a, b)]
     while stack:
         x, y = stack.pop()
         if type(x) is not type(y):
@@ -130,7 +141,7 @@ def unified_diff(path: str, old: str, new: str) -> str:
     return "".join(out)
 
 
-def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, str]:
+def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[FileStatus, str]:
     classes = [f for f in findings if f.rule in _CLASS_RULES]
     if changed:
         return CHANGED, ""
@@ -146,22 +157,21 @@ def _bucket(findings: list[Finding], manual: int, changed: bool) -> tuple[str, s
 def process_file(
     path: str,
     transforms: Sequence[Transform],
-    mode: str,
+    mode: Mode,
     display: str | None = None,
     src: Source | None = None,
     staged: bool = False,
 ) -> FileResult:
-    """mode: classify (look only) | check | diff | lint (check, keeping both texts) | write.
-    `display` is the name diff headers show (default: `path`). `src`: the source already read
+    """`display` is the name diff headers show (default: `path`). `src`: the source already read
     (standard input; `path` is then only its name, and mode is never write). `staged`: keep the
     input and the would-be output (`original`/`replacement`, also when equal) and write nothing,
     whatever the mode; `write_staged` writes later (the linter gate sits in between)."""
     try:
         return _process(path, transforms, mode, display or path, src, staged)
     except RecursionError as e:
-        return FileResult(path, FAILED, reason=too_deep(e))
+        return FileResult(path=path, status=FAILED, reason=too_deep(e))
     except Exception as e:  # per-file isolation: report, never write, go on
-        return FileResult(path, FAILED, reason=f"internal error: {type(e).__name__}: {e}")
+        return FileResult(path=path, status=FAILED, reason=f"internal error: {type(e).__name__}: {e}")
 
 
 def too_deep(e: RecursionError) -> str:
@@ -173,36 +183,48 @@ def too_deep(e: RecursionError) -> str:
 
 
 def _process(
-    path: str, transforms: Sequence[Transform], mode: str, display: str, src: Source | None = None, staged: bool = False
+    path: str,
+    transforms: Sequence[Transform],
+    mode: Mode,
+    display: str,
+    src: Source | None = None,
+    staged: bool = False,
 ) -> FileResult:
     if src is None:
         try:
             src = read_source(path)
         except SourceError as e:
-            return FileResult(path, FAILED, reason=str(e))
+            return FileResult(path=path, status=FAILED, reason=str(e))
     if not any(t.triage(src.text) for t in transforms):
-        return FileResult(path, SKIPPED, reason="no test classes")
+        return FileResult(path=path, status=SKIPPED, reason="no test classes")
     try:
         tree = ast.parse(src.text, filename=path)
     except (SyntaxError, ValueError) as e:
         lineno = getattr(e, "lineno", None)
         where = f"line {lineno}: " if lineno else ""
-        return FileResult(path, FAILED, reason=f"syntax error: {where}{getattr(e, 'msg', e)}")
+        return FileResult(path=path, status=FAILED, reason=f"syntax error: {where}{getattr(e, 'msg', e)}")
     new_text, new_tree, findings, manual = _run_transforms(src.text, tree, transforms, path)
     findings = [_with_path(f, path) for f in findings]
     changed = new_text != src.text
     status, reason = _bucket(findings, manual, changed)
-    result = FileResult(path, status, reason, findings, manual, fully_classified=_linter_clean(findings))
+    result = FileResult(
+        path=path,
+        status=status,
+        reason=reason,
+        findings=findings,
+        manual=manual,
+        fully_classified=_linter_clean(findings),
+    )
     if staged:
         result.original, result.replacement = src.text, new_text
-    if not changed or mode == "classify":
+    if not changed or mode == Mode.CLASSIFY:
         return result
     result.findings += [_with_path(f, path) for f in verify(src.text, tree, new_text, new_tree, transforms, path)]
-    if mode == "diff":
+    if mode == Mode.DIFF:
         result.diff = unified_diff(display, src.text, new_text)
-    if mode == "lint":
+    if mode == Mode.LINT:
         _offer_replacement(result, src, new_text)
-    if mode == "write" and not staged:
+    if mode == Mode.WRITE and not staged:
         write_atomic(path, new_text.encode(src.encoding), expect=src)
         result.written = True
     return result
@@ -253,7 +275,7 @@ def _with_path(f: Finding, path: str) -> Finding:
 _worker_args: tuple = ()
 
 
-def _init_worker(transforms, mode, staged=False) -> None:
+def _init_worker(transforms: Sequence[Transform], mode: Mode, staged: bool = False) -> None:
     global _worker_args
     _worker_args = (transforms, mode, staged)
 
@@ -267,15 +289,17 @@ def _work(item: tuple[str, str]) -> bytes:
     try:
         return pickle.dumps(result)
     except RecursionError as e:
-        return pickle.dumps(FileResult(path, FAILED, reason=too_deep(e)))
+        return pickle.dumps(FileResult(path=path, status=FAILED, reason=too_deep(e)))
     except Exception as e:
-        return pickle.dumps(FileResult(path, FAILED, reason=f"internal error: result not transferable: {e}"))
+        return pickle.dumps(
+            FileResult(path=path, status=FAILED, reason=f"internal error: result not transferable: {e}")
+        )
 
 
 def run_files(
     paths: Sequence[str],
     transforms: Sequence[Transform],
-    mode: str,
+    mode: Mode,
     jobs: int | None = None,
     progress: Callable[[Iterable[FileResult], int], Iterable[FileResult]] | None = None,
     display: Callable[[str], str] | None = None,

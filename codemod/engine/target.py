@@ -49,7 +49,7 @@ sys.stdout.write("\n@@DECOUPLE@@" + json.dumps(out) + "\n")
 """
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TargetInfo:
     python: str  # as given / resolved
     executable: str = ""  # sys.executable reported by the target

@@ -33,6 +33,7 @@ import linecache
 import os
 import sys
 import threading
+from types import FrameType
 
 ENV_OUT = "DECOUPLE_DISCOVER_OUT"
 ENV_ALLOW = "DECOUPLE_SAFE_GLOBALS"
@@ -127,7 +128,7 @@ def _aliases(obj, modname: str, qualname: str) -> list:
 
 
 def _caller(depth: int = 2):
-    f = sys._getframe(depth)
+    f: FrameType | None = sys._getframe(depth)
     # skip our own frames and torch's internal forwarding (torch.serialization.load -> load)
     while f is not None and f.f_code.co_filename == __file__:
         f = f.f_back
@@ -215,7 +216,7 @@ def _install(torch):
             rec["message"] = f"{type(exc).__module__}.{type(exc).__name__}: {exc}"[:MAX_MESSAGE]
             raise
 
-    load.__wrapped__ = real_load
+    load.__wrapped__ = real_load  # type: ignore[attr-defined]  # a function attribute, as functools.wraps sets
     torch.load = load
     torch.serialization.load = load
 
@@ -238,7 +239,7 @@ def _install(torch):
             _current()["saves"].append(rec)
             return out
 
-        save.__wrapped__ = real_save
+        save.__wrapped__ = real_save  # type: ignore[attr-defined]  # a function attribute, as functools.wraps sets
         torch.save = save
         torch.serialization.save = save
 

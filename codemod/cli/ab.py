@@ -12,11 +12,17 @@ import importlib
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from codemod.ab.model import ABResult
+from codemod.cli.options import ArmChoice, build, confirm_option, diag_option, env_option, stack, timeout_option
+
+if TYPE_CHECKING:
+    from codemod.ab.options import RunOptions
 
 _EPILOG = """\b
 Diagnostic arms (--diag, repeatable):
@@ -58,15 +64,28 @@ class _ReportError(click.ClickException):
     exit_code = REPORT_WRITE_ERROR
 
 
-def _render_reports(result: ABResult, json_path, markdown, html, junit, lang) -> list[tuple[str, str]]:
+@dataclass(frozen=True, kw_only=True)
+class ReportChoice:
+    """The reports an A/B command writes (`ab run`, `ab merge`) and how it prints its summary."""
+
+    json_path: str | None
+    markdown: str | None
+    html: str | None
+    junit: str | None
+    lang: str
+    color: bool | None  # None: if standard output is a terminal (and NO_COLOR is unset)
+    quiet: bool
+
+
+def _render_reports(result: ABResult, reports: ReportChoice) -> list[tuple[str, str]]:
     """(path, text) for every report asked for."""
     out = []
-    if json_path:
-        out.append((json_path, result_json(result)))
+    if reports.json_path:
+        out.append((reports.json_path, result_json(result)))
     for path, module, with_lang in (
-        (markdown, "codemod.report.ab_markdown", True),
-        (html, "codemod.report.ab_html", True),
-        (junit, "codemod.report.ab_junit", False),
+        (reports.markdown, "codemod.report.ab_markdown", True),
+        (reports.html, "codemod.report.ab_html", True),
+        (reports.junit, "codemod.report.ab_junit", False),
     ):
         if not path:
             continue
@@ -74,7 +93,7 @@ def _render_reports(result: ABResult, json_path, markdown, html, junit, lang) ->
             mod = importlib.import_module(module)
         except ImportError as err:
             raise _ReportError(f"cannot write {path}: report module {module} is not available ({err})") from err
-        out.append((path, mod.render(result, lang) if with_lang else mod.render(result)))
+        out.append((path, mod.render(result, reports.lang) if with_lang else mod.render(result)))
     return out
 
 
@@ -116,7 +135,7 @@ def _write(path: str, text: str) -> None:
         raise
 
 
-def repro_paths(markdown, html) -> list[Path]:
+def repro_paths(markdown: str | None, html: str | None) -> list[Path]:
     """Where repro.sh goes: next to each Markdown/HTML report (they refer to it), unless
     the report is not a regular file in a folder (a device such as /dev/stdout)."""
     from codemod.report.ab_repro import REPRO_SCRIPT
@@ -134,19 +153,21 @@ def repro_paths(markdown, html) -> list[Path]:
     return out
 
 
-def _write_reports(result: ABResult, json_path, markdown, html, junit, lang, extra=()) -> tuple[list[str], list[Path]]:
+def _write_reports(
+    result: ABResult, reports: ReportChoice, extra: list[tuple[str, str]]
+) -> tuple[list[str], list[Path]]:
     """Write every report, repro.sh and the `extra` (path, text) outputs; return the error
-    messages (one per file that could
-    not be written) and the repro.sh files written."""
-    errors, written = [], []
-    for path, text in [*_render_reports(result, json_path, markdown, html, junit, lang), *extra]:
+    messages (one per file that could not be written) and the repro.sh files written."""
+    errors: list[str] = []
+    written: list[Path] = []
+    for path, text in [*_render_reports(result, reports), *extra]:
         try:
             _write(path, text)
         except OSError as err:
             errors.append(f"cannot write {path}: {err.strerror or err}")
     from codemod.report import ab_repro
 
-    for target in repro_paths(markdown, html):
+    for target in repro_paths(reports.markdown, reports.html):
         try:
             _write(str(target), ab_repro.render(result))
             target.chmod(0o755)
@@ -156,34 +177,31 @@ def _write_reports(result: ABResult, json_path, markdown, html, junit, lang, ext
     return errors, written
 
 
-def _report_options(f):
-    opts = [
-        click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the result as JSON."),
-        click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown report."),
-        click.option("--html", type=click.Path(dir_okay=False), help="Write an HTML report."),
-        click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
-        click.option(
-            "--lang",
-            type=click.Choice(["en", "zh"]),
-            default="en",
-            show_default=True,
-            help="Language of the Markdown/HTML reports.",
-        ),
-        click.option("--color/--no-color", default=None, help="Colour the terminal summary (default: if a tty)."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress lines; summary only."),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+_report_options = stack(
+    click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the result as JSON."),
+    click.option("--markdown", type=click.Path(dir_okay=False), help="Write a Markdown report."),
+    click.option("--html", type=click.Path(dir_okay=False), help="Write an HTML report."),
+    click.option("--junit", type=click.Path(dir_okay=False), help="Write a JUnit XML report."),
+    click.option(
+        "--lang",
+        type=click.Choice(["en", "zh"]),
+        default="en",
+        show_default=True,
+        help="Language of the Markdown/HTML reports.",
+    ),
+    click.option("--color/--no-color", default=None, help="Colour the terminal summary (default: if a tty)."),
+    click.option("-q", "--quiet", is_flag=True, help="No progress lines; summary only."),
+)
 
 
-def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, quiet, extra=()) -> None:
+def _finish(result: ABResult, reports: ReportChoice, extra: list[tuple[str, str]] | None = None) -> None:
     from codemod.ab import terminal
     from codemod.ab.verdict import exit_code
 
+    color = reports.color
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    errors, repro = _write_reports(result, json_path, markdown, html, junit, lang, extra)
+    errors, repro = _write_reports(result, reports, extra or [])
     click.echo(terminal.render(result, color=color, repro=str(repro[0]) if repro else None), nl=False)
     for err in errors:
         click.echo(f"decouple ab: error: {err} (verdict {result.verdict} above; exit {REPORT_WRITE_ERROR})", err=True)
@@ -197,6 +215,70 @@ def ab() -> None:
     Every file runs in its own pytest process under the chosen interpreter, in a
     temporary copy (the user's tree is never written), both arms in parallel.
     """
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbRunOptions:
+    paths: tuple[str, ...]
+    base: str | None
+    a_root: str | None
+    b_root: str | None
+    python: str | None
+    arms: ArmChoice
+    hw: tuple[str, ...]
+    file_timeout: float
+    jobs: int | None
+    mapping: tuple[str, ...]
+    map_file: str | None
+    shard: str | None
+    durations: tuple[str, ...]
+    durations_out: str | None
+    fsync: str
+    fork: bool
+    diagnose: bool
+    diagnose_budget: float
+    keep_temp: bool
+    reports: ReportChoice
+
+    def run_options(self) -> RunOptions:
+        """The A/B runner's RunOptions; a malformed value is a usage error."""
+        from codemod.ab import nodemap, procs
+        from codemod.ab import options as _options
+        from codemod.ab import shard as _shard
+
+        arms = self.arms.run_fields()
+        try:
+            mapping = {
+                **nodemap.parse_mapping(self.mapping),
+                **(nodemap.read_map_file(self.map_file) if self.map_file else {}),
+            }
+            # Passed as a mapping: RunOptions is not checked with Optionals yet, so mypy reads its
+            # `X | None` fields as `X`.
+            optional: dict[str, Any] = {
+                "base": self.base,
+                "a_root": self.a_root,
+                "b_root": self.b_root,
+                "shard": self.shard,
+                "durations": _shard.load_durations(self.durations) if self.durations else None,
+                "progress": None if self.reports.quiet else (lambda m: click.echo(m, err=True)),
+            }
+            opts = _options.RunOptions(
+                paths=list(self.paths),
+                python=self.python or sys.executable,
+                hw_classification=[x for item in self.hw for x in item.replace(",", " ").split()],
+                file_timeout=self.file_timeout,
+                jobs=self.jobs or (os.cpu_count() or 1),
+                mapping=mapping,
+                keep_temp=self.keep_temp,
+                fsync=self.fsync,
+                fork=self.fork,
+                **arms,
+                **optional,
+            )
+            _options.parse_shard(self.shard)
+        except (procs.UsageError, ValueError) as err:  # DurationsError is a ValueError
+            raise click.UsageError(str(err)) from err
+        return opts
 
 
 @ab.command("run", epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -213,10 +295,8 @@ def ab() -> None:
     default=None,
     help="Target interpreter (default: the one running decouple). Must import pytest.",
 )
-@click.option("--env", "env", multiple=True, metavar="K=V", help="Set a variable in every arm (repeatable).")
-@click.option(
-    "--diag", "diag", multiple=True, metavar="NAME[@B]:K=V[,K=V]", help="Add a diagnostic arm (repeatable); see below."
-)
+@env_option
+@diag_option
 @click.option(
     "--hw-classification",
     "hw",
@@ -225,13 +305,7 @@ def ab() -> None:
     help="Pass --hw-classification NAME... to arm B (and diagnostic arms on B), when the target "
     "torch has HardwareClassification and a conftest.py in the tree defines the option.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=600.0,
-    show_default=True,
-    help="Per-test limit in seconds (also bounds collection); 0 = none.",
-)
+@timeout_option
 @click.option(
     "--file-timeout",
     type=click.FloatRange(min=0),
@@ -246,13 +320,7 @@ def ab() -> None:
     default=None,
     help="Parallel test processes, all arms together (default: number of cores).",
 )
-@click.option(
-    "--confirm",
-    type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="Rerun the discordant tests (without the rest of their file) this many times per arm, alternating A and B.",
-)
+@confirm_option
 @click.option(
     "--map",
     "mapping",
@@ -321,80 +389,28 @@ def ab() -> None:
 )
 @click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
 @_report_options
-def run_cmd(
-    paths,
-    base,
-    a_root,
-    b_root,
-    python,
-    env,
-    diag,
-    hw,
-    timeout,
-    file_timeout,
-    jobs,
-    confirm,
-    mapping,
-    map_file,
-    shard,
-    durations,
-    durations_out,
-    fsync,
-    fork,
-    diagnose,
-    diagnose_budget,
-    keep_temp,
-    json_path,
-    markdown,
-    html,
-    junit,
-    lang,
-    color,
-    quiet,
-) -> None:
+def run_cmd(**params: Any) -> None:
     """Run PATHS in arm A and arm B and compare every test.
 
     PATHS are test files, directories or node ids (file.py::Class::test).
     The word `run` may be left out: `decouple ab PATHS... --base REF`.
     """
-    from codemod.ab import nodemap, procs
     from codemod.ab import options as _options
+    from codemod.ab import procs
     from codemod.ab import run as _run
     from codemod.ab import shard as _shard
 
-    if not base and not (a_root and b_root):
+    args = build(AbRunOptions, params)
+    reports = args.reports
+    if not args.base and not (args.a_root and args.b_root):
         raise click.UsageError("give --base REF, or both --a-root DIR and --b-root DIR")
-    check_report_paths(json_path, markdown, html, junit, durations_out)
-    if base and (a_root or b_root):
+    check_report_paths(reports.json_path, reports.markdown, reports.html, reports.junit, args.durations_out)
+    if args.base and (args.a_root or args.b_root):
         raise click.UsageError("--base and --a-root/--b-root exclude each other")
-    try:
-        opts = _options.RunOptions(
-            paths=list(paths),
-            base=base,
-            a_root=a_root,
-            b_root=b_root,
-            python=python or sys.executable,
-            env=_options.parse_env(env),
-            diags=[_options.parse_diag(d) for d in diag],
-            hw_classification=[x for item in hw for x in item.replace(",", " ").split()],
-            timeout=timeout,
-            file_timeout=file_timeout,
-            jobs=jobs or (os.cpu_count() or 1),
-            confirm=confirm,
-            mapping={**nodemap.parse_mapping(mapping), **(nodemap.read_map_file(map_file) if map_file else {})},
-            shard=shard,
-            durations=_shard.load_durations(durations) if durations else None,
-            progress=None if quiet else (lambda m: click.echo(m, err=True)),
-            keep_temp=keep_temp,
-            fsync=fsync,
-            fork=fork,
-        )
-        _options.parse_shard(shard)
-    except (procs.UsageError, ValueError) as err:  # DurationsError is a ValueError
-        raise click.UsageError(str(err)) from err
+    opts = args.run_options()
     try:
         result = _run.run_ab(opts)
-        if diagnose:
+        if args.diagnose:
             from codemod.ab import causes_confirm
 
             result = causes_confirm.diagnose(
@@ -402,17 +418,17 @@ def run_cmd(
                 opts,
                 _run.run_ab,
                 _options.DiagSpec,
-                budget=diagnose_budget,
+                budget=args.diagnose_budget,
                 say=opts.progress or (lambda _m: None),
             )
         else:
             from codemod.ab import causes
 
             result.causes = causes.analyse(result)
-        if base:
+        if args.base:
             from codemod.ab import changes
 
-            result.changes = changes.git_changes(os.getcwd(), base, result.paths)
+            result.changes = changes.git_changes(os.getcwd(), args.base, result.paths)
     except procs.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
         sys.exit(2)
@@ -426,22 +442,30 @@ def run_cmd(
         click.echo("decouple ab: internal error (temporary roots removed)", err=True)
         sys.exit(2)
     extra = []
-    if durations_out:
+    if args.durations_out:
         tests = _shard.from_result(result.to_json()).tests
-        extra.append((durations_out, _shard.durations_json(opts.file_durations, tests)))
-    _finish(result, json_path, markdown, html, junit, lang, color, quiet, extra)
+        extra.append((args.durations_out, _shard.durations_json(opts.file_durations, tests)))
+    _finish(result, reports, extra)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbMergeOptions:
+    results: tuple[str, ...]
+    reports: ReportChoice
 
 
 @ab.command("merge", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @_report_options
-def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> None:
+def merge_cmd(**params: Any) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
     from codemod.ab import merge as _merge
 
-    check_report_paths(json_path, markdown, html, junit)
+    args = build(AbMergeOptions, params)
+    reports = args.reports
+    check_report_paths(reports.json_path, reports.markdown, reports.html, reports.junit)
     loaded = []
-    for path in results:
+    for path in args.results:
         try:
             loaded.append(ABResult.from_json(json.loads(Path(path).read_text(encoding="utf-8"))))
         except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
@@ -453,10 +477,10 @@ def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> 
     from codemod.ab import causes
 
     merged.causes = causes.analyse(merged)  # the groups span all shards now
-    _finish(merged, json_path, markdown, html, junit, lang, color, quiet)
+    _finish(merged, reports)
 
 
-def main(argv: list[str] | None = None) -> None:  # pragma: no cover - python -m codemod.ab.cli
+def main(argv: list[str] | None = None) -> None:  # pragma: no cover - python -m codemod.cli.ab
     ab.main(args=argv, prog_name="decouple ab")
 
 

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 
 import click
 
-from codemod import target
-from codemod.jsonfile import read_option_json
+from codemod.cli.options import EditChoice, LabelChoice
+from codemod.engine import target
+from codemod.util.jsonfile import read_option_json
 from transforms import restructure
+from transforms.base import Transform
 from transforms.hw_label import HwLabel
 from transforms.members import MEMBERS as VALUES
 from transforms.torch_load import TorchLoad, check_mode_supported
@@ -22,7 +24,7 @@ class SetupError(Exception):
 
 @dataclass
 class TransformSetup:
-    transforms: list = field(default_factory=list)  # in the order they run on a file
+    transforms: list[Transform] = field(default_factory=list)  # in the order they run on a file
     warnings: list[str] = field(default_factory=list)  # about the target, for the run's summary
 
 
@@ -33,9 +35,9 @@ def _value(raw: str, what: str) -> str:
     return value
 
 
-def label_transform(classification, per_class, force) -> HwLabel:
+def label_transform(choice: LabelChoice) -> HwLabel:
     overrides: list[tuple[str, str]] = []
-    for item in per_class:
+    for item in choice.per_class:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise click.BadParameter(f"{item!r} is not CLASS=VALUE", param_hint="--set")
@@ -43,11 +45,10 @@ def label_transform(classification, per_class, force) -> HwLabel:
         if any(n == name and v != value for n, v in overrides):
             raise click.BadParameter(f"{name} is given two different values", param_hint="--set")
         overrides.append((name, value))
-    return HwLabel(
-        classification=_value(classification, "--classification") if classification else None,
-        per_class=tuple(overrides),
-        force=force,
-    )
+    if not choice.classification:  # inferred, class by class
+        return HwLabel(per_class=tuple(overrides), force=choice.force)
+    value = _value(choice.classification, "--classification")
+    return HwLabel(classification=value, per_class=tuple(overrides), force=choice.force)
 
 
 def read_globals(path: str | None):
@@ -62,32 +63,23 @@ def read_globals(path: str | None):
     return data
 
 
-def build_transforms(
-    *,
-    label: bool,
-    classification,
-    per_class,
-    force: bool,
-    restructure_names: str | None,
-    torch_load: str | None,
-    globals_file: str | None,
-    explain: bool,
-    python: str | None,
-) -> TransformSetup:
-    """Restructure (before labelling: the labels go on the resulting classes), label, torch.load.
-    `python` is the target interpreter (None: this one), probed for its torch. Usage errors are
-    click's; SetupError for a target or --globals file that cannot serve."""
-    if (globals_file or explain) and not torch_load:
+def build_transforms(labels: LabelChoice, edits: EditChoice, *, label: bool, python: str | None) -> TransformSetup:
+    """Restructure (before labelling: the labels go on the resulting classes), label (unless
+    `label` is false), torch.load. `python` is the target interpreter (None: this one), probed
+    for its torch. Usage errors are click's; SetupError for a target or --globals file that
+    cannot serve."""
+    torch_load = edits.torch_load
+    if (edits.globals_file or edits.explain) and not torch_load:
         raise click.UsageError("--globals and --explain go with --torch-load")
     try:
-        selected = restructure.parse_selection(restructure_names) if restructure_names else ()
+        selected = restructure.parse_selection(edits.restructure_names) if edits.restructure_names else ()
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--restructure") from e
     setup = TransformSetup()
     if selected:
         setup.transforms.append(restructure.Restructure(selected))
     if label:
-        setup.transforms.append(label_transform(classification, per_class, force))
+        setup.transforms.append(label_transform(labels))
     if not (torch_load or label):
         return setup
     # torch-load needs the real version (import); the label check only reads files.
@@ -102,7 +94,9 @@ def build_transforms(
         )
         if refusal:
             raise SetupError(refusal)
-        setup.transforms.append(TorchLoad(torch_load, read_globals(globals_file), info.torch_version, explain))
+        setup.transforms.append(
+            TorchLoad(torch_load, read_globals(edits.globals_file), info.torch_version, edits.explain)
+        )
     if label and info.has_hw_classification is False:
         setup.warnings.append(
             f"torch {info.torch_version_str} in {info.executable or python} has no HardwareClassification "

@@ -1,0 +1,1 @@
+"""The top floor: the `decouple` commands, their options, and what turns options into a run."""

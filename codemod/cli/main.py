@@ -1,0 +1,35 @@
+"""The `decouple` command line.
+
+Exit codes (every command):
+    0  done, or nothing to do
+    1  changes needed (--diff / --check), classes needing manual work (apply, classify;
+       with --check / --diff only under --strict), or (ab) a REGRESSION verdict
+    2  usage error, bad input (missing path, unreadable / undecodable / syntax-error
+       file, broken interpreter) or an internal error
+    3  (ab) INCONCLUSIVE verdict
+"""
+
+from __future__ import annotations
+
+import click
+
+from codemod.cli.ab import ab
+from codemod.cli.codemod import apply, classify, lint
+from codemod.cli.discover_globals import discover_globals
+from codemod.cli.refactor import pr_body, refactor
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="test-decouple")
+def main() -> None:
+    """Label PyTorch test classes with HardwareClassification, make torch.load explicit,
+    and prove the change with an A/B run.
+
+    Exit codes: 0 done / nothing to do; 1 changes needed (--diff/--check), manual work
+    left (under --check/--diff only with --strict), or an A/B REGRESSION; 2 usage, input or
+    internal error; 3 A/B INCONCLUSIVE.
+    """
+
+
+for command in (classify, lint, apply, ab, discover_globals, refactor, pr_body):
+    main.add_command(command)

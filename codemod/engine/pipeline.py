@@ -1,0 +1,202 @@
+"""One `classify`, `lint` or `apply` run: from the files asked for to a RunResult.
+
+The selection (files, folders, the allowlist, exclude patterns, standard input), the engine over
+every file, the checkout's linter judging the would-be outputs before anything is written, and the
+allowlist's graduation. The CLI builds a `CodemodRun` from its options and the configuration and
+prints the result; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from codemod.engine import linter_gate
+from codemod.engine.discovery import (
+    DEFAULT_EXCLUDES,
+    Allowlist,
+    Discovered,
+    DiscoveryError,
+    diff_name,
+    discover,
+    graduate,
+    read_allowlist,
+)
+from codemod.engine.process import process_file, run_files, write_staged
+from codemod.engine.result import FAILED, FileResult, Mode, RunResult
+from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
+from transforms.base import Transform
+
+STDIN = "-"  # the path that reads one file from standard input
+# Below this many files a run is quick: no progress bar.
+PROGRESS_MIN_FILES = 50
+
+Progress = Callable[[Iterable[FileResult], int], Iterable[FileResult]]
+
+
+class UsageError(Exception):
+    """The invocation itself is wrong (the CLI reports it as a usage error, exit 2)."""
+
+
+class RunError(Exception):
+    """Bad input, or a linter gate that cannot judge: nothing was written (exit 2)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodemodRun:
+    mode: Mode
+    transforms: Sequence[Transform]  # in the order they run on a file
+    paths: Sequence[str] = ()  # files and folders; `-` alone: standard input
+    allowlist: str | None = None  # the upstream allowlist whose files are taken too
+    excludes: Sequence[str] = DEFAULT_EXCLUDES  # gitignore patterns (see exclude_patterns)
+    jobs: int | None = None  # worker processes (None: all cores)
+    gate: str = "off"  # the linter gate: auto | off | PATH
+    gate_python: str = sys.executable  # the interpreter the gate's linter runs under
+    graduate: bool = False  # remove the allowlist entries of files that end up fully classified
+    strict: bool = False  # manual work fails --check/--diff too
+    stdin_name: str | None = None  # the name standard input goes by in messages
+    progress: Progress | None = None  # wraps the results of a run of many files
+
+
+@dataclass(frozen=True, kw_only=True)
+class Selected:
+    found: Discovered
+    allowlist: Allowlist | None
+    stale: list[str]  # allowlist entries whose file is gone
+    missing: list[str]  # named paths that do not exist (lint reports them; the others refuse)
+
+
+def run(req: CodemodRun) -> RunResult:
+    """Raises UsageError and RunError (nothing written then)."""
+    if STDIN in req.paths:
+        if len(req.paths) > 1 or req.allowlist:
+            raise UsageError("`-` (standard input) must be the only path")
+        return _stdin_run(req)
+    if req.stdin_name:
+        raise UsageError("--stdin-filename goes with `-` as the path")
+    try:
+        selection = select(req.paths, req.allowlist, req.excludes, missing_ok=req.mode == Mode.LINT)
+    except DiscoveryError as e:
+        raise RunError(str(e)) from None
+    files = selection.found.files
+    if req.mode == Mode.WRITE and _set_names(req.transforms):
+        # Check the --set names on a look-only pass (up to the labels), before any file is written.
+        upto = next(i for i, t in enumerate(req.transforms) if hasattr(t, "per_class")) + 1
+        _check_set_names(req.transforms, run_files(files, req.transforms[:upto], Mode.CLASSIFY, req.jobs))
+    root = selection.allowlist.root if selection.allowlist is not None else None
+    linters, ungated = _resolve_gate(req.gate, files)
+    results = run_files(
+        files,
+        req.transforms,
+        req.mode,
+        req.jobs,
+        req.progress if len(files) > PROGRESS_MIN_FILES else None,
+        display=lambda p: diff_name(p, root),
+        staged=bool(linters),
+    )
+    _check_set_names(req.transforms, results)
+    results += [FileResult(path=p, status=FAILED, reason="no such file or folder") for p in selection.missing]
+    result = RunResult(mode=req.mode, files=results, strict=req.strict)
+    if req.gate != "off":
+        _gate(result, req.gate, linters, ungated, req.gate_python)
+    if selection.stale:
+        stale = selection.stale
+        result.warnings.append(f"{len(stale)} allowlist entries name files that do not exist: {', '.join(stale)}")
+    if selection.found.excluded:
+        result.warnings.append(f"{len(selection.found.excluded)} file(s) excluded by glob")
+    if req.graduate and selection.allowlist is not None:
+        done = {f.path for f in results if f.fully_classified and f.status != FAILED}
+        result.graduated = graduate(selection.allowlist, done)
+    return result
+
+
+def select(
+    paths: Sequence[str], allowlist_path: str | None, excludes: Sequence[str], missing_ok: bool = False
+) -> Selected:
+    """The files named, found in the folders named and listed in the allowlist, minus the
+    excluded ones. Raises UsageError (nothing named) and DiscoveryError."""
+    allowlist = None
+    wanted = list(paths)
+    if allowlist_path:
+        allowlist = read_allowlist(allowlist_path)
+        wanted += allowlist.files()
+    if not wanted:
+        raise UsageError("name at least one file or folder, or --from-allowlist PATH")
+    missing = [p for p in wanted if not os.path.exists(p)]
+    stale: list[str] = []
+    if allowlist is not None:
+        # An allowlist entry whose file is gone is stale, not a usage error.
+        listed = set(allowlist.files())
+        stale = [p for p in missing if p in listed]
+        missing = [p for p in missing if p not in set(stale)]
+        wanted = [p for p in wanted if p not in set(stale)]
+    if missing and not missing_ok:
+        raise DiscoveryError(f"no such file or folder: {', '.join(missing)}")
+    wanted = [p for p in wanted if p not in set(missing)]
+    return Selected(found=discover(wanted, list(excludes)), allowlist=allowlist, stale=stale, missing=missing)
+
+
+def _stdin_run(req: CodemodRun) -> RunResult:
+    """`-`: one file read from standard input, named `stdin_name` in messages (never written).
+    The gate judges its would-be output as it judges a file's, at that name's place in the mirror."""
+    name = req.stdin_name or "<stdin>"
+    data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)  # bounded, as for files
+    try:
+        if len(data) > MAX_SOURCE_BYTES:
+            raise SourceError(f"too large: more than {MAX_SOURCE_BYTES:,} bytes on standard input; not processed")
+        src = decode_source(data)
+    except SourceError as e:
+        return RunResult(mode=req.mode, files=[FileResult(path=name, status=FAILED, reason=str(e))])
+    linters, ungated = _resolve_gate(req.gate, [name])
+    result = RunResult(
+        mode=req.mode, files=[process_file(name, req.transforms, req.mode, src=src, staged=bool(linters))]
+    )
+    if req.gate != "off":
+        # A file of that name on disk is not what was read: the gate encodes as standard input was.
+        _gate(result, req.gate, linters, ungated, req.gate_python, encodings={name: src.encoding})
+    return result
+
+
+def _set_names(transforms: Sequence[Transform]) -> tuple[str, ...]:
+    """The classes --set names (the label transform's overrides)."""
+    overrides = next((t.per_class for t in transforms if hasattr(t, "per_class")), ())
+    return tuple(name for name, _ in overrides)
+
+
+def _check_set_names(transforms: Sequence[Transform], results: list[FileResult]) -> None:
+    """--set naming a class no selected file defines (after any restructuring) is an error (exit 2)."""
+    seen = {x.cls for f in results for x in f.findings if x.cls}
+    unknown = [name for name in _set_names(transforms) if name not in seen]
+    if unknown:
+        raise RunError(f"--set {', '.join(unknown)}: no test class of that name in the selected files; nothing written")
+
+
+def _resolve_gate(gate: str, files: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    try:
+        return linter_gate.resolve(gate, files)
+    except linter_gate.GateError as e:
+        raise RunError(f"linter gate: {e}") from None
+
+
+def _gate(
+    result: RunResult,
+    setting: str,
+    linters: dict[str, list[str]],
+    ungated: list[str],
+    python: str,
+    encodings: dict[str, str] | None = None,
+) -> None:
+    """Judge the staged outputs with the checkout's linter, then write what it accepts."""
+    try:
+        linter_gate.gate_run(result, setting, linters, ungated, python, encodings)
+    except linter_gate.GateError as e:
+        raise RunError(f"linter gate: {e} (nothing was written)") from None
+    if not linters:
+        return  # nothing was staged: the engine wrote as usual
+    for f in result.files:
+        if result.mode == Mode.WRITE:
+            write_staged(f)
+        if result.mode != Mode.LINT or f.replacement == f.original:
+            f.original = f.replacement = None  # lint keeps the texts of files it would change

@@ -1,0 +1,128 @@
+"""The codemod result model: what happened to every file, as typed dataclasses.
+
+The text table, the summary, JSON and lintrunner output are all views of this.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from transforms.base import Finding
+from transforms.core.strenum import StrEnum
+
+SCHEMA_VERSION = 1
+
+
+class Mode(StrEnum):
+    """What a run does with the files it looks at."""
+
+    CLASSIFY = "classify"  # look only
+    CHECK = "check"  # write nothing; exit 1 if a change is needed
+    DIFF = "diff"  # print the unified diffs, write nothing
+    LINT = "lint"  # check, keeping both texts (lintrunner's original/replacement)
+    WRITE = "write"
+
+
+class FileStatus(StrEnum):
+    """The bucket a file lands in: exactly one, worst first."""
+
+    FAILED = "failed"  # could not be processed: unreadable, undecodable, syntax error, internal error
+    SKIPPED = "skipped"  # nothing to look at (no test classes, excluded)
+    CHANGED = "changed"  # an edit was made (or would be, under --diff/--check)
+    NEEDS_MANUAL = "needs-manual"  # no edit, but some class needs a human
+    ALREADY = "already"  # every test class already carries a valid label
+    UNCHANGED = "unchanged"  # looked at, nothing to do (e.g. no torch.load call to edit)
+
+
+# The members by their short names, as `re` and `signal` export theirs.
+FAILED = FileStatus.FAILED
+SKIPPED = FileStatus.SKIPPED
+CHANGED = FileStatus.CHANGED
+NEEDS_MANUAL = FileStatus.NEEDS_MANUAL
+ALREADY = FileStatus.ALREADY
+UNCHANGED = FileStatus.UNCHANGED
+STATUSES = (CHANGED, ALREADY, UNCHANGED, NEEDS_MANUAL, SKIPPED, FAILED)  # the summary's order
+
+
+@dataclass(kw_only=True)
+class FileResult:
+    path: str
+    status: FileStatus
+    reason: str = ""  # why skipped / failed
+    findings: list[Finding] = field(default_factory=list)
+    manual: int = 0  # classes/calls that need manual work
+    diff: str = ""  # unified diff when changed
+    written: bool = False
+    fully_classified: bool = False  # the linter will accept the file afterwards (graduation)
+    # Whole texts, kept only in lint mode (lintrunner's original/replacement); not in the JSON.
+    original: str | None = None
+    replacement: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["original"], data["replacement"]
+        data["findings"] = [f.to_json() for f in self.findings]
+        return data
+
+
+@dataclass(kw_only=True)
+class GateSummary:
+    """What the linter gate (codemod/engine/linter_gate.py) judged in one run."""
+
+    setting: str  # auto | PATH
+    linters: list[str]  # the linter files that ran
+    checked: int = 0  # files judged
+    agree: int = 0  # ... whose messages are the ones the tool predicted
+    disagree: int = 0
+    rejected: list[str] = field(default_factory=list)  # files not written (nor graduated)
+    unjudged: int = 0  # files no linter was found for
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(kw_only=True)
+class RunResult:
+    mode: Mode
+    files: list[FileResult] = field(default_factory=list)
+    graduated: list[str] = field(default_factory=list)  # allowlist entries removed
+    warnings: list[str] = field(default_factory=list)
+    strict: bool = False  # --strict: manual work fails --check/--diff too
+    linter_gate: GateSummary | None = None  # None when the gate is off
+
+    def count(self) -> Counter[FileStatus]:
+        return Counter(f.status for f in self.files)
+
+    def rule_counts(self) -> Counter[str]:
+        return Counter(x.rule for f in self.files for x in f.findings)
+
+    @property
+    def manual(self) -> int:
+        return sum(f.manual for f in self.files)
+
+    def exit_code(self) -> int:
+        """0 done / nothing to do; 1 changes needed (diff/check) or manual work left (under
+        check/diff only when strict: a CI gate on a partly migrated tree can pass);
+        2 some file could not be processed."""
+        counts = self.count()
+        if counts[FAILED]:
+            return 2
+        if self.mode in (Mode.CHECK, Mode.DIFF, Mode.LINT) and counts[CHANGED]:
+            return 1
+        if self.manual and (self.strict or self.mode not in (Mode.CHECK, Mode.DIFF)):
+            return 1
+        return 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "mode": self.mode,
+            "summary": {s: self.count()[s] for s in STATUSES} | {"manual": self.manual},
+            "rules": dict(sorted(self.rule_counts().items())),
+            "graduated": self.graduated,
+            "warnings": self.warnings,
+            "linter_gate": self.linter_gate.to_json() if self.linter_gate is not None else None,
+            "files": [f.to_json() for f in self.files],
+        }
