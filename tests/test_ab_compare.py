@@ -7,17 +7,14 @@ import json
 import pytest
 
 from codemod.ab import compare as C
-from codemod.ab.diag_summary import diagnose
-from codemod.ab.flaky import rerun_state, settle_flaky
-from codemod.ab.merge import merge
+from codemod.ab.compare import diagnostic_summary, exit_code, map_nodeid, parse_mapping, verdict
+from codemod.ab.confirm import rerun_state, settle_flaky
 from codemod.ab.model import ABResult, ArmResult, Outcome
 from codemod.ab.model import TestComparison as Comparison
-from codemod.ab.nodemap import map_nodeid, parse_mapping
 from codemod.ab.notices import Notice
-from codemod.ab.options import parse_diag, parse_shard
-from codemod.ab.procs import UsageError
+from codemod.ab.options import UsageError, parse_diag, parse_shard
+from codemod.ab.shard import merge
 from codemod.ab.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
-from codemod.ab.verdict import exit_code, verdict
 
 ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"
 ROOT_B = "/tmp/decouple-ab-x1/arms/B/root"
@@ -239,7 +236,7 @@ def test_verdicts():
 def test_diagnose_statement():
     base = _arm("A", {"t::a": O("failed"), "t::b": O("failed"), "t::c": O("passed")})
     diag = _arm("w", {"t::a": O("passed"), "t::b": O("passed"), "t::c": O("passed")})
-    d = diagnose("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, base, diag)
+    d = diagnostic_summary("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, base, diag)
     assert d.changed == {"t::a": ["failed", "passed"], "t::b": ["failed", "passed"]}
     assert d.statement == "2 tests failing in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1."
 

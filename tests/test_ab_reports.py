@@ -270,16 +270,16 @@ def test_markdown_regression_case_and_escaping():
 def _constructed(verdict="INCONCLUSIVE", ran_b=False) -> ABResult:
     nid = "test/test_x.py::TestX::test_one"
     tb = "doc with fences:\n````\n```\nboom\n" + "x" * 20_000 + "\nValueError: the end"
-    a = Outcome(nid, "failed", exc_type="ValueError", message="bad value 0x7f3a", signature="ValueError: bad value <hex>",
+    a = Outcome(nodeid=nid, outcome="failed", exc_type="ValueError", message="bad value 0x7f3a", signature="ValueError: bad value <hex>",
                 traceback=tb)
-    b = Outcome(nid, "failed", exc_type="ValueError", message="bad value 0x11aa", signature="ValueError: bad value <hex>",
+    b = Outcome(nodeid=nid, outcome="failed", exc_type="ValueError", message="bad value 0x11aa", signature="ValueError: bad value <hex>",
                 traceback=tb)
     return ABResult(
         tool_version="0.1.0", normaliser_version="2", verdict=verdict, verdict_reason="",
-        arms=[ArmResult("A", "original", "/tmp/a", "git:HEAD~1", command="python -m pytest test/test_x.py"),
-              ArmResult("B", "modified", "/tmp/b", "worktree", ran=ran_b,
+        arms=[ArmResult(name="A", label="original", root="/tmp/a", source="git:HEAD~1", command="python -m pytest test/test_x.py"),
+              ArmResult(name="B", label="modified", root="/tmp/b", source="worktree", ran=ran_b,
                         error="ImportError: cannot import name 'HardwareClassification'")],
-        tests=[Comparison(nid, "pre-existing", a, b)],
+        tests=[Comparison(nodeid=nid, category="pre-existing", a=a, b=b)],
         environment=Environment(machine="x86_64", supported_engines=["fbgemm"], prepack={"fbgemm": "ok"}),
     )
 
@@ -305,8 +305,8 @@ def test_markdown_constructed_inconclusive_result():
 def test_markdown_safe_reason_generated_when_runner_gave_none():
     r = _constructed("SAFE", ran_b=True)
     r.tests[0].category = "same-pass"
-    r.tests[0].a = Outcome(r.tests[0].nodeid, "passed")
-    r.tests[0].b = Outcome(r.tests[0].nodeid, "passed")
+    r.tests[0].a = Outcome(nodeid=r.tests[0].nodeid, outcome="passed")
+    r.tests[0].b = Outcome(nodeid=r.tests[0].nodeid, outcome="passed")
     md = ab_markdown.render(r)
     assert "Verdict: **SAFE**. No test regresses in B (1 test compared)." in md
     assert "No test differs between the arms and none fails in both." in md
@@ -317,15 +317,16 @@ def test_markdown_partial_diagnostic_generated_statement():
     nodeids = [f"test/test_s.py::TestS::test_{i}" for i in range(3)]
     tests = []
     for nid in nodeids:
-        o = Outcome(nid, "error", exc_type="_pickle.UnpicklingError",
+        o = Outcome(nodeid=nid, outcome="error", exc_type="_pickle.UnpicklingError",
                     message="WeightsUnpickler error: Unsupported global: GLOBAL torch.ScriptObject was not an "
                             "allowed global by default. Please use add_safe_globals",
                     signature="error UnpicklingError GLOBAL torch.ScriptObject")
-        tests.append(Comparison(nid, "pre-existing", o, o))
-    diag = DiagnosticSummary("no-autoload", "B", {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+        tests.append(Comparison(nodeid=nid, category="pre-existing", a=o, b=o))
+    diag = DiagnosticSummary(name="no-autoload", based_on="B", variables={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
                              changed={nodeids[0]: ["error", "passed"], nodeids[1]: ["error", "passed"]})
     r = ABResult(verdict="SAFE", tests=tests, diagnostics=[diag],
-                 arms=[ArmResult("A", "a", "/a", "git:HEAD"), ArmResult("B", "b", "/b", "worktree")])
+                 arms=[ArmResult(name="A", label="a", root="/a", source="git:HEAD"),
+                       ArmResult(name="B", label="b", root="/b", source="worktree")])
     md = ab_markdown.render(r)
     assert ("error in both arms with `_pickle.UnpicklingError: Unsupported global: GLOBAL "
             "torch.ScriptObject was not an allowed global by default.`") in md
@@ -854,7 +855,7 @@ def test_cpu_facts_in_the_reports():
     assert "- **CPU cores**: 8 (2 usable by this process)" in md
     zh = ab_markdown.render(r, "zh")
     assert "- **CPU 核数**：8（本进程可用 2）" in zh
-    from codemod.ab import terminal
+    from codemod.report import ab_terminal as terminal
     assert "implementer 0x41, part 0xd0c, 8 cores (asimd asimddp)" in terminal.render(r)
 
 

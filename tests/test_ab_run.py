@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codemod.ab import terminal
 from codemod.ab.cli import ab
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions
 from codemod.ab.run import run_ab, run_single_file
+from codemod.report import ab_terminal as terminal
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -402,8 +402,7 @@ def test_helper_modules_next_to_selected_dir_are_materialised(tmp_path):
 
 
 def test_materialise_copies_import_root_and_skips_junk(tmp_path):
-    from codemod.ab.materialise import materialise_dir
-    from codemod.ab.selection import Selection
+    from codemod.ab.trees import Selection, materialise_dir
 
     src = tmp_path / "src"
     for rel in ("test/test_a.py", "test/helper.py", "test/data/blob.bin", "torch/__init__.py", "setup.py",
@@ -466,8 +465,8 @@ def test_relative_python_and_removed_xfail(tmp_path, monkeypatch):
 
 
 def test_resolve_python_forms(tmp_path):
-    from codemod.ab.interp import resolve_python
-    from codemod.ab.procs import UsageError
+    from codemod.ab.interpreter import resolve_python
+    from codemod.ab.options import UsageError
     link = tmp_path / "venv" / "bin" / "python"
     link.parent.mkdir(parents=True)
     link.symlink_to(sys.executable)

@@ -178,8 +178,8 @@ def _report_options(f):
 
 
 def _finish(result: ABResult, json_path, markdown, html, junit, lang, color, quiet, extra=()) -> None:
-    from codemod.ab import terminal
-    from codemod.ab.verdict import exit_code
+    from codemod.ab.compare import exit_code
+    from codemod.report import ab_terminal as terminal
 
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -357,8 +357,9 @@ def run_cmd(
     PATHS are test files, directories or node ids (file.py::Class::test).
     The word `run` may be left out: `decouple ab PATHS... --base REF`.
     """
-    from codemod.ab import nodemap, procs
+    from codemod.ab import compare as _compare
     from codemod.ab import options as _options
+    from codemod.ab import processes as _processes
     from codemod.ab import run as _run
     from codemod.ab import shard as _shard
 
@@ -381,7 +382,7 @@ def run_cmd(
             file_timeout=file_timeout,
             jobs=jobs or (os.cpu_count() or 1),
             confirm=confirm,
-            mapping={**nodemap.parse_mapping(mapping), **(nodemap.read_map_file(map_file) if map_file else {})},
+            mapping={**_compare.parse_mapping(mapping), **(_compare.read_map_file(map_file) if map_file else {})},
             shard=shard,
             durations=_shard.load_durations(durations) if durations else None,
             progress=None if quiet else (lambda m: click.echo(m, err=True)),
@@ -390,18 +391,17 @@ def run_cmd(
             fork=fork,
         )
         _options.parse_shard(shard)
-    except (procs.UsageError, ValueError) as err:  # DurationsError is a ValueError
+    except (_options.UsageError, ValueError) as err:  # DurationsError is a ValueError
         raise click.UsageError(str(err)) from err
     try:
         result = _run.run_ab(opts)
         if diagnose:
-            from codemod.ab import causes_confirm
+            from codemod.ab import diagnose as _diagnose
 
-            result = causes_confirm.diagnose(
+            result = _diagnose.diagnose(
                 result,
                 opts,
                 _run.run_ab,
-                _options.DiagSpec,
                 budget=diagnose_budget,
                 say=opts.progress or (lambda _m: None),
             )
@@ -413,10 +413,10 @@ def run_cmd(
             from codemod.ab import changes
 
             result.changes = changes.git_changes(os.getcwd(), base, result.paths)
-    except procs.UsageError as err:
+    except _options.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
         sys.exit(2)
-    except procs.Interrupted as err:
+    except _processes.Interrupted as err:
         click.echo(f"decouple ab: interrupted ({err.signame}); temporary roots removed", err=True)
         sys.exit(143 if err.signame == "SIGTERM" else 130)
     except Exception:  # an internal error is exit 2, never a verdict
@@ -428,7 +428,7 @@ def run_cmd(
     extra = []
     if durations_out:
         tests = _shard.from_result(result.to_json()).tests
-        extra.append((durations_out, _shard.durations_json(opts.file_durations, tests)))
+        extra.append((durations_out, _shard.durations_json(result.file_durations, tests)))
     _finish(result, json_path, markdown, html, junit, lang, color, quiet, extra)
 
 
@@ -437,7 +437,7 @@ def run_cmd(
 @_report_options
 def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
-    from codemod.ab import merge as _merge
+    from codemod.ab import shard as _shard
 
     check_report_paths(json_path, markdown, html, junit)
     loaded = []
@@ -447,7 +447,7 @@ def merge_cmd(results, json_path, markdown, html, junit, lang, color, quiet) -> 
         except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
-        merged = _merge.merge(loaded)
+        merged = _shard.merge(loaded)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise click.UsageError(f"cannot merge these results: {err}") from err
     from codemod.ab import causes

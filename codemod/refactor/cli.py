@@ -174,7 +174,7 @@ def refactor(
     """
     from codemod import cli
     from codemod.ab import options as _options
-    from codemod.ab import procs as _procs
+    from codemod.ab import processes as _procs
 
     cfg = cli._config()
     try:
@@ -185,7 +185,7 @@ def refactor(
             timeout=timeout,
             confirm=confirm,
         )
-    except (_procs.UsageError, ValueError) as e:
+    except (_options.UsageError, ValueError) as e:
         raise click.UsageError(str(e)) from e
     if jobs:
         ab["jobs"] = jobs

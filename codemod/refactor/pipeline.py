@@ -200,8 +200,7 @@ def _edit_group(wt: Worktree, files: list[str], allowlist_rel: str | None, opts:
 
 def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: dict[str, str]):
     from codemod.ab import run as _run
-    from codemod.ab.options import RunOptions
-    from codemod.ab.procs import UsageError
+    from codemod.ab.options import RunOptions, UsageError
 
     ab = dict(opts.ab)
     ab.setdefault("jobs", opts.jobs or os.cpu_count() or 1)

@@ -192,6 +192,7 @@ def _group_details(members: list[TestComparison], f: Fmt, h: HtmlFmt, roots: lis
         and first.a.outcome == first.b.outcome
     )
     if identical:
+        assert first.b is not None
         shown = [("B", first.b)]
     for name, o in shown:
         key = "tb.arm_both" if identical else "tb.arm"
