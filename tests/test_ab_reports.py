@@ -13,6 +13,7 @@ Fixtures in tests/fixtures/ab_results/ are hand-built results:
 
 from __future__ import annotations
 
+import ast
 import html.parser
 import json
 import os
@@ -20,6 +21,7 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -881,3 +883,36 @@ def test_browser_layout_no_cell_taller_than_the_viewport(browser, tmp_path, lang
         assert tall == [], (name, lang, tall)
         wide = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth;")
         assert wide <= 0, (name, lang, "horizontal scroll of the page", wide)
+
+
+# ---------------------------------------------------------------------------
+# the views read the model only
+
+
+def _imports_of(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module, [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            yield from ((alias.name, []) for alias in node.names)
+
+
+def test_the_views_read_the_model_and_the_runner_never_a_view():
+    # anywhere in a module, late imports included: the A/B views see the result model,
+    # the notices and the cause table's texts, never the runner; the runner no view
+    project = Path(__file__).resolve().parent.parent
+    model_level = {"codemod.ab.model", "codemod.ab.notices", "codemod.ab.causes"}
+    views = [*(project / "codemod" / "report").glob("ab_*.py"), project / "codemod" / "report" / "i18n.py"]
+    assert len(views) > 10
+    for path in views:
+        for module, names in _imports_of(path):
+            if module == "codemod.ab":
+                assert {f"codemod.ab.{n}" for n in names} <= model_level, path
+            elif module.startswith("codemod.ab."):
+                assert module in model_level, (path.name, module)
+    for name in ("model.py", "notices.py", "causes.py"):  # and the model level is no runner
+        assert {m for m, _ in _imports_of(project / "codemod" / "ab" / name) if m.startswith("codemod")} <= model_level
+    for path in (project / "codemod" / "ab").glob("*.py"):
+        if path.name == "cli.py":  # the `ab` command: the CLI floor, above the views
+            continue
+        assert not any(m.startswith("codemod.report") for m, _ in _imports_of(path)), path.name
