@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from codemod.ab import causes
 from codemod.ab.model import (
@@ -111,7 +112,11 @@ def finding_item(result: ABResult, finding: CauseFinding, f: Fmt) -> str:
     return f.say("sentence.sep").join(parts)
 
 
-def analysis(result: ABResult, f: Fmt) -> list[tuple[str, str | list[str]]]:
+# A block of the analysis: a sub-heading ("h"), a paragraph ("p") or a list ("ul").
+Block = tuple[Literal["h", "p", "ul"], str | list[str]]
+
+
+def analysis(result: ABResult, f: Fmt) -> list[Block]:
     """The "what this proves" blocks: ("h", text) sub-headings, ("p", text)
     paragraphs and ("ul", [items]) lists, already formatted with `f`."""
     counts = category_counts(result)
@@ -119,7 +124,7 @@ def analysis(result: ABResult, f: Fmt) -> list[tuple[str, str | list[str]]]:
     for c in ordered_tests(result):
         by_cat.setdefault(c.category, []).append(c.nodeid)
     total = len(result.tests) or sum(counts.values())
-    blocks: list[tuple[str, str | list[str]]] = [("h", f.say("h.change_safe"))]
+    blocks: list[Block] = [("h", f.say("h.change_safe"))]
 
     if result.verdict == Verdict.REGRESSION:
         regressing = [n for c in CATEGORIES if c in REGRESSING for n in by_cat.get(c, [])]
