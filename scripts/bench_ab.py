@@ -46,8 +46,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from codemod.ab import arms as _arms  # noqa: E402
-from codemod.ab.materialise import materialise_git  # noqa: E402
-from codemod.ab.selection import make_selection  # noqa: E402
+from codemod.ab.trees import make_selection, materialise_git  # noqa: E402
 
 TEST_TEMPLATE = '''{shift}import time
 

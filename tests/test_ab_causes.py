@@ -44,10 +44,10 @@ def _group(nodeids, text, a_out="failed", b_out="failed", category="pre-existing
     tests = []
     for nid in nodeids:
         ref = causes.outcome_from_text(text)
-        a = Outcome(nid, a_out, exc_type=ref.exc_type, message=ref.message, signature=ref.signature) \
-            if a_out != "passed" else Outcome(nid, "passed")
-        b = Outcome(nid, b_out, exc_type=ref.exc_type, message=ref.message, signature=ref.signature)
-        tests.append(Comparison(nid, category, a, b))
+        a = Outcome(nodeid=nid, outcome=a_out, exc_type=ref.exc_type, message=ref.message, signature=ref.signature) \
+            if a_out != "passed" else Outcome(nodeid=nid, outcome="passed")
+        b = Outcome(nodeid=nid, outcome=b_out, exc_type=ref.exc_type, message=ref.message, signature=ref.signature)
+        tests.append(Comparison(nodeid=nid, category=category, a=a, b=b))
     return tests
 
 
@@ -59,12 +59,13 @@ def test_analyse_diag_confirmed_not_confirmed_and_pending():
     (f,) = causes.analyse(r)
     assert (f.cause, f.status, f.experiment, f.based_on) == ("weights-only-default", "suspected", "diag", "A")
     assert f.variables == {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"} and f.evidence["global"] == "t.Net"
-    arm = ArmResult("w", "w", "/w", "git:HEAD", outcomes={n: Outcome(n, "passed") for n in ids})
+    arm = ArmResult(name="w", label="w", root="/w", source="git:HEAD",
+                    outcomes={n: Outcome(nodeid=n, outcome="passed") for n in ids})
     r.arms.append(arm)
-    r.diagnostics.append(DiagnosticSummary("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}))
+    r.diagnostics.append(DiagnosticSummary(name="w", based_on="A", variables={"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}))
     (f,) = causes.analyse(r)
     assert f.status == "confirmed" and f.evidence["passed"] == f.evidence["total"] == "3"
-    arm.outcomes[ids[0]] = Outcome(ids[0], "failed")
+    arm.outcomes[ids[0]] = Outcome(nodeid=ids[0], outcome="failed")
     (f,) = causes.analyse(r)
     assert f.status == "not-confirmed" and f.evidence["passed"] == "2"
     md = ab_markdown.render(r)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from codemod.ab import terminal
+from codemod.report import ab_terminal as terminal
 from codemod.ab.model import ABResult, Outcome
 from codemod.ab.model import TestComparison as Comparison
 from codemod.report import ab_html, ab_markdown

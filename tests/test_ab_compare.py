@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 
 from codemod.ab import compare as C
-from codemod.ab.diag_summary import diagnose
-from codemod.ab.flaky import rerun_state, settle_flaky
-from codemod.ab.merge import merge
-from codemod.ab.model import ABResult, ArmResult, Outcome
+from codemod.ab.compare import diagnostic_summary, exit_code, map_nodeid, parse_mapping, verdict
+from codemod.ab.confirm import rerun_state, settle_flaky
+from codemod.ab.model import ABResult, ArmResult, Outcome, OutcomeValue
 from codemod.ab.model import TestComparison as Comparison
-from codemod.ab.nodemap import map_nodeid, parse_mapping
 from codemod.ab.notices import Notice
-from codemod.ab.options import parse_diag, parse_shard
-from codemod.ab.procs import UsageError
+from codemod.ab.options import UsageError, parse_diag, parse_shard
+from codemod.ab.shard import merge
 from codemod.ab.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
-from codemod.ab.verdict import exit_code, verdict
 
 ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"
 ROOT_B = "/tmp/decouple-ab-x1/arms/B/root"
@@ -138,6 +136,62 @@ def test_categories(a, b, expected):
     assert C.categorize(O(a), O(b))[0] == expected
 
 
+# The whole outcome matrix, written out again: kind in A (rows) x kind in B (columns) ->
+# category. "=" is a failure in both arms (decided by the signatures), "~" a crash in both
+# (decided by the signals); "absent" is a test the arm does not have.
+_KINDS = ("pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun", "absent")
+_EXPECTED = {
+    "pass":    ("same-pass", "new-failure", "no-longer-run", "new-failure", "same-pass", "crash", "timeout",
+                "no-longer-run", "missing-in-b"),
+    "fail":    ("fixed", "=", "no-longer-run", "different-failure", "fixed", "crash", "timeout", "no-longer-run",
+                "missing-in-b"),
+    "skip":    ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
+                "inconclusive", "missing-in-b"),
+    "xfail":   ("fixed", "new-failure", "no-longer-run", "same-pass", "xfail-to-xpass", "crash", "timeout",
+                "no-longer-run", "missing-in-b"),
+    "xpass":   ("same-pass", "new-failure", "no-longer-run", "xpass-to-xfail", "same-pass", "crash", "timeout",
+                "no-longer-run", "missing-in-b"),
+    "crash":   ("fixed", "different-failure", "no-longer-run", "fixed", "fixed", "~", "timeout", "no-longer-run",
+                "missing-in-b"),
+    "timeout": ("fixed", "different-failure", "no-longer-run", "fixed", "fixed", "crash", "pre-existing",
+                "no-longer-run", "missing-in-b"),
+    "notrun":  ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
+                "inconclusive", "missing-in-b"),
+    "absent":  ("added-in-b",) * 8 + ("same-skip",),
+}
+_OUTCOMES_OF = {"pass": ["passed"], "fail": ["failed", "error"], "skip": ["skipped"], "xfail": ["xfailed"],
+                "xpass": ["xpassed"], "crash": ["crashed"], "timeout": ["timeout"], "notrun": ["not-run"],
+                "absent": [None]}
+
+
+def test_the_outcome_matrix_has_every_cell():
+    assert set(_OUTCOMES_OF) == set(_KINDS) == {str(k) for k in C.OutcomeKind}
+    assert sorted(x for xs in _OUTCOMES_OF.values() for x in xs if x) == sorted(OutcomeValue)
+    assert set(C.MATRIX) == set(itertools.product(C.OutcomeKind, C.OutcomeKind))
+    assert len(C.MATRIX) == 81
+
+
+@pytest.mark.parametrize("ka,kb", list(itertools.product(_KINDS, _KINDS)))
+def test_every_cell_of_the_outcome_matrix(ka, kb):
+    expected = _EXPECTED[ka][_KINDS.index(kb)]
+    for a, b in itertools.product(_OUTCOMES_OF[ka], _OUTCOMES_OF[kb]):
+        def make(outcome, signature, loose, signal):
+            return None if outcome is None else Outcome(nodeid="t.py::x", outcome=outcome, signature=signature,
+                                                        loose_signature=loose, signal=signal)
+        if expected == "=":
+            same = C.categorize(make(a, "s", "l", None), make(b, "s", "l", None))[0]
+            similar = C.categorize(make(a, "s1", "l", None), make(b, "s2", "l", None))[0]
+            different = C.categorize(make(a, "s1", "l1", None), make(b, "s2", "l2", None))[0]
+            assert (same, similar, different) == ("pre-existing", "similar-failure", "different-failure")
+        elif expected == "~":
+            assert C.categorize(make(a, None, None, "SIGSEGV"), make(b, None, None, "SIGSEGV")) == (
+                "pre-existing", "crashes in both")
+            assert C.categorize(make(a, None, None, "SIGSEGV"), make(b, None, None, "SIGABRT")) == (
+                "different-failure", "crashes in both (SIGSEGV vs SIGABRT)")
+        else:
+            assert C.categorize(make(a, "s", "l", "SIGSEGV"), make(b, "s", "l", "SIGSEGV"))[0] == expected
+
+
 def test_same_and_different_failures():
     assert C.categorize(O("failed", message="a"), O("failed", message="a"))[0] == "pre-existing"
     assert C.categorize(O("failed", message="a"), O("failed", exc_type="KeyError", message="a"))[0] == "different-failure"
@@ -239,7 +293,7 @@ def test_verdicts():
 def test_diagnose_statement():
     base = _arm("A", {"t::a": O("failed"), "t::b": O("failed"), "t::c": O("passed")})
     diag = _arm("w", {"t::a": O("passed"), "t::b": O("passed"), "t::c": O("passed")})
-    d = diagnose("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, base, diag)
+    d = diagnostic_summary("w", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, base, diag)
     assert d.changed == {"t::a": ["failed", "passed"], "t::b": ["failed", "passed"]}
     assert d.statement == "2 tests failing in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1."
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab import forkserver, terminal
+from codemod.ab import forkserver
 from codemod.ab.model import SCHEMA_VERSION, ABResult
 from codemod.ab.notices import CATALOGUE, FRAMES, LANGS, VERBATIM, Notice
 from codemod.report import ab_html, ab_markdown
+from codemod.report import ab_terminal as terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "tests" / "fixtures" / "ab_results"
@@ -171,8 +172,8 @@ def test_a_warning_of_the_wrong_shape_is_refused():
 
 
 def test_the_diagnose_run_marks_its_own_warnings_and_drops_repeated_ones(tmp_path):
-    from codemod.ab import causes_confirm
-    from codemod.ab.options import DiagSpec, RunOptions
+    from codemod.ab import diagnose
+    from codemod.ab.options import RunOptions
 
     data = json.loads((RESULTS / "sparse_weights_only.json").read_text(encoding="utf-8"))
     data.update(arms=[a for a in data["arms"] if a["name"] in ("A", "B")], diagnostics=[])  # cause not yet confirmed
@@ -187,7 +188,7 @@ def test_the_diagnose_run_marks_its_own_warnings_and_drops_repeated_ones(tmp_pat
         return ABResult(warnings=[Notice("warm.no-fork"), timeout])
 
     opts = RunOptions(paths=["test"], a_root=str(tmp_path), b_root=str(tmp_path))
-    causes_confirm.diagnose(result, opts, second_run, DiagSpec)
+    diagnose.diagnose(result, opts, second_run)
     assert [spec.name for spec in runs[0].diags] == ["diagnose-noweightsonly"]
     assert result.warnings == [Notice("warm.no-fork"), dataclasses.replace(timeout, diagnose=True)]
     assert result.warnings[1].text("zh") == (

@@ -13,6 +13,7 @@ Fixtures in tests/fixtures/ab_results/ are hand-built results:
 
 from __future__ import annotations
 
+import ast
 import html.parser
 import json
 import os
@@ -20,6 +21,7 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -270,16 +272,16 @@ def test_markdown_regression_case_and_escaping():
 def _constructed(verdict="INCONCLUSIVE", ran_b=False) -> ABResult:
     nid = "test/test_x.py::TestX::test_one"
     tb = "doc with fences:\n````\n```\nboom\n" + "x" * 20_000 + "\nValueError: the end"
-    a = Outcome(nid, "failed", exc_type="ValueError", message="bad value 0x7f3a", signature="ValueError: bad value <hex>",
+    a = Outcome(nodeid=nid, outcome="failed", exc_type="ValueError", message="bad value 0x7f3a", signature="ValueError: bad value <hex>",
                 traceback=tb)
-    b = Outcome(nid, "failed", exc_type="ValueError", message="bad value 0x11aa", signature="ValueError: bad value <hex>",
+    b = Outcome(nodeid=nid, outcome="failed", exc_type="ValueError", message="bad value 0x11aa", signature="ValueError: bad value <hex>",
                 traceback=tb)
     return ABResult(
         tool_version="0.1.0", normaliser_version="2", verdict=verdict, verdict_reason="",
-        arms=[ArmResult("A", "original", "/tmp/a", "git:HEAD~1", command="python -m pytest test/test_x.py"),
-              ArmResult("B", "modified", "/tmp/b", "worktree", ran=ran_b,
+        arms=[ArmResult(name="A", label="original", root="/tmp/a", source="git:HEAD~1", command="python -m pytest test/test_x.py"),
+              ArmResult(name="B", label="modified", root="/tmp/b", source="worktree", ran=ran_b,
                         error="ImportError: cannot import name 'HardwareClassification'")],
-        tests=[Comparison(nid, "pre-existing", a, b)],
+        tests=[Comparison(nodeid=nid, category="pre-existing", a=a, b=b)],
         environment=Environment(machine="x86_64", supported_engines=["fbgemm"], prepack={"fbgemm": "ok"}),
     )
 
@@ -305,8 +307,8 @@ def test_markdown_constructed_inconclusive_result():
 def test_markdown_safe_reason_generated_when_runner_gave_none():
     r = _constructed("SAFE", ran_b=True)
     r.tests[0].category = "same-pass"
-    r.tests[0].a = Outcome(r.tests[0].nodeid, "passed")
-    r.tests[0].b = Outcome(r.tests[0].nodeid, "passed")
+    r.tests[0].a = Outcome(nodeid=r.tests[0].nodeid, outcome="passed")
+    r.tests[0].b = Outcome(nodeid=r.tests[0].nodeid, outcome="passed")
     md = ab_markdown.render(r)
     assert "Verdict: **SAFE**. No test regresses in B (1 test compared)." in md
     assert "No test differs between the arms and none fails in both." in md
@@ -317,15 +319,16 @@ def test_markdown_partial_diagnostic_generated_statement():
     nodeids = [f"test/test_s.py::TestS::test_{i}" for i in range(3)]
     tests = []
     for nid in nodeids:
-        o = Outcome(nid, "error", exc_type="_pickle.UnpicklingError",
+        o = Outcome(nodeid=nid, outcome="error", exc_type="_pickle.UnpicklingError",
                     message="WeightsUnpickler error: Unsupported global: GLOBAL torch.ScriptObject was not an "
                             "allowed global by default. Please use add_safe_globals",
                     signature="error UnpicklingError GLOBAL torch.ScriptObject")
-        tests.append(Comparison(nid, "pre-existing", o, o))
-    diag = DiagnosticSummary("no-autoload", "B", {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+        tests.append(Comparison(nodeid=nid, category="pre-existing", a=o, b=o))
+    diag = DiagnosticSummary(name="no-autoload", based_on="B", variables={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
                              changed={nodeids[0]: ["error", "passed"], nodeids[1]: ["error", "passed"]})
     r = ABResult(verdict="SAFE", tests=tests, diagnostics=[diag],
-                 arms=[ArmResult("A", "a", "/a", "git:HEAD"), ArmResult("B", "b", "/b", "worktree")])
+                 arms=[ArmResult(name="A", label="a", root="/a", source="git:HEAD"),
+                       ArmResult(name="B", label="b", root="/b", source="worktree")])
     md = ab_markdown.render(r)
     assert ("error in both arms with `_pickle.UnpicklingError: Unsupported global: GLOBAL "
             "torch.ScriptObject was not an allowed global by default.`") in md
@@ -854,7 +857,7 @@ def test_cpu_facts_in_the_reports():
     assert "- **CPU cores**: 8 (2 usable by this process)" in md
     zh = ab_markdown.render(r, "zh")
     assert "- **CPU 核数**：8（本进程可用 2）" in zh
-    from codemod.ab import terminal
+    from codemod.report import ab_terminal as terminal
     assert "implementer 0x41, part 0xd0c, 8 cores (asimd asimddp)" in terminal.render(r)
 
 
@@ -880,3 +883,36 @@ def test_browser_layout_no_cell_taller_than_the_viewport(browser, tmp_path, lang
         assert tall == [], (name, lang, tall)
         wide = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth;")
         assert wide <= 0, (name, lang, "horizontal scroll of the page", wide)
+
+
+# ---------------------------------------------------------------------------
+# the views read the model only
+
+
+def _imports_of(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module, [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            yield from ((alias.name, []) for alias in node.names)
+
+
+def test_the_views_read_the_model_and_the_runner_never_a_view():
+    # anywhere in a module, late imports included: the A/B views see the result model,
+    # the notices and the cause table's texts, never the runner; the runner no view
+    project = Path(__file__).resolve().parent.parent
+    model_level = {"codemod.ab.model", "codemod.ab.notices", "codemod.ab.causes"}
+    views = [*(project / "codemod" / "report").glob("ab_*.py"), project / "codemod" / "report" / "i18n.py"]
+    assert len(views) > 10
+    for path in views:
+        for module, names in _imports_of(path):
+            if module == "codemod.ab":
+                assert {f"codemod.ab.{n}" for n in names} <= model_level, path
+            elif module.startswith("codemod.ab."):
+                assert module in model_level, (path.name, module)
+    for name in ("model.py", "notices.py", "causes.py"):  # and the model level is no runner
+        assert {m for m, _ in _imports_of(project / "codemod" / "ab" / name) if m.startswith("codemod")} <= model_level
+    for path in (project / "codemod" / "ab").glob("*.py"):
+        if path.name == "cli.py":  # the `ab` command: the CLI floor, above the views
+            continue
+        assert not any(m.startswith("codemod.report") for m, _ in _imports_of(path)), path.name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -10,16 +11,18 @@ import signal
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from codemod.ab import terminal
+from codemod.ab import plugin
 from codemod.cli.ab import ab
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions
 from codemod.ab.run import run_ab, run_single_file
+from codemod.report import ab_terminal as terminal
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -365,6 +368,35 @@ def test_plugin_phases_chain_and_pytest_subtests(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == before       # nothing written next to the tests
 
 
+def test_every_event_line_has_the_shape_the_plugin_declares(tmp_path):
+    # the runner reads the lines as the plugin's TypedDicts: every kind of event, with
+    # exactly the declared keys (the optional ones only where they apply)
+    (tmp_path / "test_kinds.py").write_text(
+        "import pytest\n"
+        "def test_pass():\n    pass\n"
+        "@pytest.mark.skip(reason='why')\n"
+        "def test_skip():\n    pass\n"
+        "@pytest.mark.xfail\n"
+        "def test_xfail():\n    assert False\n"
+        "def test_subtests(subtests):\n"
+        "    with subtests.test(msg='m', i=1):\n        assert False\n"
+    )
+    (tmp_path / "test_broken.py").write_text("import no_such_module_here\n")
+    (tmp_path / "test_skipped.py").write_text("import pytest\npytest.skip('not here', allow_module_level=True)\n")
+    events = tmp_path / "events.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(PROJECT), "DECOUPLE_AB_EVENTS": str(events)}
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "codemod.ab.plugin", "-p", "no:cacheprovider",
+                    "--continue-on-collection-errors", "-q", "."], cwd=tmp_path, env=env, capture_output=True)
+    shapes = {typing.get_args(typing.get_type_hints(cls)["ev"])[0]: cls for cls in typing.get_args(plugin.Event)}
+    seen = set()
+    for line in events.read_text().splitlines():
+        record = json.loads(line)
+        shape = shapes[record["ev"]]
+        assert shape.__required_keys__ <= set(record) <= shape.__required_keys__ | shape.__optional_keys__, record
+        seen.add(record["ev"])
+    assert seen == set(shapes) - {"plugin-error"}
+
+
 def test_plugin_syntax_error_is_a_collection_error(tmp_path):
     (tmp_path / "test_bad.py").write_text("def test_x(:\n    pass\n")
     fr = run_single_file(str(tmp_path), "test_bad.py")
@@ -402,8 +434,7 @@ def test_helper_modules_next_to_selected_dir_are_materialised(tmp_path):
 
 
 def test_materialise_copies_import_root_and_skips_junk(tmp_path):
-    from codemod.ab.materialise import materialise_dir
-    from codemod.ab.selection import Selection
+    from codemod.ab.trees import Selection, materialise_dir
 
     src = tmp_path / "src"
     for rel in ("test/test_a.py", "test/helper.py", "test/data/blob.bin", "torch/__init__.py", "setup.py",
@@ -465,9 +496,23 @@ def test_relative_python_and_removed_xfail(tmp_path, monkeypatch):
     assert t["category"] == "new-failure" and (t["a"]["outcome"], t["b"]["outcome"]) == ("xfailed", "failed")
 
 
+def test_run_ab_leaves_its_options_as_they_were(tmp_path, monkeypatch):
+    # a relative --python is resolved for the run, and the run's file times are its result's
+    monkeypatch.chdir(tmp_path)
+    rel = os.path.relpath(sys.executable, tmp_path)
+    opts = RunOptions(paths=["test_x.py"], a_root=str(FIX / "xfail" / "a"), b_root=str(FIX / "xfail" / "b"),
+                      python=rel, jobs=1, confirm=1, env={"AB_X": "1"}, mapping={"test_x.py::old": "test_x.py::new"})
+    before = copy.deepcopy(opts)
+    result = run_ab(opts)
+    assert opts == before and opts.python == rel
+    assert result.python == os.path.abspath(sys.executable)
+    assert set(result.file_durations) == {"test_x.py"} and result.file_durations["test_x.py"] > 0
+    assert "file_durations" not in result.to_json()
+
+
 def test_resolve_python_forms(tmp_path):
-    from codemod.ab.interp import resolve_python
-    from codemod.ab.procs import UsageError
+    from codemod.ab.interpreter import resolve_python
+    from codemod.ab.options import UsageError
     link = tmp_path / "venv" / "bin" / "python"
     link.parent.mkdir(parents=True)
     link.symlink_to(sys.executable)

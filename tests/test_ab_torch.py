@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab import terminal
+from codemod.report import ab_terminal as terminal
 from codemod.ab.options import RunOptions, parse_diag
 from codemod.ab.run import run_ab
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab import procs
+from codemod.ab import processes as procs
 from codemod.ab.notices import Notice
 from codemod.ab.options import DiagSpec, RunOptions
-from codemod.ab.prepare import thread_vars
+from codemod.ab.arms import thread_vars
 from codemod.ab.run import run_ab
-from codemod.ab.warm import import_environment, preload_modules
+from codemod.ab.interpreter import import_environment, preload_modules
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -69,8 +69,8 @@ def test_warm_files_do_not_leak_state_and_look_like_fresh_processes(tmp_path):
 def test_arms_share_a_warm_interpreter_unless_an_import_could_see_their_difference(tmp_path):
     # A and B differ only in per-arm values; torch reads TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD
     # when torch.load is called; AB_IMPORT_FLAG could be read by any import
-    diags = (DiagSpec("weights", "A", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}),
-             DiagSpec("flag", "B", {"AB_IMPORT_FLAG": "1"}))
+    diags = (DiagSpec(name="weights", based_on="A", variables={"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}),
+             DiagSpec(name="flag", based_on="B", variables={"AB_IMPORT_FLAG": "1"}))
     r, facts = _facts(tmp_path, fork=True, diags=diags)
     assert not any("warm interpreter" in w for w in r.warnings), r.warnings
     assert all(f["forked"] for f in facts.values())
@@ -287,7 +287,7 @@ def test_sigkill_of_the_runner_kills_its_tests_and_the_next_run_reaps_its_root(t
 
 def test_claim_root_is_released_by_the_kernel(tmp_path):
     root = Path(tempfile.mkdtemp(prefix="decouple-ab-", dir=tmp_path))
-    code = ("import sys, time; sys.path.insert(0, %r); from codemod.ab import procs; "
+    code = ("import sys, time; sys.path.insert(0, %r); from codemod.ab import processes as procs; "
             "procs.claim_root(%r); print('ok', flush=True); time.sleep(600)") % (str(PROJECT), str(root))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -347,7 +347,7 @@ def test_fork_unsafe_reasons(monkeypatch):
     ("time.sleep(30)", (None, "probe timed out after 0.5 s")),
 ], ids=["answer", "failure", "timeout"])
 def test_the_probe_records_its_answer_or_why_there_is_none(tmp_path, monkeypatch, body, expect):
-    from codemod.ab import interp
+    from codemod.ab import interpreter as interp
     monkeypatch.setattr(interp, "PROBE_TIMEOUT", 0.5)
     script = tmp_path / "probe.py"
     script.write_text(f"import json, time\n{body}\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from codemod.ab.compare import compare_arms
-from codemod.ab.nodemap import map_nodeid, read_map_file
+from codemod.ab.compare import map_nodeid, read_map_file
 from codemod.ab.model import ArmResult, Outcome
 from transforms import diagnosis
 from transforms.hw_label import HwLabel

@@ -1,21 +1,40 @@
-"""An arm's spec and its sanitised environment: what each arm runs with.
+"""The arms: where A and B come from, each arm's spec and sanitised environment, its
+prepared root, and the command that reproduces it.
 
-Every arm (A, B, each diagnostic arm) gets the same environment: the variables
-in ``UNSET_VARS`` removed, ``FIXED_VARS`` set, its own bytecode prefix and temp
-dir (``PER_ARM_VARS``), the capture plugin on ``PYTHONPATH``, and the pytest
-arguments ``PYTEST_ARGS``.  Where an arm's root comes from is ``materialise``;
-which files it runs is ``testfiles``.
+With ``--base REF`` arm A is the commit (read from git objects) and arm B the work
+tree, both of the repository enclosing the cwd; with ``--a-root``/``--b-root`` they
+are two directories, and PATHS are relative to both (`resolve_sources`; bad input is a
+``UsageError``).  A diagnostic arm is a copy of its base arm's root with its own
+variables.  An arm that cannot be materialised keeps an empty root and its error (it
+is reported as not run); a selected path must exist in at least one of A and B.
+
+Every arm (A, B, each diagnostic arm) gets the same environment: the variables in
+``UNSET_VARS`` removed, ``FIXED_VARS`` set, its own bytecode prefix and temp dir
+(``PER_ARM_VARS``), the capture plugin on ``PYTHONPATH``, and the pytest arguments
+``PYTEST_ARGS``.  The reproduction command repeats that environment as an ``env``
+prefix, plus ``REPRO_VARS``; a git arm's root is rebuilt with ``git archive`` of the
+resolved commit into a fresh directory (``git_archive_note``), a work-tree or
+directory arm runs where it is.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codemod.ab import trees
+from codemod.ab.model import PYTEST_ARGS, REPRO_VARS, BaseArm
 from codemod.ab.notices import Notice
+from codemod.ab.options import RunOptions, UsageError
+from transforms.core.strenum import StrEnum
+
+# ---------------------------------------------------------------------------
+# each arm's environment
 
 # Variables unset in every arm (and recorded in ABResult.env_unset).
 UNSET_VARS = (
@@ -65,18 +84,9 @@ FIXED_VARS = {
     "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
     "PYTHONHASHSEED": "0",
 }
-# --maxfail=0 comes after the ini ``addopts`` on the command line and so
-# overrides ``-x`` / ``--exitfirst`` / ``--maxfail=N`` there (same dest, last
-# wins), without dropping the legitimate options ``-o addopts=`` would drop
-# (``--import-mode``, ``-p plugin``, ``-m`` expressions...).
-PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", "--maxfail=0")
 
 
-class ArmError(Exception):
-    """An arm cannot be prepared (bad ref, missing path...)."""
-
-
-@dataclass
+@dataclass(kw_only=True)
 class ArmSpec:
     name: str
     label: str
@@ -86,7 +96,7 @@ class ArmSpec:
     env: dict[str, str] = field(default_factory=dict)  # complete child environment
     env_added: dict[str, str] = field(default_factory=dict)  # --env + --diag variables
     extra_args: list[str] = field(default_factory=list)
-    based_on: str | None = None  # for diagnostic arms
+    based_on: BaseArm | None = None  # for diagnostic arms
     materialise_note: str = ""  # how to rebuild the root by hand
 
 
@@ -128,3 +138,207 @@ def pythonpath_warnings(base: dict[str, str], user_roots: Iterable[Path]) -> lis
 def safe_arg(arg: str) -> str:
     """A path or node id as a pytest argument: `-k_test.py` would be read as an option."""
     return "./" + arg if arg.startswith("-") else arg
+
+
+# ---------------------------------------------------------------------------
+# where the arms come from
+
+
+class SourceKind(StrEnum):
+    GIT = "git"  # a commit, read from git objects
+    DIR = "dir"  # a work tree or directory, copied
+
+
+@dataclass(kw_only=True)
+class ArmSource:
+    kind: SourceKind
+    root: Path  # the repository or the directory
+    label: str
+    source: str  # as recorded in the result (git:REF, worktree, dir:PATH)
+
+
+@dataclass(kw_only=True)
+class Sources:
+    arms: dict[str, ArmSource]  # "A" and "B"
+    sel: trees.Selection
+    commit: str  # the resolved commit of arm A ("" for two directories)
+    user_roots: list[Path]  # the user's trees (never written)
+
+
+def resolve_sources(opts: RunOptions, cwd: Path) -> Sources:
+    """Arms A and B of a checked `opts` (`options.check_options`), the selection made
+    relative to their roots."""
+    try:
+        if opts.base:
+            return _git_sources(opts.base, opts.paths, cwd)
+        assert opts.a_root and opts.b_root  # check_options: --base or both roots
+        return _dir_sources(Path(opts.a_root).resolve(), Path(opts.b_root).resolve(), opts.paths)
+    except trees.ArmError as err:
+        raise UsageError(str(err)) from None
+
+
+def _git_sources(base: str, paths: list[str], cwd: Path) -> Sources:
+    repo = trees.git_toplevel(cwd)
+    commit = trees.resolve_commit(repo, base)
+    a = ArmSource(kind=SourceKind.GIT, root=repo, label=f"base {base} ({commit[:12]})", source=f"git:{base}")
+    b = ArmSource(kind=SourceKind.DIR, root=repo, label="work tree", source="worktree")
+    sel = trees.make_selection(paths, cwd, repo)
+    return Sources(arms={"A": a, "B": b}, sel=sel, commit=commit, user_roots=[repo])
+
+
+def _dir_sources(a_root: Path, b_root: Path, paths: list[str]) -> Sources:
+    for root, flag in ((a_root, "--a-root"), (b_root, "--b-root")):
+        if not root.is_dir():
+            raise UsageError(f"{flag} {root} is not a directory")
+    sel = trees.Selection(paths=[p.strip("/") for p in paths], common=trees.common_dir(paths))
+    for p in sel.paths:
+        if os.path.isabs(p.split("::")[0]) or ".." in Path(p.split("::")[0]).parts:
+            raise UsageError(f"with --a-root/--b-root, PATHS must be relative to the roots: {p}")
+    arms = {
+        name: ArmSource(kind=SourceKind.DIR, root=root, label=f"directory {root}", source=f"dir:{root}")
+        for name, root in (("A", a_root), ("B", b_root))
+    }
+    return Sources(arms=arms, sel=sel, commit="", user_roots=[a_root, b_root])
+
+
+# ---------------------------------------------------------------------------
+# the prepared arms
+
+
+def thread_vars(base_env: dict[str, str], user_env: dict[str, str], jobs: int) -> dict[str, str]:
+    """Intra-op thread count for every arm, so that `jobs` parallel test
+    processes do not each start one thread per core (torch reads
+    OMP_NUM_THREADS).  Nothing when one process runs at a time or the user
+    chose a count (in the environment or with --env)."""
+    cores = os.cpu_count() or 1
+    jobs = jobs or cores
+    if jobs <= 1 or "OMP_NUM_THREADS" in base_env or "OMP_NUM_THREADS" in user_env:
+        return {}
+    return {"OMP_NUM_THREADS": str(max(1, cores // jobs))}
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def prepare_arms(
+    opts: RunOptions,
+    sources: Sources,
+    work: Path,
+    support: Path,
+    base_env: dict[str, str],
+    arm_env: dict[str, str],
+    warnings: list[Notice],
+    say: Callable[[str], None],
+) -> tuple[dict[str, ArmSpec], dict[str, str]]:
+    """The arms' specs, in arm order (A, B, the diagnostic arms), and the errors of
+    those that could not be materialised (arm name -> message)."""
+    specs: dict[str, ArmSpec] = {}
+    sel = sources.sel
+
+    cache = pycache_root()
+
+    def make_spec(
+        name: str, label: str, source: str, added: dict[str, str], based_on: BaseArm | None = None
+    ) -> ArmSpec:
+        wd = work / "arms" / _safe_name(name)
+        (wd / "events").mkdir(parents=True)
+        (wd / "logs").mkdir()
+        (wd / "tmp").mkdir()
+        pycache = cache / _safe_name(name) if cache is not None else wd / "pycache"
+        pycache.mkdir(parents=True, exist_ok=True)
+        spec = ArmSpec(
+            name=name,
+            label=label,
+            source=source,
+            root=wd / "root",
+            workdir=wd,
+            env_added=dict(added),
+            based_on=based_on,
+        )
+        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp")
+        spec.env["DECOUPLE_AB_FSYNC"] = str(opts.fsync)
+        return spec
+
+    arm_errors: dict[str, str] = {}
+    for name in ("A", "B"):
+        src = sources.arms[name]
+        spec = make_spec(name, src.label, src.source, dict(arm_env))
+        specs[name] = spec
+        t = time.monotonic()
+        try:
+            if src.kind == SourceKind.GIT:
+                used = trees.materialise_git(src.root, sources.commit, sel, spec.root)
+                spec.materialise_note = git_archive_note(src.root, sources.commit, used)
+                if _has_export_attributes(spec.root):
+                    warnings.append(Notice("export-attributes", arm=name))
+            else:
+                trees.materialise_dir(src.root, sel, spec.root)
+        except (trees.ArmError, OSError) as err:
+            arm_errors[name] = str(err)
+            spec.root.mkdir(parents=True, exist_ok=True)
+        say(f"arm {name}: {src.label} materialised in {time.monotonic() - t:.2f}s")
+    for d in opts.diags:
+        base = specs[d.based_on]
+        spec = make_spec(
+            d.name, f"diagnostic {d.name} on {d.based_on}", base.source, {**arm_env, **d.variables}, based_on=d.based_on
+        )
+        if d.based_on in arm_errors:
+            arm_errors[d.name] = arm_errors[d.based_on]
+            spec.root.mkdir(parents=True, exist_ok=True)
+        else:
+            trees.clone_root(base.root, spec.root)
+        spec.materialise_note = base.materialise_note
+        specs[d.name] = spec
+
+    # a selected path must exist in at least one arm (a path deleted in B or
+    # new in B gives missing-in-b / added-in-b rows)
+    for p in sel.plain_paths:
+        if p and not any((specs[n].root / p).exists() for n in ("A", "B") if n not in arm_errors):
+            raise UsageError(f"{p} exists in neither arm")
+    return specs, arm_errors
+
+
+def _has_export_attributes(root: Path) -> bool:
+    for dirpath, _dirnames, filenames in os.walk(root):
+        if ".gitattributes" in filenames:
+            try:
+                text = Path(dirpath, ".gitattributes").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "export-ignore" in text or "export-subst" in text:
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# the reproduction command
+
+
+def git_archive_note(repo: Path, commit: str, used: list[str]) -> str:
+    """The shell command that rebuilds a git arm's root in ``$D``: the resolved SHA (a
+    branch may move), a fresh directory; the whole commit when the import root is the top."""
+    paths = "" if "" in used else " --" + "".join(f" {shlex.quote(p)}" for p in used)
+    return f'D=$(mktemp -d) && git -C {shlex.quote(str(repo))} archive {commit}{paths} | tar -x -C "$D"'
+
+
+def repro_command(
+    spec: ArmSpec, python: str, args: list[str], prefix: str = "", cd: str | None = None, cd_raw: bool = False
+) -> str:
+    """`cd_raw`: `cd` is a shell expression (e.g. ``"$D"``), not a path to quote."""
+    parts = []
+    if prefix:
+        parts.append(prefix)
+    target = cd or str(spec.root)
+    parts.append(f"cd {target if cd_raw else shlex.quote(target)}")
+    env_bits = ["env"] + [f"-u {v}" for v in UNSET_VARS if v not in REPRO_VARS]
+    env_bits += [f"{k}={shlex.quote(v)}" for k, v in {**FIXED_VARS, **REPRO_VARS}.items()]
+    env_bits += [f"{k}={shlex.quote(v)}" for k, v in spec.env_added.items()]
+    cmd = " ".join(
+        env_bits
+        + [shlex.quote(python), "-m", "pytest", *PYTEST_ARGS]
+        + [shlex.quote(safe_arg(a)) for a in args]
+        + [shlex.quote(a) for a in spec.extra_args]
+    )
+    parts.append(cmd)
+    return " && ".join(parts)

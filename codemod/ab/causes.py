@@ -13,8 +13,9 @@ Data, one entry per cause. Each `Cause` has
 
 `analyse(result)` matches every group of identical failures against the table and
 judges the evidence already in the result (diagnostic arms, probe facts, import
-checks); it is pure. `codemod.ab.causes_confirm` runs the missing experiments
-(`decouple ab --diagnose`).
+checks); it is pure. `codemod.ab.diagnose` runs the missing experiments
+(`decouple ab --diagnose`).  The views read the table's texts (`BY_ID`) and
+`findings_of`: this module is part of the model level, with no runner in it.
 """
 
 from __future__ import annotations
@@ -23,16 +24,22 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from codemod.ab.model import ABResult, CauseFinding, Environment, Outcome, TestComparison
-
-FAILING = frozenset({"failed", "error", "crashed", "timeout"})
-
-# Finding statuses, in report order.
-CONFIRMED = "confirmed"  # the experiment reproduced the cause
-NOT_CONFIRMED = "not-confirmed"  # a cause matched, the experiment contradicts it
-SUSPECTED = "suspected"  # a cause matched, its experiment has not run (use --diagnose)
-UNKNOWN = "unknown"  # no cause in the table matches
-STATUSES = (CONFIRMED, NOT_CONFIRMED, SUSPECTED, UNKNOWN)
+from codemod.ab.model import (
+    FAILING,
+    ABResult,
+    BaseArm,
+    Category,
+    CauseFinding,
+    CauseId,
+    CauseStatus,
+    Environment,
+    ExperimentKind,
+    Outcome,
+    OutcomeValue,
+    Scope,
+    TestComparison,
+    file_of,
+)
 
 
 @dataclass(frozen=True)
@@ -40,8 +47,7 @@ class Context:
     """What a matcher sees: one representative failure of a group and the environment."""
 
     outcome: Outcome
-    scope: str  # "both": fails identically in A and B; "b-changed": fails in both,
-    # differently; "b-only": fails in B only
+    scope: Scope
     env: Environment
 
     @property
@@ -50,25 +56,25 @@ class Context:
         return " ".join(filter(None, [o.exc_type, " ".join(o.exc_chain), o.signature, o.message]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Experiment:
-    kind: str  # "diag" | "probe" | "import"
-    variables: dict = field(default_factory=dict)  # kind "diag": the diagnostic arm's variables
+    kind: ExperimentKind
+    variables: dict[str, str] = field(default_factory=dict)  # kind "diag": the diagnostic arm's variables
     name: str = ""  # kind "diag": the diagnostic arm's name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cause:
-    id: str
+    id: CauseId
     matches: Callable[[Context], bool]
     experiment: Experiment
-    explanation: dict  # lang -> template over the evidence
-    remedy: dict  # lang -> template over the evidence
-    evidence: Callable[[Context], dict] = lambda ctx: {}
+    explanation: dict[str, str]  # lang -> template over the evidence
+    remedy: dict[str, str]  # lang -> template over the evidence
+    evidence: Callable[[Context], dict[str, str]] = lambda ctx: {}
     # kind "probe": (status, extra evidence) from the environment facts
-    judge: Callable[[Context], tuple[str, dict]] | None = None
+    judge: Callable[[Context], tuple[CauseStatus, dict[str, str]]] | None = None
     # (text of a failure as "ExcType: message", scope, expected match)
-    examples: tuple = ()
+    examples: tuple[tuple[str, Scope, bool], ...] = ()
 
 
 # ---------------------------------------------------------------------------
@@ -137,7 +143,7 @@ def _is_weights_only(ctx: Context) -> bool:
     )
 
 
-def _weights_only_evidence(ctx: Context) -> dict:
+def _weights_only_evidence(ctx: Context) -> dict[str, str]:
     m = _GLOBAL.search(ctx.text)
     return {"global": m.group(1) if m else "?", "torch": ctx.env.torch_version or "?"}
 
@@ -148,7 +154,7 @@ def _core(text: str) -> str:
     return (m.group(2) if m else first).strip().lower()
 
 
-def broken_engines(env: Environment) -> dict:
+def broken_engines(env: Environment) -> dict[str, str]:
     """Engines whose prepack smoke test failed: engine -> error."""
     return {e: s for e, s in env.prepack.items() if s and s.strip().lower() != "ok"}
 
@@ -173,20 +179,20 @@ def _is_quantized_engine(ctx: Context) -> bool:
     return _engine_of(ctx) is not None or bool(_QUANT_TEXT.search(ctx.text))
 
 
-def _prepack_judge(ctx: Context) -> tuple[str, dict]:
+def _prepack_judge(ctx: Context) -> tuple[CauseStatus, dict[str, str]]:
     engine = _engine_of(ctx)
     if engine:
-        return CONFIRMED, {"engine": engine, "error": ctx.env.prepack[engine]}
+        return CauseStatus.CONFIRMED, {"engine": engine, "error": ctx.env.prepack[engine]}
     broken = broken_engines(ctx.env)
     if broken:
         engine, error = next(iter(broken.items()))
-        return NOT_CONFIRMED, {"engine": engine, "error": error}
+        return CauseStatus.NOT_CONFIRMED, {"engine": engine, "error": error}
     if ctx.env.prepack:
-        return NOT_CONFIRMED, {"engine": ", ".join(ctx.env.prepack), "error": "ok"}
-    return SUSPECTED, {"engine": "?", "error": "?"}
+        return CauseStatus.NOT_CONFIRMED, {"engine": ", ".join(ctx.env.prepack), "error": "ok"}
+    return CauseStatus.SUSPECTED, {"engine": "?", "error": "?"}
 
 
-def _quant_evidence(ctx: Context) -> dict:
+def _quant_evidence(ctx: Context) -> dict[str, str]:
     env = ctx.env
     cpu = ", ".join(x for x in (env.cpu_model, env.machine, " ".join(env.cpu_flags)) if x) or "?"
     return {"cpu": cpu, "engine": _engine_of(ctx) or "?"}
@@ -194,19 +200,19 @@ def _quant_evidence(ctx: Context) -> dict:
 
 def _is_missing_hwc(ctx: Context) -> bool:
     return (
-        ctx.scope != "both"
+        ctx.scope != Scope.BOTH
         and bool(_HWC.search(ctx.text))
         and bool(re.search(r"ImportError|NameError|AttributeError|cannot import name", ctx.text))
     )
 
 
-def _hwc_judge(ctx: Context) -> tuple[str, dict]:
+def _hwc_judge(ctx: Context) -> tuple[CauseStatus, dict[str, str]]:
     has = ctx.env.has_hw_classification
     if has is False:
-        return CONFIRMED, {}
+        return CauseStatus.CONFIRMED, {}
     if has is True:
-        return NOT_CONFIRMED, {}
-    return SUSPECTED, {}
+        return CauseStatus.NOT_CONFIRMED, {}
+    return CauseStatus.SUSPECTED, {}
 
 
 _BACKEND_TEXT = re.compile(
@@ -241,9 +247,11 @@ def _is_missing_optional(ctx: Context) -> bool:
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
-        id="weights-only-default",
+        id=CauseId.WEIGHTS_ONLY_DEFAULT,
         matches=_is_weights_only,
-        experiment=Experiment("diag", {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, name="noweightsonly"),
+        experiment=Experiment(
+            kind=ExperimentKind.DIAG, variables={"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, name="noweightsonly"
+        ),
         evidence=_weights_only_evidence,
         explanation={
             "en": "the test's own `torch.load` reads a whole pickled object (`GLOBAL {global}`), which torch "
@@ -265,17 +273,17 @@ CAUSES: tuple[Cause, ...] = (
             (
                 "_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: Unsupported global: "
                 "GLOBAL a.Net was not an allowed global by default.",
-                "both",
+                Scope.BOTH,
                 True,
             ),
-            ("_pickle.UnpicklingError: invalid load key, 'x'.", "both", False),
-            ("RuntimeError: weights mismatch", "both", False),
+            ("_pickle.UnpicklingError: invalid load key, 'x'.", Scope.BOTH, False),
+            ("RuntimeError: weights mismatch", Scope.BOTH, False),
         ),
     ),
     Cause(
-        id="quantized-engine",
+        id=CauseId.QUANTIZED_ENGINE,
         matches=_is_quantized_engine,
-        experiment=Experiment("probe"),
+        experiment=Experiment(kind=ExperimentKind.PROBE),
         evidence=_quant_evidence,
         judge=_prepack_judge,
         explanation={
@@ -293,15 +301,15 @@ CAUSES: tuple[Cause, ...] = (
             "或在测试中跳过该引擎（PyTorch 的 `skipIfNoFBGEMM`、`supported_qengines`）。",
         },
         examples=(
-            ("RuntimeError: unknown architecure", "both", True),
-            ("RuntimeError: Didn't find engine for operation quantized::linear_prepack NoQEngine", "both", True),
-            ("AssertionError: Tensor-likes are not close!", "both", False),
+            ("RuntimeError: unknown architecure", Scope.BOTH, True),
+            ("RuntimeError: Didn't find engine for operation quantized::linear_prepack NoQEngine", Scope.BOTH, True),
+            ("AssertionError: Tensor-likes are not close!", Scope.BOTH, False),
         ),
     ),
     Cause(
-        id="hw-classification-missing",
+        id=CauseId.HW_CLASSIFICATION_MISSING,
         matches=_is_missing_hwc,
-        experiment=Experiment("probe"),
+        experiment=Experiment(kind=ExperimentKind.PROBE),
         judge=_hwc_judge,
         evidence=lambda ctx: {"torch": ctx.env.torch_version or "?"},
         explanation={
@@ -320,17 +328,19 @@ CAUSES: tuple[Cause, ...] = (
         examples=(
             (
                 "ImportError: cannot import name 'HardwareClassification' from 'torch.testing._internal.common_utils'",
-                "b-only",
+                Scope.B_ONLY,
                 True,
             ),
-            ("NameError: name 'HardwareClassification' is not defined", "b-only", True),
-            ("ImportError: cannot import name 'HardwareClassification'", "both", False),
+            ("NameError: name 'HardwareClassification' is not defined", Scope.B_ONLY, True),
+            ("ImportError: cannot import name 'HardwareClassification'", Scope.BOTH, False),
         ),
     ),
     Cause(
-        id="device-backend-autoload",
+        id=CauseId.DEVICE_BACKEND_AUTOLOAD,
         matches=_is_backend_autoload,
-        experiment=Experiment("diag", {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, name="noautoload"),
+        experiment=Experiment(
+            kind=ExperimentKind.DIAG, variables={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, name="noautoload"
+        ),
         evidence=lambda ctx: {"backends": ", ".join(f"{k} {v}" for k, v in ctx.env.backends.items()) or "?"},
         explanation={
             "en": "an out-of-tree device backend ({backends}) that `import torch` loads automatically fails "
@@ -346,16 +356,16 @@ CAUSES: tuple[Cause, ...] = (
             (
                 "RuntimeError: Failed to load the backend extension: torch_npu. You can disable extension "
                 "auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.",
-                "both",
+                Scope.BOTH,
                 True,
             ),
-            ("RuntimeError: CUDA error: out of memory", "both", False),
+            ("RuntimeError: CUDA error: out of memory", Scope.BOTH, False),
         ),
     ),
     Cause(
-        id="missing-test-dependency",
+        id=CauseId.MISSING_TEST_DEPENDENCY,
         matches=_is_missing_optional,
-        experiment=Experiment("import"),
+        experiment=Experiment(kind=ExperimentKind.IMPORT),
         evidence=lambda ctx: {"module": _module_of(ctx) or "?"},
         explanation={
             "en": "the optional test dependency `{module}` is not installed in the target interpreter.",
@@ -366,9 +376,9 @@ CAUSES: tuple[Cause, ...] = (
             "zh": "在目标解释器中安装：`python -m pip install {package}`。",
         },
         examples=(
-            ("ModuleNotFoundError: No module named 'expecttest'", "both", True),
-            ("ModuleNotFoundError: No module named 'hypothesis.strategies'", "both", True),
-            ("ModuleNotFoundError: No module named 'my_private_helpers'", "both", False),
+            ("ModuleNotFoundError: No module named 'expecttest'", Scope.BOTH, True),
+            ("ModuleNotFoundError: No module named 'hypothesis.strategies'", Scope.BOTH, True),
+            ("ModuleNotFoundError: No module named 'my_private_helpers'", Scope.BOTH, False),
         ),
     ),
 )
@@ -394,7 +404,9 @@ PACKAGE_OF = {
 def outcome_from_text(text: str) -> Outcome:
     """An Outcome for "ExcType: message" (the table's examples)."""
     exc, _, message = text.partition(": ")
-    return Outcome(nodeid="example", outcome="failed", exc_type=exc, message=message, signature=f"call failed {text}")
+    return Outcome(
+        nodeid="example", outcome=OutcomeValue.FAILED, exc_type=exc, message=message, signature=f"call failed {text}"
+    )
 
 
 def match(ctx: Context) -> Cause | None:
@@ -402,58 +414,53 @@ def match(ctx: Context) -> Cause | None:
     return next((c for c in CAUSES if c.matches(ctx)), None)
 
 
-def failure_groups(result: ABResult) -> list[tuple[str, list[TestComparison]]]:
+_SCOPE_ORDER = {scope: i for i, scope in enumerate(Scope)}
+
+
+def failure_groups(result: ABResult) -> list[tuple[Scope, list[TestComparison]]]:
     """(scope, tests) for every group of identical failures worth a cause: failing identically
     in both arms ("both"), in both but differently ("b-changed"), or only in B ("b-only").
     Flaky tests are left out: their failure does not reproduce."""
-    groups: dict[tuple, list[TestComparison]] = {}
-    scopes: dict[tuple, str] = {}
+    groups: dict[tuple[Scope, Category, str | None, str | None], list[TestComparison]] = {}
     for c in result.tests:
-        a_fails = c.a is not None and c.a.outcome in FAILING
-        b_fails = c.b is not None and c.b.outcome in FAILING
-        if c.category == "flaky" or not b_fails:
+        if c.category == Category.FLAKY or c.b is None or c.b.outcome not in FAILING:
             continue
-        if a_fails:
-            scope = "both" if c.category in ("pre-existing", "similar-failure") else "b-changed"
+        if c.a is not None and c.a.outcome in FAILING:
+            identical = c.category in (Category.PRE_EXISTING, Category.SIMILAR_FAILURE)
+            scope = Scope.BOTH if identical else Scope.B_CHANGED
         else:
-            scope = "b-only"
-        key = (scope, c.category, c.a.signature if c.a else None, c.b.signature if c.b else None)
+            scope = Scope.B_ONLY
+        key = (scope, c.category, c.a.signature if c.a else None, c.b.signature)
         groups.setdefault(key, []).append(c)
-        scopes[key] = scope
-    order = {"both": 0, "b-changed": 1, "b-only": 2}
     return sorted(
-        ((scopes[k], v) for k, v in groups.items()), key=lambda sv: (order[sv[0]], -len(sv[1]), sv[1][0].nodeid)
+        ((k[0], v) for k, v in groups.items()), key=lambda sv: (_SCOPE_ORDER[sv[0]], -len(sv[1]), sv[1][0].nodeid)
     )
 
 
-def _diag_result(result: ABResult, exp: Experiment, base: str, nodeids: list[str]) -> tuple[int, int, str] | None:
+def _diag_result(result: ABResult, exp: Experiment, base: BaseArm, nodeids: list[str]) -> tuple[int, int, str] | None:
     """(passed, total, diagnostic name) for the tests of a group in a diagnostic arm with
     exactly `exp.variables` on `base`, if the result has one that ran them."""
     for d in result.diagnostics:
         if d.based_on != base or any(d.variables.get(k) != v for k, v in exp.variables.items()):
             continue
         arm = result.arm(d.name)
-        ran = (
-            [n for n in nodeids if arm is not None and n in arm.outcomes]
-            if arm is not None
-            else [n for n in nodeids if n in d.changed]
-        )
-        if not ran:
-            continue
-        passed = (
-            sum(1 for n in ran if arm is not None and arm.outcomes[n].outcome == "passed")
-            if arm
-            else sum(1 for n in ran if d.changed[n][-1] == "passed")
-        )
-        return passed, len(ran), d.name
+        if arm is not None:
+            ran = [n for n in nodeids if n in arm.outcomes]
+            passed = sum(1 for n in ran if arm.outcomes[n].outcome == OutcomeValue.PASSED)
+        else:
+            ran = [n for n in nodeids if n in d.changed]
+            passed = sum(1 for n in ran if d.changed[n][-1] == OutcomeValue.PASSED)
+        if ran:
+            return passed, len(ran), d.name
     return None
 
 
 def judge(
-    result: ABResult, scope: str, members: list[TestComparison], imports: dict[str, bool] | None = None
+    result: ABResult, scope: Scope, members: list[TestComparison], imports: dict[str, bool] | None = None
 ) -> CauseFinding:
     """The finding for one group: the matching cause and what the evidence in `result` says."""
     ref = members[0].b if members[0].b is not None else members[0].a
+    assert ref is not None  # a failure group's tests fail in B
     ctx = Context(ref, scope, result.environment)
     nodeids = [c.nodeid for c in members]
     finding = CauseFinding(
@@ -465,32 +472,35 @@ def judge(
     )
     cause = match(ctx)
     if cause is None:
-        finding.status = UNKNOWN
+        finding.status = CauseStatus.UNKNOWN
         return finding
     finding.cause = cause.id
     finding.experiment = cause.experiment.kind
     finding.evidence = {k: str(v) for k, v in cause.evidence(ctx).items()}
-    finding.evidence["file"] = " ".join(sorted({n.split("::")[0] for n in nodeids}))
-    if cause.experiment.kind == "diag":
-        base = "A" if scope == "both" else "B"
+    finding.evidence["file"] = " ".join(sorted({file_of(n) for n in nodeids}))
+    if cause.experiment.kind == ExperimentKind.DIAG:
+        base: BaseArm = "A" if scope == Scope.BOTH else "B"
         finding.variables = dict(cause.experiment.variables)
         finding.based_on = base
         seen = _diag_result(result, cause.experiment, base, nodeids)
         if seen is None:
-            finding.status = SUSPECTED
+            finding.status = CauseStatus.SUSPECTED
         else:
             passed, total, name = seen
             finding.evidence.update(passed=str(passed), total=str(total), diag=name)
-            finding.status = CONFIRMED if passed == total else NOT_CONFIRMED
-    elif cause.experiment.kind == "probe":
-        status, extra = cause.judge(ctx) if cause.judge else (SUSPECTED, {})
+            finding.status = CauseStatus.CONFIRMED if passed == total else CauseStatus.NOT_CONFIRMED
+    elif cause.experiment.kind == ExperimentKind.PROBE:
+        status, extra = cause.judge(ctx) if cause.judge else (CauseStatus.SUSPECTED, {})
         finding.status = status
         finding.evidence.update({k: str(v) for k, v in extra.items()})
     else:  # import check of the module in the target interpreter
-        module = finding.evidence.get("module", "?")
-        finding.evidence["package"] = PACKAGE_OF.get(module.split(".")[0], module.split(".")[0])
-        found = (imports or {}).get(module.split(".")[0])
-        finding.status = SUSPECTED if found is None else (NOT_CONFIRMED if found else CONFIRMED)
+        top = finding.evidence.get("module", "?").split(".")[0]
+        finding.evidence["package"] = PACKAGE_OF.get(top, top)
+        found = (imports or {}).get(top)
+        if found is None:
+            finding.status = CauseStatus.SUSPECTED
+        else:
+            finding.status = CauseStatus.NOT_CONFIRMED if found else CauseStatus.CONFIRMED
     return finding
 
 

@@ -91,6 +91,7 @@ def read_patch(patch: str, new_sources: dict[str, str], old_sources: dict[str, s
 
     def klass(name: str) -> ClassChange:
         if name not in classes:
+            assert current is not None  # a hunk line belongs to a file
             classes[name] = ClassChange(name=name)
             current.classes.append(classes[name])
         return classes[name]

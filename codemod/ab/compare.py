@@ -1,145 +1,177 @@
-"""The A/B comparison: the category of every test from its outcomes in arm A and arm B.
+"""The A/B comparison: the category of every test, `--map`, the counts and the verdict.
 
-Pure functions over the result model: no subprocesses, no files.
+A test's category is read from a table, `MATRIX`: its outcome kind in arm A (a row) by
+its outcome kind in arm B (a column), ABSENT standing for a test that arm does not have.
+Two cells look further than the kinds: two failures compare their signatures, two
+crashes their signals.  The same comparison says what a diagnostic arm changed relative
+to its base arm (`diagnostic_summary`).
+
+Pure functions over the result model: no subprocesses, no files (but the `--map-file`
+read).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 
-from codemod.ab.model import CATEGORIES, INCONCLUSIVE_CATEGORY, ArmResult, Outcome, TestComparison
-from codemod.ab.nodemap import map_nodeid
-from codemod.ab.shard import file_of
+from codemod.ab.model import (
+    CATEGORIES,
+    CATEGORY_RANK,
+    EXIT_CODES,
+    REGRESSING,
+    ABResult,
+    ArmResult,
+    BaseArm,
+    Category,
+    DiagnosticSummary,
+    Outcome,
+    OutcomeValue,
+    Phase,
+    TestComparison,
+    Verdict,
+    file_of,
+)
+from codemod.util.jsonfile import read_option_json
+from transforms.core.strenum import StrEnum
+
+
+class OutcomeKind(StrEnum):
+    """What the comparison sees of an outcome (failed and error are both FAIL)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+    XFAIL = "xfail"
+    XPASS = "xpass"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    NOTRUN = "notrun"
+    ABSENT = "absent"  # the arm has no such test
+
+
+KIND_OF = {
+    OutcomeValue.PASSED: OutcomeKind.PASS,
+    OutcomeValue.FAILED: OutcomeKind.FAIL,
+    OutcomeValue.ERROR: OutcomeKind.FAIL,
+    OutcomeValue.SKIPPED: OutcomeKind.SKIP,
+    OutcomeValue.XFAILED: OutcomeKind.XFAIL,
+    OutcomeValue.XPASSED: OutcomeKind.XPASS,
+    OutcomeValue.CRASHED: OutcomeKind.CRASH,
+    OutcomeValue.TIMEOUT: OutcomeKind.TIMEOUT,
+    OutcomeValue.NOT_RUN: OutcomeKind.NOTRUN,
+}
+# Kinds that are a failure of the test (a crash and a timeout included).
+FAILING_KINDS = frozenset({OutcomeKind.FAIL, OutcomeKind.CRASH, OutcomeKind.TIMEOUT})
+
+
+def kind(o: Outcome | None) -> OutcomeKind:
+    return OutcomeKind.ABSENT if o is None else KIND_OF[o.outcome]
+
 
 # ---------------------------------------------------------------------------
-# categories
+# the outcome matrix
 
-PASS, FAIL, SKIP, XFAIL, XPASS, CRASH, TIMEOUT, NOTRUN = (
-    "pass",
-    "fail",
-    "skip",
-    "xfail",
-    "xpass",
-    "crash",
-    "timeout",
-    "notrun",
-)
-OUTCOME_KIND = {
-    "passed": PASS,
-    "failed": FAIL,
-    "error": FAIL,
-    "skipped": SKIP,
-    "xfailed": XFAIL,
-    "xpassed": XPASS,
-    "crashed": CRASH,
-    "timeout": TIMEOUT,
-    "not-run": NOTRUN,
-}
+Cell = tuple[Category, str]  # the category and its note
 
 
-def kind(o: Outcome | None) -> str | None:
-    return None if o is None else OUTCOME_KIND.get(o.outcome, FAIL)
-
-
-def _failure_match(a: Outcome, b: Outcome) -> str:
+def _failures(a: Outcome, b: Outcome) -> Cell:
+    """Both fail: as identical as their signatures."""
     if a.signature is not None and a.signature == b.signature:
-        return "pre-existing"
+        return Category.PRE_EXISTING, ""
     if a.loose_signature is not None and a.loose_signature == b.loose_signature:
-        return "similar-failure"
-    return "different-failure"
+        return Category.SIMILAR_FAILURE, ""
+    return Category.DIFFERENT_FAILURE, ""
 
 
-def categorize(a: Outcome | None, b: Outcome | None) -> tuple[str, str]:
+def _crashes(a: Outcome, b: Outcome) -> Cell:
+    """Both crash: by the same signal or not."""
+    if a.signal == b.signal:
+        return Category.PRE_EXISTING, "crashes in both"
+    return Category.DIFFERENT_FAILURE, f"crashes in both ({a.signal} vs {b.signal})"
+
+
+C = Category
+K = OutcomeKind
+_NEW_IN_B_NOTES = {K.FAIL: "fails in B", K.CRASH: "fails in B", K.TIMEOUT: "fails in B"}
+
+# (kind in A, kind in B) -> (category, note), or the function that decides the two cells
+# that depend on more than the kinds.  tests/test_ab_compare.py checks every cell.
+MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome], Cell]] = {
+    # a crash or a timeout in B that A did not have is its own category, whatever A did
+    **{(a, K.CRASH): (C.CRASH, "") for a in K if a not in (K.CRASH, K.ABSENT)},
+    **{(a, K.TIMEOUT): (C.TIMEOUT, "") for a in K if a not in (K.TIMEOUT, K.ABSENT)},
+    (K.CRASH, K.CRASH): _crashes,
+    (K.TIMEOUT, K.TIMEOUT): (C.PRE_EXISTING, "times out in both"),
+    # absent from one arm
+    **{(K.ABSENT, b): (C.ADDED_IN_B, _NEW_IN_B_NOTES.get(b, "")) for b in K if b is not K.ABSENT},
+    **{(a, K.ABSENT): (C.MISSING_IN_B, "") for a in K if a is not K.ABSENT},
+    (K.ABSENT, K.ABSENT): (C.SAME_SKIP, "absent from both arms"),
+    # passed in A
+    (K.PASS, K.PASS): (C.SAME_PASS, ""),
+    (K.PASS, K.FAIL): (C.NEW_FAILURE, ""),
+    (K.PASS, K.XFAIL): (C.NEW_FAILURE, "marked as an expected failure in B"),
+    (K.PASS, K.XPASS): (C.SAME_PASS, "passes in both (marked xfail in B)"),
+    (K.PASS, K.SKIP): (C.NO_LONGER_RUN, ""),
+    (K.PASS, K.NOTRUN): (C.NO_LONGER_RUN, ""),
+    # failed in A
+    (K.FAIL, K.PASS): (C.FIXED, ""),
+    (K.FAIL, K.FAIL): _failures,
+    (K.FAIL, K.XFAIL): (C.DIFFERENT_FAILURE, "still fails, now marked as an expected failure in B"),
+    (K.FAIL, K.XPASS): (C.FIXED, "passes in B (marked xfail)"),
+    (K.FAIL, K.SKIP): (C.NO_LONGER_RUN, ""),
+    (K.FAIL, K.NOTRUN): (C.NO_LONGER_RUN, ""),
+    # skipped in A
+    (K.SKIP, K.SKIP): (C.SAME_SKIP, ""),
+    (K.SKIP, K.NOTRUN): (C.INCONCLUSIVE, "skipped in A, never run in B (the file was stopped before it)"),
+    (K.SKIP, K.FAIL): (C.NEW_FAILURE, "skipped in A"),
+    (K.SKIP, K.PASS): (C.NEWLY_RUN, ""),
+    (K.SKIP, K.XFAIL): (C.NEWLY_RUN, ""),
+    (K.SKIP, K.XPASS): (C.NEWLY_RUN, ""),
+    # an expected failure in A
+    (K.XFAIL, K.XFAIL): (C.SAME_PASS, "expected failure in both"),
+    (K.XFAIL, K.XPASS): (C.XFAIL_TO_XPASS, ""),
+    (K.XFAIL, K.PASS): (C.FIXED, "expected failure in A, passes in B"),
+    # the expected-failure marking is gone: the suite now fails (consistent with
+    # passed -> xfailed and xpassed -> failed)
+    (K.XFAIL, K.FAIL): (C.NEW_FAILURE, "expected failure in A (xfail), fails in B"),
+    (K.XFAIL, K.SKIP): (C.NO_LONGER_RUN, ""),
+    (K.XFAIL, K.NOTRUN): (C.NO_LONGER_RUN, ""),
+    # an unexpected pass in A
+    (K.XPASS, K.XFAIL): (C.XPASS_TO_XFAIL, ""),
+    (K.XPASS, K.XPASS): (C.SAME_PASS, ""),
+    (K.XPASS, K.PASS): (C.SAME_PASS, ""),
+    (K.XPASS, K.FAIL): (C.NEW_FAILURE, ""),
+    (K.XPASS, K.SKIP): (C.NO_LONGER_RUN, ""),
+    (K.XPASS, K.NOTRUN): (C.NO_LONGER_RUN, ""),
+    # crashed or timed out in A, not in B
+    **{(K.CRASH, b): (C.FIXED, "crashed in A") for b in (K.PASS, K.XPASS, K.XFAIL)},
+    (K.CRASH, K.FAIL): (C.DIFFERENT_FAILURE, "crashed in A"),
+    **{(K.CRASH, b): (C.NO_LONGER_RUN, "crashed in A") for b in (K.SKIP, K.NOTRUN)},
+    **{(K.TIMEOUT, b): (C.FIXED, "timeout in A") for b in (K.PASS, K.XPASS, K.XFAIL)},
+    (K.TIMEOUT, K.FAIL): (C.DIFFERENT_FAILURE, "timeout in A"),
+    **{(K.TIMEOUT, b): (C.NO_LONGER_RUN, "timeout in A") for b in (K.SKIP, K.NOTRUN)},
+    # not run in A (its file was stopped before it)
+    (K.NOTRUN, K.NOTRUN): (C.INCONCLUSIVE, "run in neither arm (the file was stopped before it)"),
+    (K.NOTRUN, K.FAIL): (C.NEW_FAILURE, "not run in A"),
+    (K.NOTRUN, K.SKIP): (C.SAME_SKIP, "not run in A"),
+    **{(K.NOTRUN, b): (C.NEWLY_RUN, "not run in A") for b in (K.PASS, K.XFAIL, K.XPASS)},
+}
+del C, K
+
+
+def categorize(a: Outcome | None, b: Outcome | None) -> Cell:
     """Category of one test and an optional note."""
-    cat, note = _categorize(a, b)
+    cell = MATRIX[kind(a), kind(b)]
+    if callable(cell):
+        assert a is not None and b is not None  # the decided cells are failures in both arms
+        cell = cell(a, b)
+    cat, note = cell
     for side, o in (("A", a), ("B", b)):
-        if o is not None and o.phase == "collect" and o.outcome == "skipped" and not note:
+        if o is not None and o.phase == Phase.COLLECT and o.outcome == OutcomeValue.SKIPPED and not note:
             note = f"module skipped in {side}: {o.message}" if o.message else f"module skipped in {side}"
     return cat, note
-
-
-def _categorize(a: Outcome | None, b: Outcome | None) -> tuple[str, str]:
-    ka, kb = kind(a), kind(b)
-    if a is None and b is None:
-        return "same-skip", "absent from both arms"
-    if a is None:
-        note = "fails in B" if kb in (FAIL, CRASH, TIMEOUT) else ""
-        return "added-in-b", note
-    if b is None:
-        return "missing-in-b", ""
-    if kb == CRASH:
-        return (
-            ("pre-existing", "crashes in both")
-            if ka == CRASH and a.signal == b.signal
-            else (
-                ("different-failure", f"crashes in both ({a.signal} vs {b.signal})") if ka == CRASH else ("crash", "")
-            )
-        )
-    if kb == TIMEOUT:
-        return ("pre-existing", "times out in both") if ka == TIMEOUT else ("timeout", "")
-    if ka == PASS:
-        if kb == PASS:
-            return "same-pass", ""
-        if kb == FAIL:
-            return "new-failure", ""
-        if kb == XFAIL:
-            return "new-failure", "marked as an expected failure in B"
-        if kb == XPASS:
-            return "same-pass", "passes in both (marked xfail in B)"
-        return "no-longer-run", ""
-    if ka == FAIL:
-        if kb == PASS:
-            return "fixed", ""
-        if kb == FAIL:
-            return _failure_match(a, b), ""
-        if kb == XFAIL:
-            return "different-failure", "still fails, now marked as an expected failure in B"
-        if kb == XPASS:
-            return "fixed", "passes in B (marked xfail)"
-        return "no-longer-run", ""
-    if ka == SKIP:
-        if kb == SKIP:
-            return "same-skip", ""
-        if kb == NOTRUN:
-            return INCONCLUSIVE_CATEGORY, "skipped in A, never run in B (the file was stopped before it)"
-        if kb == FAIL:
-            return "new-failure", "skipped in A"
-        return "newly-run", ""
-    if ka == XFAIL:
-        if kb == XFAIL:
-            return "same-pass", "expected failure in both"
-        if kb == XPASS:
-            return "xfail-to-xpass", ""
-        if kb == PASS:
-            return "fixed", "expected failure in A, passes in B"
-        if kb == FAIL:
-            # the expected-failure marking is gone: the suite now fails
-            # (consistent with passed -> xfailed and xpassed -> failed)
-            return "new-failure", "expected failure in A (xfail), fails in B"
-        return "no-longer-run", ""
-    if ka == XPASS:
-        if kb == XFAIL:
-            return "xpass-to-xfail", ""
-        if kb in (XPASS, PASS):
-            return "same-pass", ""
-        if kb == FAIL:
-            return "new-failure", ""
-        return "no-longer-run", ""
-    if ka in (CRASH, TIMEOUT):
-        if kb in (PASS, XPASS, XFAIL):
-            return "fixed", f"{a.outcome} in A"
-        if kb == FAIL:
-            return "different-failure", f"{a.outcome} in A"
-        return "no-longer-run", f"{a.outcome} in A"
-    # ka == NOTRUN
-    if kb == NOTRUN:
-        return INCONCLUSIVE_CATEGORY, "run in neither arm (the file was stopped before it)"
-    if kb == FAIL:
-        return "new-failure", "not run in A"
-    if kb == SKIP:
-        return "same-skip", "not run in A"
-    return "newly-run", "not run in A"
 
 
 # ---------------------------------------------------------------------------
@@ -152,7 +184,7 @@ def effective_outcomes(arm: ArmResult, other: ArmResult) -> dict[str, Outcome]:
     file-level entry (node id = the collector) is kept when no test of the
     other arm stands for it."""
     out = dict(arm.outcomes)
-    for key, err in list(arm.collection_errors.items()) + list(getattr(arm, "collection_skips", {}).items()):
+    for key, err in list(arm.collection_errors.items()) + list(arm.collection_skips.items()):
         f = file_of(key)
         covered = False
         for nodeid in other.outcomes:
@@ -163,38 +195,27 @@ def effective_outcomes(arm: ArmResult, other: ArmResult) -> dict[str, Outcome]:
                 o.nodeid = nodeid
                 out[nodeid] = o
                 covered = True
-        if not covered or key in other.collection_errors or key in getattr(other, "collection_skips", {}):
+        if not covered or key in other.collection_errors or key in other.collection_skips:
             out.setdefault(key, err)
     return out
 
 
+def sort_rows(rows: list[TestComparison]) -> None:
+    """Report order: by category, then node id."""
+    rows.sort(key=lambda r: (CATEGORY_RANK[r.category], r.nodeid))
+
+
 def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = None) -> list[TestComparison]:
-    mapping = mapping or {}
     oa = effective_outcomes(a, b)
     ob = effective_outcomes(b, a)
-    # A node id -> B node id
-    pairs: dict[str, str] = {}
-    mapped_b: dict[str, str] = {}
-    if mapping:
-        for nodeid in oa:
-            new = map_nodeid(nodeid, mapping)
-            if new is not None and new != nodeid:
-                pairs[nodeid] = new
-                mapped_b[new] = nodeid
+    pairs = _mapped_pairs(oa, mapping or {})  # A node id -> B node id
     rows: list[TestComparison] = []
     seen_b = set()
     for nodeid in sorted(oa):
-        if pairs.get(nodeid) == "" and kind(oa[nodeid]) == SKIP:
+        if pairs.get(nodeid) == "" and kind(oa[nodeid]) == OutcomeKind.SKIP:
             # A restructuring map retired it: its guard skipped it in A, B no longer generates it.
-            rows.append(
-                TestComparison(
-                    nodeid=nodeid,
-                    category="same-skip",
-                    a=oa[nodeid],
-                    b=None,
-                    note="skipped in A; not generated in B (its class moved, see --map)",
-                )
-            )
+            note = "skipped in A; not generated in B (its class moved, see --map)"
+            rows.append(TestComparison(nodeid=nodeid, category=Category.SAME_SKIP, a=oa[nodeid], b=None, note=note))
             continue
         bid = pairs.get(nodeid, nodeid) or nodeid
         bo = ob.get(bid)
@@ -210,13 +231,197 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = No
             continue
         cat, note = categorize(None, ob[nodeid])
         rows.append(TestComparison(nodeid=nodeid, category=cat, a=None, b=ob[nodeid], note=note))
-    order = {c: i for i, c in enumerate(CATEGORIES)}
-    rows.sort(key=lambda r: (order.get(r.category, 99), r.nodeid))
+    sort_rows(rows)
     return rows
 
 
-def count(rows: Iterable[TestComparison]) -> dict[str, int]:
+def count(rows: Iterable[TestComparison]) -> dict[Category, int]:
     counts = {c: 0 for c in CATEGORIES}
     for r in rows:
-        counts[r.category] = counts.get(r.category, 0) + 1
+        counts[r.category] += 1
     return {c: n for c, n in counts.items() if n}
+
+
+# ---------------------------------------------------------------------------
+# --map OLD=NEW and --map-file: the B-side node id of a renamed or moved A-side test
+
+_DEVICE_SUFFIXES = ("CPU", "CUDA", "MPS", "XPU", "META", "LAZY", "HPU", "NPU", "MTIA", "PRIVATEUSE1")
+
+
+def _mapped_pairs(outcomes: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
+    """A node id -> its B node id, for the A node ids `mapping` renames."""
+    pairs: dict[str, str] = {}
+    for nodeid in outcomes if mapping else ():
+        new = map_nodeid(nodeid, mapping)
+        if new is not None and new != nodeid:
+            pairs[nodeid] = new
+    return pairs
+
+
+def parse_mapping(items: Iterable[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--map expects OLD=NEW, got {item!r}")
+        old, new = item.split("=", 1)
+        old, new = old.strip(), new.strip()
+        if not old or not new:
+            raise ValueError(f"--map expects OLD=NEW, got {item!r}")
+        out[old] = new
+    return out
+
+
+def read_map_file(path: str) -> dict[str, str]:
+    """The `map` entries of a test-map JSON (`decouple apply --restructure ... --map-out`)."""
+    data = read_option_json(path, "--map-file")
+    if not isinstance(data, dict) or data.get("schema_version") != 1 or not isinstance(data.get("map"), list):
+        raise ValueError(f"--map-file {path} is not a test map (schema_version 1 with a `map` list)")
+    out = {}
+    for entry in data["map"]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("old"), str) and isinstance(entry.get("new"), str)):
+            raise ValueError(f"--map-file {path}: every `map` entry needs string `old` and `new`")
+        if entry["old"].startswith("re:"):
+            try:
+                re.compile(entry["old"][3:])
+            except re.error as e:
+                raise ValueError(f"--map-file {path}: bad regex {entry['old']!r}: {e}") from None
+        out[entry["old"]] = entry["new"]
+    return out
+
+
+def map_nodeid(nodeid: str, mapping: dict[str, str]) -> str | None:
+    """The B-side node id of an A-side node id under --map, or None. An OLD of the form
+    `re:REGEX` must match the whole node id and NEW is its expansion template (generated
+    names such as TestFooCPU::test_x_float32_cpu); an empty expansion means "not generated
+    in B" (see compare_arms)."""
+    for old, new in mapping.items():
+        if old.startswith("re:"):
+            match = re.fullmatch(old[3:], nodeid)
+            if match:
+                return match.expand(new)
+            continue
+        if "::" in old or old.endswith(".py"):
+            if nodeid == old:
+                return new
+            for sep in ("::", "["):
+                if nodeid.startswith(old + sep):
+                    return new + nodeid[len(old) :]
+            continue
+        parts = nodeid.split("::")
+        changed = False
+        for i, part in enumerate(parts[1:], start=1):
+            name, bracket, rest = part.partition("[")
+            if name == old:
+                parts[i] = new + bracket + rest
+                changed = True
+            elif name.startswith(old) and name[len(old) :].upper() in _DEVICE_SUFFIXES:
+                parts[i] = new + name[len(old) :] + bracket + rest
+                changed = True
+        if changed:
+            return "::".join(parts)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# the verdict
+
+
+def verdict(result: ABResult) -> tuple[Verdict, str]:
+    """SAFE, REGRESSION or INCONCLUSIVE, and the reason."""
+    a, b = result.arm("A"), result.arm("B")
+    if a is None or not a.ran:
+        return Verdict.INCONCLUSIVE, "arm A could not run" + (f": {a.error}" if a is not None and a.error else "")
+    if b is None or not b.ran:
+        return Verdict.INCONCLUSIVE, "arm B could not run" + (f": {b.error}" if b is not None and b.error else "")
+    if not a.outcomes and not b.outcomes and not a.collection_errors and not b.collection_errors:
+        return Verdict.INCONCLUSIVE, "no test was collected in either arm"
+    if not a.outcomes and not b.outcomes:
+        return Verdict.INCONCLUSIVE, "no test was collected in either arm (collection errors only)"
+    bad = {c: n for c, n in result.counts.items() if c in REGRESSING and n}
+    if bad:
+        return Verdict.REGRESSION, ", ".join(
+            f"{n} {c}" for c, n in sorted(bad.items(), key=lambda kv: CATEGORY_RANK[kv[0]])
+        )
+    flaky = [t.nodeid for t in result.tests if t.category == Category.FLAKY]
+    flaky_text = (
+        f"; {len(flaky) or result.counts.get(Category.FLAKY, 0)} flaky (inconsistent on reruns, not counted "
+        f"as a regression): " + ", ".join(flaky[:3]) + (", ..." if len(flaky) > 3 else "")
+        if (flaky or result.counts.get(Category.FLAKY))
+        else ""
+    )
+    unknown = [t.nodeid for t in result.tests if t.category == Category.INCONCLUSIVE]
+    if unknown or result.counts.get(Category.INCONCLUSIVE):
+        n = len(unknown) or result.counts.get(Category.INCONCLUSIVE, 0)
+        return Verdict.INCONCLUSIVE, (
+            f"{n} test{'s' if n != 1 else ''} ran in neither arm (the file was stopped "
+            f"before {'them' if n != 1 else 'it'}: -x/--maxfail, a crash or --file-timeout): "
+            + ", ".join(unknown[:3])
+            + (", ..." if len(unknown) > 3 else "")
+            + flaky_text
+        )
+    failing = (Category.PRE_EXISTING, Category.SIMILAR_FAILURE, Category.DIFFERENT_FAILURE)
+    fails = sum(result.counts.get(c, 0) for c in failing)
+    reason = "no test regressed"
+    if fails:
+        reason += f" ({fails} failing in both arms)"
+    return Verdict.SAFE, reason + flaky_text
+
+
+def exit_code(v: Verdict) -> int:
+    """The command's exit code for a verdict."""
+    return EXIT_CODES[v]
+
+
+# ---------------------------------------------------------------------------
+# a diagnostic arm against its base arm
+
+
+def diagnostic_summary(
+    name: str, based_on: BaseArm, variables: dict[str, str], base: ArmResult, diag: ArmResult
+) -> DiagnosticSummary:
+    """What a diagnostic arm (`--diag`, `--diagnose`) changed relative to its base arm, in one statement."""
+    ob = effective_outcomes(base, diag)
+    od = effective_outcomes(diag, base)
+    changed: dict[str, list[OutcomeValue]] = {}
+    for nodeid in sorted(set(ob) | set(od)):
+        x = ob.get(nodeid)
+        y = od.get(nodeid)
+        xo = x.outcome if x else OutcomeValue.NOT_RUN
+        yo = y.outcome if y else OutcomeValue.NOT_RUN
+        differs = (kind(x) != kind(y)) if (x is not None and y is not None) else (xo != yo)
+        if differs:
+            changed[nodeid] = [xo, yo]
+    fail_to_pass = sum(
+        1 for v in changed.values() if KIND_OF[v[0]] in FAILING_KINDS and KIND_OF[v[1]] == OutcomeKind.PASS
+    )
+    pass_to_fail = sum(
+        1 for v in changed.values() if KIND_OF[v[0]] == OutcomeKind.PASS and KIND_OF[v[1]] in FAILING_KINDS
+    )
+    other = len(changed) - fail_to_pass - pass_to_fail
+    vtext = " ".join(f"{k}={v}" for k, v in variables.items()) or "no extra variables"
+    parts = []
+    if fail_to_pass:
+        parts.append(
+            f"{fail_to_pass} test{'s' if fail_to_pass != 1 else ''} failing in {based_on} "
+            f"pass{'es' if fail_to_pass == 1 else ''} with {vtext}"
+        )
+    if pass_to_fail:
+        parts.append(
+            f"{pass_to_fail} test{'s' if pass_to_fail != 1 else ''} passing in {based_on} "
+            f"fail{'s' if pass_to_fail == 1 else ''} with {vtext}"
+        )
+    if other:
+        parts.append(f"{other} other test{'s' if other != 1 else ''} change outcome")
+    if not diag.ran:
+        statement = f"diagnostic arm {name} could not run: {diag.error}"
+    elif parts:
+        statement = "; ".join(parts) + "."
+    else:
+        statement = f"No test changes outcome with {vtext} (relative to {based_on})."
+    return DiagnosticSummary(
+        name=name,
+        based_on=based_on,
+        variables=dict(variables),
+        changed=changed,
+        statement=statement,
+    )

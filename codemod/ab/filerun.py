@@ -1,10 +1,12 @@
 """One test file in one arm: run pytest, read the capture events, resume after a crash.
 
-``ArmRunner.run_file`` starts a pytest process for a file (through the
-capture plugin), follows its event file while it runs, enforces the per-test,
-collection and per-file limits, and when the process dies without the
-session-end sentinel pins the crash on the test that was running and resumes
-the rest of the file in a new process.
+``ArmRunner.run_file`` starts a pytest process for a file (through the capture
+plugin), follows its event file while it runs, enforces the per-test, collection
+and per-file limits, and when the process dies without the session-end sentinel
+pins the crash on the test that was running and resumes the rest of the file in
+a new process.  The events are the capture plugin's (``plugin.Event``: the JSON
+lines are read as those types); ``_FileEvents`` folds what all the processes of
+one file said into its outcomes.
 """
 
 from __future__ import annotations
@@ -17,23 +19,49 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from codemod.ab import arms as _arms
-from codemod.ab import procs
-from codemod.ab.model import Outcome
+from codemod.ab import processes
+from codemod.ab.arms import ArmSpec, safe_arg
+from codemod.ab.interpreter import ForkServer, ServerError
+from codemod.ab.model import PYTEST_ARGS, Outcome, OutcomeValue, Phase
 from codemod.ab.notices import Notice
-from codemod.ab.procs import Interrupted
-from codemod.ab.warm import ServerError
+from codemod.ab.processes import Interrupted
+from transforms.core.strenum import StrEnum
 
-if TYPE_CHECKING:
-    from codemod.ab.warm import ForkServer
+if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
+    from codemod.ab.plugin import (
+        CollectedEvent,
+        CollectErrorEvent,
+        CollectSkipEvent,
+        Event,
+        ExcInfo,
+        FinishEvent,
+        ReportEvent,
+        StartEvent,
+    )
 
 PLUGIN_MODULE = "decouple_ab_plugin"
 _OUTPUT_TAIL = 4000
 # Collection (interpreter start, imports) is bounded by max(--timeout, this):
 # importing torch alone can take several seconds on a loaded machine.
 COLLECT_TIMEOUT_MIN = 120.0
+# The event kinds of the plugin (plugin.Event); a line of any other kind is ignored.
+_EVENT_KINDS = frozenset(
+    {"session", "collected", "collecterror", "collectskip", "start", "report", "finish", "end", "plugin-error"}
+)
+
+
+class Kill(StrEnum):
+    """Why the runner killed a test process."""
+
+    TEST_TIMEOUT = "test-timeout"
+    FILE_TIMEOUT = "file-timeout"
+    COLLECT_TIMEOUT = "collect-timeout"
+
+
+# ---------------------------------------------------------------------------
+# the events of one test -> its outcome
 
 
 class _TestAcc:
@@ -41,81 +69,92 @@ class _TestAcc:
 
     def __init__(self, nodeid: str):
         self.nodeid = nodeid
-        self.reports: dict[str, dict] = {}
-        self.subtests: list[dict] = []
+        self.reports: dict[str, ReportEvent] = {}  # by phase
+        self.subtests: list[ReportEvent] = []
         self.started = False
         self.finished = False
         self.t_start = 0.0
 
 
-def _phase_result(rec: dict) -> str:
+def _phase_result(rec: ReportEvent) -> OutcomeValue:
     out, when, xf = rec.get("outcome"), rec.get("when"), rec.get("xfail")
     if out == "failed":
-        return "failed" if when == "call" else "error"
+        return OutcomeValue.FAILED if when == "call" else OutcomeValue.ERROR
     if out == "skipped":
-        return "xfailed" if xf else "skipped"
-    return "xpassed" if (xf and when == "call") else "passed"
+        return OutcomeValue.XFAILED if xf else OutcomeValue.SKIPPED
+    return OutcomeValue.XPASSED if (xf and when == "call") else OutcomeValue.PASSED
 
 
-def _subtest_desc(sub: dict) -> str:
+def _subtest_desc(rec: ReportEvent) -> str:
+    sub = rec.get("subtest")
     parts = []
-    if sub.get("msg") is not None:
+    if sub and sub.get("msg") is not None:
         parts.append(f"[{sub['msg']}]")
-    if sub.get("kwargs"):
+    if sub and sub.get("kwargs"):
         parts.append("(" + ", ".join(f"{k}={v}" for k, v in sub["kwargs"].items()) + ")")
     return " ".join(parts) or "(<subtest>)"
 
 
-def _rec_outcome(nodeid: str, rec: dict, result: str, phase: str) -> Outcome:
-    exc = rec.get("exc") or {}
-    msg = exc.get("message") or rec.get("skip_reason") or ""
-    if not msg and result not in ("passed",):
-        msg = next((ln for ln in (rec.get("longrepr") or "").splitlines() if ln.strip()), "")
+def _exc_fields(exc: ExcInfo | None) -> tuple[str | None, list[str], str]:
+    """(type, cause chain, message) of an exception the plugin described."""
+    if not exc:
+        return None, [], ""
+    return exc.get("type"), list(exc.get("chain") or []), exc.get("message") or ""
+
+
+def _first_line(text: str) -> str:
+    return next((ln for ln in text.splitlines() if ln.strip()), "")
+
+
+def _rec_outcome(nodeid: str, rec: ReportEvent, result: OutcomeValue, phase: Phase) -> Outcome:
+    exc_type, chain, msg = _exc_fields(rec.get("exc"))
+    msg = msg or rec.get("skip_reason") or ""
+    if not msg and result != OutcomeValue.PASSED:
+        msg = _first_line(rec.get("longrepr") or "")
     return Outcome(
         nodeid=nodeid,
         outcome=result,
         phase=phase,
-        exc_type=exc.get("type"),
-        exc_chain=list(exc.get("chain") or []),
+        exc_type=exc_type,
+        exc_chain=chain,
         message=msg[:4000],
         traceback=rec.get("longrepr") or "",
         duration=float(rec.get("duration") or 0.0),
     )
 
 
+_NOT_PASSING = (OutcomeValue.PASSED, OutcomeValue.XPASSED, OutcomeValue.SKIPPED)
+
+
 def build_outcome(acc: _TestAcc) -> Outcome:
     """Fold the phase reports (and subtests) of one test into one Outcome."""
     setup, call, teardown = (acc.reports.get(w) for w in ("setup", "call", "teardown"))
     duration = sum(float(r.get("duration") or 0.0) for r in acc.reports.values())
-    out: Outcome | None = None
-    if setup is not None and _phase_result(setup) != "passed":
-        out = _rec_outcome(acc.nodeid, setup, _phase_result(setup), "setup")
+    if setup is not None and _phase_result(setup) != OutcomeValue.PASSED:
+        out = _rec_outcome(acc.nodeid, setup, _phase_result(setup), Phase.SETUP)
     elif call is not None:
-        out = _rec_outcome(acc.nodeid, call, _phase_result(call), "call")
-        if out.outcome == "passed":
+        out = _rec_outcome(acc.nodeid, call, _phase_result(call), Phase.CALL)
+        if out.outcome == OutcomeValue.PASSED:
             out.message, out.traceback, out.exc_type, out.exc_chain = "", "", None, []
     else:
-        out = Outcome(nodeid=acc.nodeid, outcome="passed", phase="call")
-    subs = []
-    for sub in acc.subtests:
-        res = _phase_result(sub)
-        if res == "passed":
-            continue
-        subs.append(_rec_outcome(f"{acc.nodeid} {_subtest_desc(sub.get('subtest') or {})}", sub, res, "call"))
-    out.subtests = subs
-    failing_subs = [s for s in subs if s.outcome in ("failed", "error")]
-    if failing_subs:
-        if out.outcome in ("passed", "xpassed", "skipped") or (out.outcome == "failed" and not out.exc_type):
-            n = len(failing_subs)
-            out.outcome, out.phase, out.exc_type, out.exc_chain = "failed", "call", None, []
-            out.message = f"{n} failed subtest{'s' if n != 1 else ''}: " + "; ".join(
-                f"{s.nodeid.split(' ', 1)[1] if ' ' in s.nodeid else ''} {s.exc_type or ''}".strip()
-                for s in failing_subs[:5]
-            )
-            out.traceback = "\n\n".join(s.traceback for s in failing_subs)[:30000]
+        out = Outcome(nodeid=acc.nodeid, outcome=OutcomeValue.PASSED, phase=Phase.CALL)
+    out.subtests = [
+        _rec_outcome(f"{acc.nodeid} {_subtest_desc(sub)}", sub, _phase_result(sub), Phase.CALL)
+        for sub in acc.subtests
+        if _phase_result(sub) != OutcomeValue.PASSED
+    ]
+    failing_subs = [s for s in out.subtests if s.outcome in (OutcomeValue.FAILED, OutcomeValue.ERROR)]
+    if failing_subs and (out.outcome in _NOT_PASSING or (out.outcome == OutcomeValue.FAILED and not out.exc_type)):
+        n = len(failing_subs)
+        out.outcome, out.phase, out.exc_type, out.exc_chain = OutcomeValue.FAILED, Phase.CALL, None, []
+        out.message = f"{n} failed subtest{'s' if n != 1 else ''}: " + "; ".join(
+            f"{s.nodeid.split(' ', 1)[1] if ' ' in s.nodeid else ''} {s.exc_type or ''}".strip()
+            for s in failing_subs[:5]
+        )
+        out.traceback = "\n\n".join(s.traceback for s in failing_subs)[:30000]
     if teardown is not None and teardown.get("outcome") == "failed":
-        td = _rec_outcome(acc.nodeid, teardown, "error", "teardown")
-        if out.outcome in ("failed", "error"):
+        td = _rec_outcome(acc.nodeid, teardown, OutcomeValue.ERROR, Phase.TEARDOWN)
+        if out.outcome in (OutcomeValue.FAILED, OutcomeValue.ERROR):
             out.message = (out.message + "\n[teardown] " + (td.exc_type or "") + ": " + td.message)[:4000]
             out.traceback = (out.traceback + "\n\n[teardown]\n" + td.traceback)[:40000]
         else:
@@ -125,7 +164,19 @@ def build_outcome(acc: _TestAcc) -> Outcome:
     return out
 
 
-@dataclass
+def _next_phase(acc: _TestAcc) -> Phase:
+    if "teardown" in acc.reports or "call" in acc.reports:
+        return Phase.TEARDOWN
+    if "setup" in acc.reports:
+        return Phase.CALL
+    return Phase.SETUP
+
+
+# ---------------------------------------------------------------------------
+# the events of all processes of one file
+
+
+@dataclass(kw_only=True)
 class FileRun:
     arm: str
     file: str
@@ -138,13 +189,157 @@ class FileRun:
     notes: list[Notice] = field(default_factory=list)  # warnings for the run result, scoped to this arm
 
 
+@dataclass
+class _ProcessWatch:
+    """What the current pytest process of a file has said so far."""
+
+    current: _TestAcc | None = None  # the test running now
+    saw_session: bool = False
+    saw_end: bool = False
+    collected: bool = False
+    progress: bool = False  # a test started
+
+
+class _FileEvents:
+    """Everything the processes of one file said, in order, and the outcomes folded from it."""
+
+    def __init__(self, res: FileRun, deselect: tuple[str, ...]):
+        self.res = res
+        self.accs: dict[str, _TestAcc] = {}
+        self.collected: list[str] = []  # node ids, in collection order
+        self.excluded: set[str] = set(deselect)  # the node ids another shard runs, then finished tests
+        self.ever_collected = False
+
+    def _known(self, nodeid: str) -> _TestAcc:
+        acc = self.accs.get(nodeid)
+        if acc is None:
+            acc = self.accs[nodeid] = _TestAcc(nodeid)
+            self.collected.append(nodeid)
+        return acc
+
+    def consume(self, watch: _ProcessWatch, events: list[Event]) -> None:
+        for ev in events:
+            if ev["ev"] == "session":
+                watch.saw_session = True
+            elif ev["ev"] == "collected":
+                self._collected(watch, ev)
+            elif ev["ev"] == "collecterror":
+                self._collect_error(ev)
+            elif ev["ev"] == "collectskip":
+                self._collect_skip(ev)
+            elif ev["ev"] == "start":
+                self._start(watch, ev)
+            elif ev["ev"] == "report":
+                self._report(ev)
+            elif ev["ev"] == "finish":
+                self._finish(watch, ev)
+            elif ev["ev"] == "end":
+                watch.saw_end = True
+
+    def _collected(self, watch: _ProcessWatch, ev: CollectedEvent) -> None:
+        watch.collected = self.ever_collected = True
+        for nid in ev.get("nodeids", []):
+            self._known(nid)
+
+    def _collect_error(self, ev: CollectErrorEvent) -> None:
+        key = ev.get("nodeid") or self.res.file
+        etype, chain, emsg = _exc_fields(ev.get("exc"))
+        if not etype:
+            etype, emsg = _parse_error_line(ev.get("longrepr") or "")
+        self.res.collection_errors[key] = Outcome(
+            nodeid=key,
+            outcome=OutcomeValue.ERROR,
+            phase=Phase.COLLECT,
+            exc_type=etype,
+            exc_chain=chain,
+            message=(emsg or _first_line(ev.get("longrepr") or ""))[:4000],
+            traceback=ev.get("longrepr") or "",
+        )
+
+    def _collect_skip(self, ev: CollectSkipEvent) -> None:
+        key = ev.get("nodeid") or self.res.file
+        self.res.collection_skips[key] = Outcome(
+            nodeid=key,
+            outcome=OutcomeValue.SKIPPED,
+            phase=Phase.COLLECT,
+            message=(ev.get("reason") or "skipped at module level")[:4000],
+        )
+
+    def _start(self, watch: _ProcessWatch, ev: StartEvent) -> None:
+        acc = self._known(ev["nodeid"])
+        acc.started = True
+        acc.t_start = float(ev.get("t") or time.time())
+        watch.current = acc
+        watch.progress = True
+
+    def _report(self, ev: ReportEvent) -> None:
+        nid = ev["nodeid"]
+        acc = self.accs.get(nid) or self.accs.setdefault(nid, _TestAcc(nid))  # not a collected test
+        if ev.get("subtest") is not None:
+            acc.subtests.append(ev)
+        else:
+            acc.reports[ev.get("when") or "call"] = ev
+
+    def _finish(self, watch: _ProcessWatch, ev: FinishEvent) -> None:
+        acc = self.accs.get(ev["nodeid"])
+        if acc is not None:
+            acc.finished = True
+            self.excluded.add(acc.nodeid)
+        if watch.current is not None and watch.current.nodeid == ev["nodeid"]:
+            watch.current = None
+
+    def remaining(self) -> list[str]:
+        return [n for n in self.collected if n not in self.excluded]
+
+    # -- after a process died ------------------------------------------------
+
+    def stopped(self, acc: _TestAcc, outcome: OutcomeValue, message: str, tail: str, signal: str | None) -> None:
+        """The test that was running when its process was killed or died."""
+        o = build_outcome(acc)
+        o.outcome, o.phase, o.signal = outcome, _next_phase(acc), signal
+        o.exc_type, o.exc_chain = None, []
+        o.message = message
+        o.traceback = tail
+        acc.finished = True
+        self.res.outcomes[acc.nodeid] = o
+        self.excluded.add(acc.nodeid)
+
+    def file_failed(self, outcome: OutcomeValue, message: str, tail: str, **fields: Any) -> None:
+        """The file's own outcome: it could not be collected."""
+        file = self.res.file
+        self.res.collection_errors[file] = Outcome(
+            nodeid=file, outcome=outcome, phase=Phase.COLLECT, message=message, traceback=tail, **fields
+        )
+
+    def fold(self) -> None:
+        """The outcomes, in collection order."""
+        special = self.res.outcomes
+        self.res.outcomes = {}
+        for nid in self.collected:
+            if nid in special:
+                self.res.outcomes[nid] = special[nid]
+                continue
+            acc = self.accs[nid]
+            if acc.finished or acc.reports:
+                self.res.outcomes[nid] = build_outcome(acc)
+            else:
+                self.res.outcomes[nid] = Outcome(
+                    nodeid=nid,
+                    outcome=OutcomeValue.NOT_RUN,
+                    phase=Phase.SETUP,
+                    message="not run (the file was stopped before it)",
+                )
+
+
 class _EventReader:
+    """The new complete lines of an event file, as events."""
+
     def __init__(self, path: Path):
         self.path = path
         self.pos = 0
         self.buf = b""
 
-    def read(self) -> list[dict]:
+    def read(self) -> list[Event]:
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(self.pos)
@@ -159,9 +354,11 @@ class _EventReader:
             if not line.strip():
                 continue
             try:
-                out.append(json.loads(line))
+                record = json.loads(line)
             except ValueError:
                 continue
+            if isinstance(record, dict) and record.get("ev") in _EVENT_KINDS:
+                out.append(cast("Event", record))
         return out
 
 
@@ -192,12 +389,16 @@ def _parse_error_line(text: str) -> tuple[str | None, str]:
     return None, ""
 
 
+# ---------------------------------------------------------------------------
+# the processes of one file
+
+
 class ArmRunner:
     """Runs files of one arm; thread-safe (one call per worker thread)."""
 
     def __init__(
         self,
-        spec: _arms.ArmSpec,
+        spec: ArmSpec,
         python: str,
         timeout: float,
         file_timeout: float,
@@ -218,9 +419,10 @@ class ArmRunner:
             self._seq += 1
             return self._seq
 
-    def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[Notice]):
-        """A pytest process: forked by the warm interpreter, or a fresh `python -m pytest`."""
-        proc: Any = None  # a ForkedProcess or a Popen: both poll/wait/kill
+    def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[Notice]) -> Any:
+        """A pytest process: forked by the warm interpreter, or a fresh `python -m pytest`
+        (a ForkedProcess or a Popen: both poll/wait/kill)."""
+        proc: Any = None
         if self.server is not None:
             try:
                 proc = self.server.start(argv, self.spec.root, env, log)
@@ -240,251 +442,134 @@ class ArmRunner:
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                 )
-        procs.register(proc)
+        processes.register(proc)
         return proc
 
     def run_file(
         self, file: str, args: list[str], only: set[str] | None = None, deselect: tuple[str, ...] = ()
     ) -> FileRun:
         res = FileRun(arm=self.spec.name, file=file)
-        accs: dict[str, _TestAcc] = {}
-        collected: list[str] = []
-        excluded: set[str] = set(deselect)  # the node ids another shard runs, then crashed tests
+        events = _FileEvents(res, deselect)
         t_file = time.monotonic()
         attempts = 0
-        ever_collected = False
         while True:
             attempts += 1
-            if attempts > 2 + len(collected) + 1:
+            if attempts > 2 + len(events.collected) + 1:
                 res.notes.append(
                     Notice("file.gave-up-resuming", {"file": file, "processes": str(attempts - 1)}, arm=res.arm)
                 )
                 break
-            seq = self._next()
-            events = self.spec.workdir / "events" / f"{seq:05d}.jsonl"
-            log = self.spec.workdir / "logs" / f"{seq:05d}.log"
-            env = dict(self.spec.env)
-            env["DECOUPLE_AB_EVENTS"] = str(events)
-            if excluded:
-                desel = self.spec.workdir / "events" / f"{seq:05d}.deselect"
-                desel.write_text("".join(x + "\n" for x in sorted(excluded)), encoding="utf-8")
-                env["DECOUPLE_AB_DESELECT"] = str(desel)
-            if only is not None:
-                onlyf = self.spec.workdir / "events" / f"{seq:05d}.only"
-                onlyf.write_text("".join(x + "\n" for x in sorted(only)), encoding="utf-8")
-                env["DECOUPLE_AB_ONLY"] = str(onlyf)
-            argv = [
-                "-p",
-                PLUGIN_MODULE,
-                *_arms.PYTEST_ARGS,
-                "-q",
-                "-rN",
-                *[_arms.safe_arg(a) for a in args],
-                *self.spec.extra_args,
-            ]
-            if self.stop.is_set():
-                raise Interrupted("stopped")
-            proc = self._start(argv, env, log, res.notes)
-            res.processes += 1
-            reader = _EventReader(events)
-            current: _TestAcc | None = None
-            saw_session = saw_end = False
-            collected_now = False
-            killed: str | None = None  # "test-timeout" | "file-timeout" | "collect-timeout"
-            t_proc = time.time()
-            progress = False
-            rc = None
-
-            def consume(evs: list[dict]) -> None:
-                nonlocal current, saw_session, saw_end, collected_now, progress, ever_collected
-                for ev in evs:
-                    kind = ev.get("ev")
-                    if kind == "session":
-                        saw_session = True
-                    elif kind == "collected":
-                        collected_now = ever_collected = True
-                        for nid in ev.get("nodeids", []):
-                            if nid not in accs:
-                                accs[nid] = _TestAcc(nid)
-                                collected.append(nid)
-                    elif kind == "collecterror":
-                        key = ev.get("nodeid") or file
-                        exc = ev.get("exc") or {}
-                        etype, emsg = exc.get("type"), exc.get("message") or ""
-                        if not etype:
-                            etype, emsg = _parse_error_line(ev.get("longrepr") or "")
-                        res.collection_errors[key] = Outcome(
-                            nodeid=key,
-                            outcome="error",
-                            phase="collect",
-                            exc_type=etype,
-                            exc_chain=list(exc.get("chain") or []),
-                            message=(
-                                emsg or next((ln for ln in (ev.get("longrepr") or "").splitlines() if ln.strip()), "")
-                            )[:4000],
-                            traceback=ev.get("longrepr") or "",
-                        )
-                    elif kind == "collectskip":
-                        key = ev.get("nodeid") or file
-                        res.collection_skips[key] = Outcome(
-                            nodeid=key,
-                            outcome="skipped",
-                            phase="collect",
-                            message=(ev.get("reason") or "skipped at module level")[:4000],
-                        )
-                    elif kind == "start":
-                        nid = ev["nodeid"]
-                        acc = accs.get(nid)
-                        if acc is None:
-                            acc = accs[nid] = _TestAcc(nid)
-                            collected.append(nid)
-                        acc.started = True
-                        acc.t_start = float(ev.get("t") or time.time())
-                        current = acc
-                        progress = True
-                    elif kind == "report":
-                        nid = ev["nodeid"]
-                        acc = accs.get(nid) or accs.setdefault(nid, _TestAcc(nid))
-                        if ev.get("subtest") is not None:
-                            acc.subtests.append(ev)
-                        else:
-                            acc.reports[ev.get("when") or "call"] = ev
-                    elif kind == "finish":
-                        acc = accs.get(ev["nodeid"])
-                        if acc is not None:
-                            acc.finished = True
-                            excluded.add(acc.nodeid)
-                        if current is not None and current.nodeid == ev["nodeid"]:
-                            current = None
-                    elif kind == "end":
-                        saw_end = True
-
-            try:
-                while True:
-                    if procs.exited(proc, 0.1):
-                        break
-                    consume(reader.read())
-                    if self.stop.is_set():
-                        procs.kill_group(proc)
-                        proc.wait()
-                        raise Interrupted("stopped")
-                    now = time.time()
-                    if self.file_timeout and time.monotonic() - t_file > self.file_timeout:
-                        killed = "file-timeout"
-                    elif self.timeout and current is not None and now - current.t_start > self.timeout:
-                        killed = "test-timeout"
-                    elif self.timeout and not collected_now and now - t_proc > max(self.timeout, COLLECT_TIMEOUT_MIN):
-                        killed = "collect-timeout"
-                    if killed:
-                        break
-            finally:
-                # The leader has exited but is not reaped yet (_exited uses
-                # WNOWAIT), so its group id cannot have been reused: kill the
-                # whole group (grandchildren a test left behind included),
-                # then reap.
-                procs.kill_group(proc)
-                rc = proc.wait()
-                procs.unregister(proc)
-                if self.server is not None:
-                    self.server.forget(proc)
-            consume(reader.read())
-            if saw_end:
+            watch, killed, rc, log = self._run_process(args, only, events, t_file)
+            if watch.saw_end or not self._resume(events, watch, killed, rc, _tail(log)):
                 break
-            tail = _tail(log)
-            if killed == "collect-timeout" or (killed == "file-timeout" and not collected_now):
-                res.collection_errors[file] = Outcome(
-                    nodeid=file,
-                    outcome="timeout",
-                    phase="collect",
-                    message=f"collection exceeded the {'file ' if killed == 'file-timeout' else ''}time limit",
-                    traceback=tail,
-                )
+            if not events.remaining():
                 break
-            if killed in ("test-timeout", "file-timeout"):
-                acc = current
-                if acc is not None:
-                    limit = self.timeout if killed == "test-timeout" else self.file_timeout
-                    o = build_outcome(acc)
-                    o.outcome = "timeout"
-                    o.phase = _next_phase(acc)
-                    option = "timeout" if killed == "test-timeout" else "file-timeout"
-                    o.message = f"killed after exceeding --{option} {limit:g}s"
-                    o.traceback = tail
-                    o.exc_type, o.exc_chain = None, []
-                    accs[acc.nodeid].finished = True
-                    res.outcomes[acc.nodeid] = o
-                    excluded.add(acc.nodeid)
-                if killed == "file-timeout":
-                    res.notes.append(
-                        Notice("file.timeout", {"file": file, "seconds": f"{self.file_timeout:g}"}, arm=res.arm)
-                    )
-                    break
-            elif not saw_session:
-                etype, emsg = _parse_error_line(tail)
-                res.collection_errors[file] = Outcome(
-                    nodeid=file,
-                    outcome="error" if rc is not None and rc >= 0 else "crashed",
-                    phase="collect",
-                    exc_type=etype,
-                    message=emsg or f"pytest did not start ({procs.signame(rc if rc is not None else -9)})",
-                    traceback=tail,
-                    signal=procs.signame(rc) if rc is not None and rc < 0 else None,
-                )
-                break
-            else:
-                acc = current
-                sig = procs.signame(rc if rc is not None else -9)
-                if acc is not None and not acc.finished:
-                    o = build_outcome(acc)
-                    o.outcome, o.phase, o.signal = "crashed", _next_phase(acc), sig
-                    o.exc_type, o.exc_chain = None, []
-                    o.message = f"the test process died ({sig}) while this test was running"
-                    o.traceback = tail
-                    acc.finished = True
-                    res.outcomes[acc.nodeid] = o
-                    res.crashes.append(acc.nodeid)
-                    excluded.add(acc.nodeid)
-                elif not ever_collected:
-                    res.collection_errors[file] = Outcome(
-                        nodeid=file,
-                        outcome="crashed",
-                        phase="collect",
-                        signal=sig,
-                        message=f"the test process died ({sig}) during collection",
-                        traceback=tail,
-                    )
-                    break
-                elif not progress:
-                    res.notes.append(Notice("file.died-between-tests", {"file": file, "status": sig}, arm=res.arm))
-                    break
-                else:
-                    res.notes.append(Notice("file.died-outside-test", {"file": file, "status": sig}, arm=res.arm))
-            remaining = [n for n in collected if n not in excluded]
-            if not remaining:
-                break
-        # fold, in collection order
-        special = res.outcomes
-        res.outcomes = {}
-        for nid in collected:
-            if nid in special:
-                res.outcomes[nid] = special[nid]
-                continue
-            acc = accs[nid]
-            if acc.finished or acc.reports:
-                res.outcomes[nid] = build_outcome(acc)
-            else:
-                res.outcomes[nid] = Outcome(
-                    nodeid=nid, outcome="not-run", phase="setup", message="not run (the file was stopped before it)"
-                )
+        events.fold()
         res.duration = time.monotonic() - t_file
         return res
 
+    def _run_process(
+        self, args: list[str], only: set[str] | None, events: _FileEvents, t_file: float
+    ) -> tuple[_ProcessWatch, Kill | None, int, Path]:
+        """One pytest process over the file's tests not yet run; (what it said, why it
+        was killed, its exit status, its log)."""
+        seq = self._next()
+        scratch = self.spec.workdir / "events"
+        path = scratch / f"{seq:05d}.jsonl"
+        log = self.spec.workdir / "logs" / f"{seq:05d}.log"
+        env = dict(self.spec.env)
+        env["DECOUPLE_AB_EVENTS"] = str(path)
+        # (an empty `only` set selects nothing; an empty deselection is none)
+        for name, ids in (("deselect", events.excluded or None), ("only", only)):
+            if ids is not None:
+                listed = scratch / f"{seq:05d}.{name}"
+                listed.write_text("".join(x + "\n" for x in sorted(ids)), encoding="utf-8")
+                env[f"DECOUPLE_AB_{name.upper()}"] = str(listed)
+        argv = ["-p", PLUGIN_MODULE, *PYTEST_ARGS, "-q", "-rN", *[safe_arg(a) for a in args], *self.spec.extra_args]
+        if self.stop.is_set():
+            raise Interrupted("stopped")
+        proc = self._start(argv, env, log, events.res.notes)
+        events.res.processes += 1
+        reader = _EventReader(path)
+        watch = _ProcessWatch()
+        try:
+            killed = self._watch(proc, reader, events, watch, t_file)
+        finally:
+            # The leader has exited but is not reaped yet (processes.exited uses
+            # WNOWAIT), so its group id cannot have been reused: kill the whole
+            # group (grandchildren a test left behind included), then reap.
+            processes.kill_group(proc)
+            rc = proc.wait()
+            processes.unregister(proc)
+            if self.server is not None:
+                self.server.forget(proc)
+        events.consume(watch, reader.read())
+        return watch, killed, rc, log
 
-def _next_phase(acc: _TestAcc) -> str:
-    if "teardown" in acc.reports:
-        return "teardown"
-    if "call" in acc.reports:
-        return "teardown"
-    if "setup" in acc.reports:
-        return "call"
-    return "setup"
+    def _watch(
+        self, proc: Any, reader: _EventReader, events: _FileEvents, watch: _ProcessWatch, t_file: float
+    ) -> Kill | None:
+        """Follow the process's events until it exits (None) or a limit kills it (why)."""
+        t_proc = time.time()
+        while not processes.exited(proc, 0.1):
+            events.consume(watch, reader.read())
+            if self.stop.is_set():
+                processes.kill_group(proc)
+                proc.wait()
+                raise Interrupted("stopped")
+            now = time.time()
+            if self.file_timeout and time.monotonic() - t_file > self.file_timeout:
+                return Kill.FILE_TIMEOUT
+            if self.timeout and watch.current is not None and now - watch.current.t_start > self.timeout:
+                return Kill.TEST_TIMEOUT
+            if self.timeout and not watch.collected and now - t_proc > max(self.timeout, COLLECT_TIMEOUT_MIN):
+                return Kill.COLLECT_TIMEOUT
+        return None
+
+    def _resume(self, events: _FileEvents, watch: _ProcessWatch, killed: Kill | None, rc: int, tail: str) -> bool:
+        """Record why a process ended before the sentinel; whether the rest of the file
+        runs in a new process."""
+        res = events.res
+        if killed == Kill.COLLECT_TIMEOUT or (killed == Kill.FILE_TIMEOUT and not watch.collected):
+            which = "file " if killed == Kill.FILE_TIMEOUT else ""
+            events.file_failed(OutcomeValue.TIMEOUT, f"collection exceeded the {which}time limit", tail)
+            return False
+        if killed is not None:  # a test or the file ran out of time
+            limit = self.timeout if killed == Kill.TEST_TIMEOUT else self.file_timeout
+            option = "timeout" if killed == Kill.TEST_TIMEOUT else "file-timeout"
+            if watch.current is not None:
+                message = f"killed after exceeding --{option} {limit:g}s"
+                events.stopped(watch.current, OutcomeValue.TIMEOUT, message, tail, signal=None)
+            if killed == Kill.FILE_TIMEOUT:
+                res.notes.append(
+                    Notice("file.timeout", {"file": res.file, "seconds": f"{self.file_timeout:g}"}, arm=res.arm)
+                )
+                return False
+            return True
+        if not watch.saw_session:
+            etype, emsg = _parse_error_line(tail)
+            died = rc < 0
+            outcome = OutcomeValue.CRASHED if died else OutcomeValue.ERROR
+            message = emsg or f"pytest did not start ({processes.signame(rc)})"
+            events.file_failed(outcome, message, tail, exc_type=etype, signal=processes.signame(rc) if died else None)
+            return False
+        return self._crashed(events, watch, processes.signame(rc), tail)
+
+    def _crashed(self, events: _FileEvents, watch: _ProcessWatch, sig: str, tail: str) -> bool:
+        """The process died during the session: pin the crash on the running test."""
+        res = events.res
+        acc = watch.current
+        if acc is not None and not acc.finished:
+            message = f"the test process died ({sig}) while this test was running"
+            events.stopped(acc, OutcomeValue.CRASHED, message, tail, signal=sig)
+            res.crashes.append(acc.nodeid)
+            return True
+        if not events.ever_collected:
+            message = f"the test process died ({sig}) during collection"
+            events.file_failed(OutcomeValue.CRASHED, message, tail, signal=sig)
+            return False
+        if not watch.progress:
+            res.notes.append(Notice("file.died-between-tests", {"file": res.file, "status": sig}, arm=res.arm))
+            return False
+        res.notes.append(Notice("file.died-outside-test", {"file": res.file, "status": sig}, arm=res.arm))
+        return True

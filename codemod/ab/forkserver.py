@@ -451,7 +451,7 @@ def _installed_bytecode(top: str) -> bool:
         spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return False
-    return spec is not None and bool(spec.cached) and os.path.exists(spec.cached)
+    return spec is not None and spec.cached is not None and os.path.exists(spec.cached)
 
 
 def main(argv: list) -> int:

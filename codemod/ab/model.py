@@ -1,15 +1,20 @@
-"""The A/B result model: plain dataclasses that serialise to versioned JSON.
+"""The A/B result model: typed dataclasses that serialise to versioned JSON.
 
 Every A/B report (terminal, JSON, Markdown, HTML, JUnit, en/zh) is a view over
-one `ABResult`, so no two reports can disagree.
+one `ABResult`, so no two reports can disagree.  The closed sets of strings
+(outcomes, phases, categories, verdicts, cause statuses...) are `StrEnum`s:
+each member is its own JSON string, so the JSON and every comparison with a
+literal string stay as they were.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import Any, Optional, get_args, get_origin, get_type_hints
+from enum import Enum
+from typing import Any, Literal, Optional, get_args, get_origin, get_type_hints
 
 from codemod.ab.notices import Notice
+from transforms.core.strenum import StrEnum
 
 SCHEMA_VERSION = 3
 # Older results still read: 2 added fields only (their defaults fill the gaps); 3 made
@@ -17,57 +22,136 @@ SCHEMA_VERSION = 3
 # verbatim notices).
 READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 
-# Outcomes of one test in one arm (worst phase wins: error > failed > ...).
-OUTCOMES = (
-    "passed",
-    "failed",
-    "error",
-    "skipped",
-    "xfailed",
-    "xpassed",
-    "crashed",
-    "timeout",
-    "not-run",
-)
 
-# Per-test A/B categories, in report order (most important first).
-CATEGORIES = (
-    "new-failure",  # passed (or skipped) in A, fails/errors in B
-    "crash",  # crashed in B, not in A
-    "timeout",  # timed out in B, not in A
-    "missing-in-b",  # collected in A, absent from B
-    "no-longer-run",  # ran in A, skipped / not run in B (never counted as fixed)
-    "xfail-to-xpass",
-    "xpass-to-xfail",
-    "different-failure",  # fails in both, signatures differ
-    "similar-failure",  # fails in both, only the loose signatures match
-    "flaky",  # discordant, inconsistent on alternating reruns
-    "inconclusive",  # ran in neither arm (its file was stopped before it): no evidence
-    "pre-existing",  # fails in both with identical signature
-    "fixed",  # fails in A, passes in B
-    "newly-run",  # skipped in A, runs in B
-    "added-in-b",  # absent from A, present in B
-    "same-skip",
-    "same-pass",
-)
+class OutcomeValue(StrEnum):
+    """The outcome of one test in one arm (worst phase wins: error > failed > ...)."""
 
-# A test that ran in neither arm makes the verdict INCONCLUSIVE.
-INCONCLUSIVE_CATEGORY = "inconclusive"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    NOT_RUN = "not-run"
+
+
+# Outcomes that count as failing (a failure in the reports, a group for the cause table).
+FAILING = frozenset({OutcomeValue.FAILED, OutcomeValue.ERROR, OutcomeValue.CRASHED, OutcomeValue.TIMEOUT})
+
+
+class Phase(StrEnum):
+    """Where an outcome was decided."""
+
+    COLLECT = "collect"
+    SETUP = "setup"
+    CALL = "call"
+    TEARDOWN = "teardown"
+
+
+class Category(StrEnum):
+    """The A/B category of one test, in report order (most important first)."""
+
+    NEW_FAILURE = "new-failure"  # passed (or skipped) in A, fails/errors in B
+    CRASH = "crash"  # crashed in B, not in A
+    TIMEOUT = "timeout"  # timed out in B, not in A
+    MISSING_IN_B = "missing-in-b"  # collected in A, absent from B
+    NO_LONGER_RUN = "no-longer-run"  # ran in A, skipped / not run in B (never counted as fixed)
+    XFAIL_TO_XPASS = "xfail-to-xpass"
+    XPASS_TO_XFAIL = "xpass-to-xfail"
+    DIFFERENT_FAILURE = "different-failure"  # fails in both, signatures differ
+    SIMILAR_FAILURE = "similar-failure"  # fails in both, only the loose signatures match
+    FLAKY = "flaky"  # discordant, inconsistent on alternating reruns
+    INCONCLUSIVE = "inconclusive"  # ran in neither arm (its file was stopped before it): no evidence
+    PRE_EXISTING = "pre-existing"  # fails in both with identical signature
+    FIXED = "fixed"  # fails in A, passes in B
+    NEWLY_RUN = "newly-run"  # skipped in A, runs in B
+    ADDED_IN_B = "added-in-b"  # absent from A, present in B
+    SAME_SKIP = "same-skip"
+    SAME_PASS = "same-pass"
+
+
+# Per-test A/B categories, in report order.
+CATEGORIES = tuple(Category)
+CATEGORY_RANK = {c: i for i, c in enumerate(CATEGORIES)}
 
 # Categories that make the verdict REGRESSION.
-REGRESSING = frozenset({"new-failure", "crash", "timeout", "missing-in-b", "xpass-to-xfail"})
+REGRESSING = frozenset(
+    {Category.NEW_FAILURE, Category.CRASH, Category.TIMEOUT, Category.MISSING_IN_B, Category.XPASS_TO_XFAIL}
+)
 
-VERDICTS = ("SAFE", "REGRESSION", "INCONCLUSIVE")
-EXIT_CODES = {"SAFE": 0, "REGRESSION": 1, "INCONCLUSIVE": 3}
+
+class Verdict(StrEnum):
+    SAFE = "SAFE"
+    REGRESSION = "REGRESSION"
+    INCONCLUSIVE = "INCONCLUSIVE"
 
 
-@dataclass
+EXIT_CODES = {Verdict.SAFE: 0, Verdict.REGRESSION: 1, Verdict.INCONCLUSIVE: 3}
+
+
+class Scope(StrEnum):
+    """Where a group of failures fails (codemod.ab.causes)."""
+
+    BOTH = "both"  # identically in A and B
+    B_CHANGED = "b-changed"  # in both arms, differently
+    B_ONLY = "b-only"
+
+
+class CauseId(StrEnum):
+    """The causes of the cause table (codemod.ab.causes.CAUSES), in table order."""
+
+    WEIGHTS_ONLY_DEFAULT = "weights-only-default"
+    QUANTIZED_ENGINE = "quantized-engine"
+    HW_CLASSIFICATION_MISSING = "hw-classification-missing"
+    DEVICE_BACKEND_AUTOLOAD = "device-backend-autoload"
+    MISSING_TEST_DEPENDENCY = "missing-test-dependency"
+
+
+class CauseStatus(StrEnum):
+    """What the evidence says about a group's cause, in report order."""
+
+    CONFIRMED = "confirmed"  # the experiment reproduced the cause
+    NOT_CONFIRMED = "not-confirmed"  # a cause matched, the experiment contradicts it
+    SUSPECTED = "suspected"  # a cause matched, its experiment has not run (use --diagnose)
+    UNKNOWN = "unknown"  # no cause in the table matches
+
+
+class ExperimentKind(StrEnum):
+    """How a cause is confirmed."""
+
+    DIAG = "diag"  # a diagnostic arm's variables make the failing tests pass
+    PROBE = "probe"  # a fact of the environment probe
+    IMPORT = "import"  # an import check of a module in the target interpreter
+    NONE = ""  # no cause matched: nothing to confirm
+
+
+# The arms a diagnostic arm (and a cause's confirming experiment) can be based on.
+BaseArm = Literal["A", "B"]
+
+# Part of every arm's pytest command (the runner runs them, the reproduction views
+# rebuild the commands from them).  --maxfail=0 comes after the ini ``addopts`` on the
+# command line and so overrides ``-x`` / ``--exitfirst`` / ``--maxfail=N`` there (same
+# dest, last wins), without dropping the legitimate options ``-o addopts=`` would drop
+# (``--import-mode``, ``-p plugin``, ``-m`` expressions...).
+PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-collection-errors", "--maxfail=0")
+# Set only in the reproduction commands (a human runs them in a real tree).
+REPRO_VARS = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def file_of(nodeid: str) -> str:
+    """The test file of a node id (or of a file-level entry)."""
+    return nodeid.split("::", 1)[0]
+
+
+@dataclass(kw_only=True)
 class Outcome:
     """One test's result in one arm."""
 
     nodeid: str
-    outcome: str  # one of OUTCOMES
-    phase: str = "call"  # collect | setup | call | teardown
+    outcome: OutcomeValue
+    phase: Phase = Phase.CALL
     exc_type: str | None = None  # qualified, e.g. "_pickle.UnpicklingError"
     exc_chain: list[str] = field(default_factory=list)  # causes/contexts, outermost first
     message: str = ""  # raw first lines of the message (capped)
@@ -77,13 +161,13 @@ class Outcome:
     duration: float = 0.0
     subtests: list[Outcome] = field(default_factory=list)
     signal: str | None = None  # "SIGSEGV" when crashed
-    reruns: list[str] = field(default_factory=list)  # outcomes of confirmation reruns (alone)
+    reruns: list[OutcomeValue] = field(default_factory=list)  # outcomes of confirmation reruns (alone)
     # outcomes of reruns of the file up to this test (only when the arms agree
     # alone but differed in the file: order dependence vs flakiness)
-    suite_reruns: list[str] = field(default_factory=list)
+    suite_reruns: list[OutcomeValue] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ArmResult:
     name: str  # "A", "B", or a diagnostic arm's name
     label: str  # human description: "base HEAD~1", "work tree", ...
@@ -102,44 +186,44 @@ class ArmResult:
     duration: float = 0.0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TestComparison:
     nodeid: str
-    category: str  # one of CATEGORIES
+    category: Category
     a: Outcome | None = None
     b: Outcome | None = None
     note: str = ""  # e.g. "renamed from X via --map"
     mapped_from: str | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DiagnosticSummary:
     name: str
-    based_on: str  # "A" or "B"
+    based_on: BaseArm
     variables: dict[str, str] = field(default_factory=dict)
     # nodeid -> (outcome in the base arm, outcome in the diagnostic arm), only changed ones
-    changed: dict[str, list[str]] = field(default_factory=dict)
+    changed: dict[str, list[OutcomeValue]] = field(default_factory=dict)
     statement: str = ""  # "3 failures in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CauseFinding:
     """Why one group of identical failures fails (codemod.ab.causes), and the evidence."""
 
     nodeids: list[str] = field(default_factory=list)
-    scope: str = "both"  # "both" (identical in A and B), "b-changed" (fails differently), "b-only"
-    category: str = ""
+    scope: Scope = Scope.BOTH
+    category: Category
     signature: str = ""  # the group's (B, else A) signature
     exc_type: str = ""
-    cause: str | None = None  # an id of codemod.ab.causes.CAUSES; None = no cause matched
-    status: str = "unknown"  # confirmed | not-confirmed | suspected | unknown
-    experiment: str = ""  # "diag" | "probe" | "import"
+    cause: CauseId | None = None  # None = no cause matched
+    status: CauseStatus = CauseStatus.UNKNOWN
+    experiment: ExperimentKind = ExperimentKind.NONE
     variables: dict[str, str] = field(default_factory=dict)  # kind "diag": the confirming arm's variables
-    based_on: str = ""  # kind "diag": "A" or "B"
+    based_on: Literal["A", "B", ""] = ""  # kind "diag": the arm the experiment reruns
     evidence: dict[str, str] = field(default_factory=dict)  # facts the explanation and remedy cite
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Environment:
     python: str = ""
     executable: str = ""
@@ -166,7 +250,7 @@ class Environment:
     probe_error: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ClassChange:
     """What the diff between the arms does inside one class."""
 
@@ -176,7 +260,7 @@ class ClassChange:
     torch_load: list[str] = field(default_factory=list)  # torch.load edits: "weights_only=False", "safe_globals([...])"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FileChange:
     path: str
     added: int = 0
@@ -186,7 +270,7 @@ class FileChange:
     imports: list[str] = field(default_factory=list)  # import lines added
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Changes:
     """What differs between the arms, read from `git diff REF` (arms from git only)."""
 
@@ -196,12 +280,12 @@ class Changes:
     error: str = ""  # why the diff could not be read
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ABResult:
     schema_version: int = SCHEMA_VERSION
     tool_version: str = ""
     normaliser_version: str = ""
-    verdict: str = "INCONCLUSIVE"
+    verdict: Verdict = Verdict.INCONCLUSIVE
     verdict_reason: str = ""
     paths: list[str] = field(default_factory=list)
     base_ref: str | None = None
@@ -213,19 +297,26 @@ class ABResult:
     env_set: dict[str, str] = field(default_factory=dict)  # applied to every arm
     arms: list[ArmResult] = field(default_factory=list)
     tests: list[TestComparison] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)  # category -> n
+    counts: dict[Category, int] = field(default_factory=dict)  # category -> n
     diagnostics: list[DiagnosticSummary] = field(default_factory=list)
     environment: Environment = field(default_factory=Environment)
     mapping: dict[str, str] = field(default_factory=dict)  # --map OLD=NEW
     warnings: list[Notice] = field(default_factory=list)  # added by the A/B runner: non-fatal problems
     causes: list[CauseFinding] = field(default_factory=list)  # schema 2: per failure group (codemod.ab.causes)
     changes: Changes | None = None  # schema 2: what differs between git arms
+    # Measured by the run, not part of the JSON: the wall seconds of each file (the
+    # slower of arms A and B), for --durations-out.
+    file_durations: dict[str, float] = field(default_factory=dict, metadata={"json": False})
 
     def arm(self, name: str) -> ArmResult | None:
         return next((a for a in self.arms if a.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for f in fields(self):
+            if not f.metadata.get("json", True):
+                del data[f.name]
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> ABResult:
@@ -252,13 +343,19 @@ def _verbatim_warning(warning: Any) -> Any:
 
 
 def _build(tp: Any, value: Any) -> Any:
-    """Rebuild nested dataclasses from their asdict() form, checking the shape."""
+    """Rebuild nested dataclasses (and enum members) from their asdict() form, checking the shape."""
     if value is None:
         return None
     origin = get_origin(tp)
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise ValueError(f"{value!r} is not one of {get_args(tp)}")
+        return value
     if origin is Optional or (origin is not None and type(None) in get_args(tp)):
         inner = [a for a in get_args(tp) if a is not type(None)][0]
         return _build(inner, value)
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return tp(value)
     if isinstance(tp, type) and is_dataclass(tp):
         if not isinstance(value, dict):
             raise TypeError(f"{tp.__name__}: expected an object, got {type(value).__name__}")
@@ -272,8 +369,8 @@ def _build(tp: Any, value: Any) -> Any:
     if origin is dict:
         if not isinstance(value, dict):
             raise TypeError(f"expected an object, got {type(value).__name__}")
-        _, item = get_args(tp)
-        return {k: _build(item, v) for k, v in value.items()}
+        key, item = get_args(tp)
+        return {_build(key, k): _build(item, v) for k, v in value.items()}
     if tp in (str, int, float, bool) and not isinstance(value, (str, int, float, bool)):
         raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
     return value

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 LANGS = ("en", "zh")
 
@@ -32,7 +32,7 @@ VERBATIM = "text"
 # language with the same placeholders, and the same ones as code.
 CATALOGUE: dict[str, dict[str, str]] = {
     VERBATIM: {"en": "{text}", "zh": "{text}"},
-    # ---- the arms and their environment (codemod.ab.run, .arms, .prepare) ---------------
+    # ---- the arms and their environment (codemod.ab.run, codemod.ab.arms) ---------------
     "pythonpath-into-tree": {
         "en": "`PYTHONPATH` entry `{entry}` points into `{root}`: every arm imports from the user's tree there",
         "zh": "`PYTHONPATH` 中的条目 `{entry}` 指向 `{root}` 内部：每个组都会从用户的目录树导入该处的模块",
@@ -76,7 +76,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "`{file}`: process died (`{status}`) outside a test",
         "zh": "`{file}`：进程在测试之外终止（`{status}`）",
     },
-    # ---- the warm interpreter (codemod.ab.warm) ----------------------------------------
+    # ---- the warm interpreter (codemod.ab.interpreter) ---------------------------------
     "warm.no-fork": {
         "en": "no warm interpreter: this platform has no `fork()`; every file ran in a fresh process",
         "zh": "未使用热解释器：此平台没有 `fork()`；每个文件都在全新进程中运行",
@@ -85,7 +85,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "no warm interpreter ({reasons}): every file ran in a fresh process",
         "zh": "未使用热解释器（{reasons}）：每个文件都在全新进程中运行",
     },
-    # why a warm interpreter failed (codemod.ab.warm.ServerError)
+    # why a warm interpreter failed (codemod.ab.interpreter.ServerError)
     "warm.exited-before-ready": {
         "en": "the warm interpreter exited before it was ready (`{status}`): `{output}`",
         "zh": "热解释器在就绪之前退出（`{status}`）：`{output}`",
@@ -131,7 +131,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "a preloaded module imported `{modules}` from a tree under test (the arms sharing it may differ there)",
         "zh": "某个预加载模块从被测代码树中导入了 `{modules}`（共用它的各组在那里可能不同）",
     },
-    # ---- ab merge (codemod.ab.merge.merge) --------------------------------------------
+    # ---- ab merge (codemod.ab.shard.merge) --------------------------------------------
     "merge.normaliser-versions-differ": {
         "en": "normaliser versions differ: `{version}` vs `{other_version}`",
         "zh": "错误签名归一化器的版本不同：`{version}` 与 `{other_version}`",
@@ -186,6 +186,7 @@ class Notice:
 
     code: str
     params: dict[str, str] = field(default_factory=dict)
+    _: KW_ONLY
     arm: str = ""  # the arm it concerns ("arm A: ..."); "" = the run as a whole
     diagnose: bool = False  # reported by the second run of --diagnose
     reasons: list[Notice] = field(default_factory=list)  # what fills `{reasons}`

@@ -1,23 +1,37 @@
 """The options of an A/B run: what the command line asks for, parsed and checked.
 
-``RunOptions`` is what ``run.run_ab`` takes; the parsers turn ``--diag``, ``--env`` and
-``--shard`` values into it, raising ``UsageError`` (exit 2) for bad input.
+``RunOptions`` is what ``run.run_ab`` takes (and never changes); the parsers turn
+``--diag``, ``--env`` and ``--shard`` values into it, raising ``UsageError`` (exit 2)
+for bad input.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from codemod.ab import shard as _shard
-from codemod.ab.procs import UsageError
+from codemod.ab.model import BaseArm
+from codemod.ab.shard import Durations
+from transforms.core.strenum import StrEnum
 
 
-@dataclass
+class UsageError(Exception):
+    """Bad input: exit code 2."""
+
+
+class FsyncPolicy(StrEnum):
+    """When the capture plugin fsyncs its event file (`--fsync`)."""
+
+    NONE = "none"
+    START = "start"  # test starts, collection and the sentinel
+    ALL = "all"  # every event
+
+
+@dataclass(frozen=True, kw_only=True)
 class DiagSpec:
     name: str
-    based_on: str  # "A" or "B"
+    based_on: BaseArm
     variables: dict[str, str]
 
 
@@ -30,6 +44,7 @@ def parse_diag(text: str) -> DiagSpec:
     base = (base or "A").upper() if at else "A"
     if base not in ("A", "B"):
         raise UsageError(f"--diag {text!r}: the base arm must be A or B")
+    based_on: BaseArm = "B" if base == "B" else "A"
     if not name.replace("-", "").replace("_", "").isalnum() or name.upper() in ("A", "B"):
         raise UsageError(f"--diag {text!r}: the name must be alphanumeric (and not A or B)")
     variables = {}
@@ -38,10 +53,10 @@ def parse_diag(text: str) -> DiagSpec:
         if not eq or not k.strip():
             raise UsageError(f"--diag {text!r}: expected K=V, got {item!r}")
         variables[k.strip()] = v
-    return DiagSpec(name=name, based_on=base, variables=variables)
+    return DiagSpec(name=name, based_on=based_on, variables=variables)
 
 
-def parse_env(items) -> dict[str, str]:
+def parse_env(items: Iterable[str]) -> dict[str, str]:
     out = {}
     for item in items:
         k, eq, v = item.partition("=")
@@ -63,7 +78,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class RunOptions:
     paths: list[str]
     base: str | None = None
@@ -79,14 +94,12 @@ class RunOptions:
     confirm: int = 2
     mapping: dict[str, str] = field(default_factory=dict)
     shard: str | None = None
-    durations: _shard.Durations | None = None  # recorded times that balance the shards
+    durations: Durations | None = None  # recorded times that balance the shards
     cwd: str | None = None
     progress: Callable[[str], None] | None = None
     keep_temp: bool = False  # debugging only
-    fsync: str = "none"  # plugin fsync policy: none | start | all
+    fsync: FsyncPolicy = FsyncPolicy.NONE  # when the capture plugin fsyncs its events
     fork: bool = True  # warm interpreters (False: a fresh process per run)
-    # filled in by the run: wall seconds per file (the slower of arms A and B), for --durations-out
-    file_durations: dict[str, float] = field(default_factory=dict)
 
 
 def check_options(opts: RunOptions) -> None:

@@ -30,11 +30,13 @@ Environment variables read by the plugin:
                           when the parent is already gone.  (Processes forked
                           by the warm interpreter arrange this themselves.)
 
-Events (key ``ev``): ``session`` (first line), ``collected`` (node ids after
-deselection), ``collecterror``, ``collectskip`` (a module-level
+Events (key ``ev``; their shapes are the ``*Event`` TypedDicts below, which the
+runner reads the lines as): ``session`` (first line), ``collected`` (node ids
+after deselection), ``collecterror``, ``collectskip`` (a module-level
 ``pytest.skip(allow_module_level=True)``, with the reason), ``start``,
 ``report`` (one per phase and per subtest), ``finish``, ``end`` (sentinel,
-with the exit status).
+with the exit status); ``plugin-error`` when an event could not be encoded.
+Every event carries ``t``, the time it was written.
 
 Node ids are rewritten relative to the invocation directory (the arm root):
 pytest makes them relative to its rootdir, which is a subdirectory when a
@@ -49,6 +51,7 @@ import os
 import posixpath
 import sys
 import time
+from typing import Dict, List, Literal, Optional, TypedDict, Union
 
 import pytest
 
@@ -58,11 +61,116 @@ _LONGREPR_CHARS = 30000
 _CHAIN_DEPTH = 6
 
 
+# ---------------------------------------------------------------------------
+# the events (typing spelled for any Python the target may run: no `X | Y`, no NotRequired)
+
+
+class ExcInfo(TypedDict):
+    type: str  # qualified, e.g. "_pickle.UnpicklingError"
+    chain: List[str]  # causes/contexts, outermost first
+    message: str  # first lines of str(exc), capped
+
+
+class SubtestInfo(TypedDict):
+    msg: Optional[str]
+    kwargs: Dict[str, str]
+
+
+class _Stamped(TypedDict, total=False):
+    t: float  # when the event was written (added by _Recorder.emit)
+
+
+class SessionEvent(_Stamped):
+    ev: Literal["session"]
+    pid: int
+    python: str
+    pytest: str
+    cwd: str
+    rootdir: str
+    nodeid_prefix: str
+
+
+class CollectedEvent(_Stamped):
+    ev: Literal["collected"]
+    nodeids: List[str]
+
+
+class CollectErrorEvent(_Stamped):
+    ev: Literal["collecterror"]
+    nodeid: str
+    file: str
+    exc: Optional[ExcInfo]
+    longrepr: str
+
+
+class CollectSkipEvent(_Stamped):
+    ev: Literal["collectskip"]
+    nodeid: str
+    file: str
+    reason: str
+
+
+class StartEvent(_Stamped):
+    ev: Literal["start"]
+    nodeid: str
+
+
+class _SkipReason(_Stamped, total=False):
+    skip_reason: str  # a skipped phase's reason
+
+
+class ReportEvent(_SkipReason):
+    """One phase of a test (or one unittest subtest, with `subtest`)."""
+
+    ev: Literal["report"]
+    nodeid: str
+    when: Literal["setup", "call", "teardown"]
+    outcome: Literal["passed", "failed", "skipped"]
+    duration: float
+    wasxfail: Optional[str]
+    xfail: bool
+    exc: Optional[ExcInfo]
+    longrepr: str
+    subtest: Optional[SubtestInfo]
+
+
+class FinishEvent(_Stamped):
+    ev: Literal["finish"]
+    nodeid: str
+
+
+class EndEvent(_Stamped):
+    ev: Literal["end"]
+    exitstatus: int
+
+
+class PluginErrorEvent(_Stamped):
+    ev: Literal["plugin-error"]
+    error: str
+
+
+Event = Union[
+    SessionEvent,
+    CollectedEvent,
+    CollectErrorEvent,
+    CollectSkipEvent,
+    StartEvent,
+    ReportEvent,
+    FinishEvent,
+    EndEvent,
+    PluginErrorEvent,
+]
+
+
+# ---------------------------------------------------------------------------
+# capture
+
+
 def _qualname(tp: type) -> str:
     module = getattr(tp, "__module__", None) or "?"
     name = getattr(tp, "__qualname__", None) or getattr(tp, "__name__", "?")
     if module == "builtins":
-        return name
+        return str(name)
     return f"{module}.{name}"
 
 
@@ -92,11 +200,14 @@ def _chain(exc: BaseException) -> list:
     return out
 
 
-def _exc_info(excinfo) -> dict | None:
+def _describe(exc: BaseException) -> ExcInfo:
+    return {"type": _qualname(type(exc)), "chain": _chain(exc), "message": _message(exc)}
+
+
+def _exc_info(excinfo) -> Optional[ExcInfo]:
     if excinfo is None:
         return None
-    exc = excinfo.value
-    return {"type": _qualname(type(exc)), "chain": _chain(exc), "message": _message(exc)}
+    return _describe(excinfo.value)
 
 
 def _longrepr(report) -> str:
@@ -136,7 +247,7 @@ class _Recorder:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.fsync_mode = fsync_mode
         self.prefix = prefix
-        self.last_exc = None  # (nodeid, when, info) from the latest makereport
+        self.last_exc: Optional[tuple] = None  # (nodeid, when, info) from the latest makereport
 
     def nid(self, nodeid: str) -> str:
         """pytest's rootdir-relative node id -> invocation-dir-relative."""
@@ -146,12 +257,12 @@ class _Recorder:
         path = posixpath.normpath(f"{self.prefix}/{path}") if path not in ("", ".") else self.prefix
         return path + sep + rest
 
-    def emit(self, record: dict, sync: bool = False) -> None:
+    def emit(self, record: Event, sync: bool = False) -> None:
         record.setdefault("t", time.time())
         try:
             line = json.dumps(record, default=repr) + "\n"
         except Exception as err:
-            line = json.dumps({"ev": "plugin-error", "error": repr(err)}) + "\n"
+            line = json.dumps(PluginErrorEvent(ev="plugin-error", error=repr(err))) + "\n"
         data = line.encode("utf-8", "replace")
         # one write(2) per line, so the runner never sees a torn line from us
         while data:
@@ -183,7 +294,7 @@ class _Recorder:
             items[:] = keep
 
     def pytest_collection_finish(self, session):
-        self.emit({"ev": "collected", "nodeids": [self.nid(it.nodeid) for it in session.items]}, sync=True)
+        self.emit(CollectedEvent(ev="collected", nodeids=[self.nid(it.nodeid) for it in session.items]), sync=True)
 
     def pytest_exception_interact(self, node, call, report):
         # Called for collection failures (and test failures) with the real
@@ -194,8 +305,7 @@ class _Recorder:
             # pytest wraps import/syntax errors in CollectError(...) from err:
             # the interesting type is the cause.
             if exc is not None and type(exc).__name__ == "CollectError" and exc.__cause__ is not None:
-                cause = exc.__cause__
-                info = {"type": _qualname(type(cause)), "chain": _chain(cause), "message": _message(cause)}
+                info = _describe(exc.__cause__)
             self.last_exc = (report.nodeid, "collect", info)
 
     def pytest_collectreport(self, report):
@@ -207,7 +317,8 @@ class _Recorder:
                 reason = str(report.longrepr[2])
             nodeid = self.nid(report.nodeid)
             self.emit(
-                {"ev": "collectskip", "nodeid": nodeid, "file": nodeid.split("::", 1)[0], "reason": reason}, sync=True
+                CollectSkipEvent(ev="collectskip", nodeid=nodeid, file=nodeid.split("::", 1)[0], reason=reason),
+                sync=True,
             )
             return
         if not report.failed:
@@ -218,18 +329,12 @@ class _Recorder:
         nodeid = self.nid(report.nodeid)
         path = nodeid.split("::", 1)[0]
         self.emit(
-            {
-                "ev": "collecterror",
-                "nodeid": nodeid,
-                "file": path,
-                "exc": info,
-                "longrepr": _longrepr(report),
-            },
+            CollectErrorEvent(ev="collecterror", nodeid=nodeid, file=path, exc=info, longrepr=_longrepr(report)),
             sync=True,
         )
 
     def pytest_runtest_logstart(self, nodeid, location):
-        self.emit({"ev": "start", "nodeid": self.nid(nodeid)}, sync=True)
+        self.emit(StartEvent(ev="start", nodeid=self.nid(nodeid)), sync=True)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -253,31 +358,30 @@ class _Recorder:
         subtest = None
         if context is not None and hasattr(context, "kwargs"):
             kwargs = getattr(context, "kwargs", None) or {}
-            subtest = {
-                "msg": getattr(context, "msg", None),
-                "kwargs": {str(k): str(v) for k, v in dict(kwargs).items()},
-            }
-        record = {
-            "ev": "report",
-            "nodeid": self.nid(report.nodeid),
-            "when": report.when,
-            "outcome": report.outcome,
-            "duration": getattr(report, "duration", 0.0),
-            "wasxfail": getattr(report, "wasxfail", None) if hasattr(report, "wasxfail") else None,
-            "xfail": hasattr(report, "wasxfail"),
-            "exc": info if report.outcome != "passed" else None,
-            "longrepr": _longrepr(report) if report.outcome != "passed" else "",
-            "subtest": subtest,
-        }
+            subtest = SubtestInfo(
+                msg=getattr(context, "msg", None), kwargs={str(k): str(v) for k, v in dict(kwargs).items()}
+            )
+        record = ReportEvent(
+            ev="report",
+            nodeid=self.nid(report.nodeid),
+            when=report.when,
+            outcome=report.outcome,
+            duration=getattr(report, "duration", 0.0),
+            wasxfail=getattr(report, "wasxfail", None) if hasattr(report, "wasxfail") else None,
+            xfail=hasattr(report, "wasxfail"),
+            exc=info if report.outcome != "passed" else None,
+            longrepr=_longrepr(report) if report.outcome != "passed" else "",
+            subtest=subtest,
+        )
         if report.outcome == "skipped" and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
             record["skip_reason"] = str(report.longrepr[2])
         self.emit(record)
 
     def pytest_runtest_logfinish(self, nodeid, location):
-        self.emit({"ev": "finish", "nodeid": self.nid(nodeid)})
+        self.emit(FinishEvent(ev="finish", nodeid=self.nid(nodeid)))
 
     def pytest_sessionfinish(self, session, exitstatus):
-        self.emit({"ev": "end", "exitstatus": int(exitstatus)}, sync=True)
+        self.emit(EndEvent(ev="end", exitstatus=int(exitstatus)), sync=True)
 
 
 def _die_with_parent(parent: str) -> None:
@@ -302,15 +406,15 @@ def pytest_configure(config):
         _die_with_parent(parent)
     rec = _Recorder(path, os.environ.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
     rec.emit(
-        {
-            "ev": "session",
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "pytest": getattr(pytest, "__version__", "?"),
-            "cwd": os.getcwd(),
-            "rootdir": str(getattr(config, "rootpath", "")),
-            "nodeid_prefix": rec.prefix,
-        },
+        SessionEvent(
+            ev="session",
+            pid=os.getpid(),
+            python=sys.version.split()[0],
+            pytest=getattr(pytest, "__version__", "?"),
+            cwd=os.getcwd(),
+            rootdir=str(getattr(config, "rootpath", "")),
+            nodeid_prefix=rec.prefix,
+        ),
         sync=True,
     )
     config.pluginmanager.register(rec, "decouple_ab_recorder")

@@ -162,6 +162,15 @@ def probe() -> dict:
         facts["torch_git_version"] = torch.version.git_version
     except Exception:
         pass
+    for probe_part in (_device_facts, _quantized_facts, _hw_classification_fact):
+        probe_part(torch, facts, errors)
+    if errors:
+        facts["probe_error"] = "; ".join(errors)
+    return facts
+
+
+def _device_facts(torch, facts: dict, errors: list) -> None:
+    """CUDA/ROCm, XPU, MPS and the current accelerator."""
     try:
         if torch.cuda.is_available():
             facts["cuda"] = torch.version.cuda or None
@@ -184,6 +193,11 @@ def probe() -> dict:
             facts["accelerator"] = f"{dev.type}:{idx}" if idx is not None else str(dev)
     except Exception as err:
         errors.append(f"accelerator: {_first_line(err)}")
+
+
+def _quantized_facts(torch, facts: dict, errors: list) -> None:
+    """The quantized engine, the supported engines and a real prepack per engine (the
+    list can claim an engine that cannot run on this CPU)."""
     try:
         q = torch.backends.quantized
         facts["quantized_engine"] = str(q.engine)
@@ -208,6 +222,9 @@ def probe() -> dict:
         facts["prepack"] = prepack
     except Exception as err:
         errors.append(f"quantized: {_first_line(err)}")
+
+
+def _hw_classification_fact(torch, facts: dict, errors: list) -> None:
     try:
         # Read, not import: common_utils pulls in numpy, expecttest, ... (about a second).
         path = os.path.join(os.path.dirname(torch.__file__), "testing", "_internal", "common_utils.py")
@@ -215,9 +232,6 @@ def probe() -> dict:
             facts["has_hw_classification"] = "class HardwareClassification(" in f.read()
     except Exception as err:
         errors.append(f"common_utils: {_first_line(err)}")
-    if errors:
-        facts["probe_error"] = "; ".join(errors)
-    return facts
 
 
 def main() -> int:

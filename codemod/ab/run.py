@@ -1,18 +1,21 @@
 """The A/B orchestration: prepare the arms, run their files in parallel, compare, confirm.
 
-The steps have modules of their own: ``options`` (what the run is asked),
-``sources`` (where the arms come from), ``prepare`` (each arm's spec and root),
-``runfiles`` (every file in every arm, and the arm results), ``confirm`` (the
-reruns of discordant tests); process control lives in ``procs``, the per-file
-run (events, crash resume) in ``filerun``.
+The phases have modules of their own: ``options`` (what the run is asked), ``arms``
+(where the arms come from, their specs and roots; ``trees`` the files in them),
+``interpreter`` (the target interpreter: checked, probed, warmed), ``filerun`` (one
+file in one arm: events, crash resume) on the slots of ``processes``, ``compare``
+(categories, verdict), ``confirm`` (the reruns of discordant tests).  Here: every
+file in every arm on the slots, the arm results gathered from them, and the order
+of it all.
 
-Entry point: ``run_ab(RunOptions) -> ABResult``.  Raises ``UsageError`` for
-bad input (exit 2) and ``Interrupted`` after SIGINT/SIGTERM (temp roots and
-child process groups are gone by then).
+Entry point: ``run_ab(RunOptions) -> ABResult`` (the options are not changed).
+Raises ``UsageError`` for bad input (exit 2) and ``Interrupted`` after
+SIGINT/SIGTERM (temp roots and child process groups are gone by then).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import shutil
@@ -21,35 +24,30 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from codemod.ab import arms as _arms
 from codemod.ab import compare as _cmp
-from codemod.ab import diag_summary as _diag
-from codemod.ab import procs
+from codemod.ab import interpreter as _interp
+from codemod.ab import processes
 from codemod.ab import shard as _shard
 from codemod.ab import signature as _sig
-from codemod.ab import testfiles as _testfiles
-from codemod.ab import verdict as _verdict
-from codemod.ab import warm as _warm
-from codemod.ab.arms import ArmSpec
+from codemod.ab import trees as _trees
+from codemod.ab.arms import ArmSpec, Sources
 from codemod.ab.confirm import confirm_discordant
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
-from codemod.ab.interp import check_python, probe, resolve_python
+from codemod.ab.interpreter import SERVER_MODULE, ForkServer
 from codemod.ab.model import ABResult, ArmResult, Environment
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
-from codemod.ab.prepare import prepare_arms, thread_vars
-from codemod.ab.procs import Interrupted, kill_all_children
-from codemod.ab.runfiles import arm_results, finished, start_files
-from codemod.ab.selection import Selection
-from codemod.ab.slots import SlotPool
-from codemod.ab.sources import resolve_sources
-from codemod.ab.warm import SERVER_MODULE, ForkServer
+from codemod.ab.processes import Interrupted, SlotPool, kill_all_children, wait_all
 
 _HERE = Path(__file__).resolve().parent
 TEMP_PREFIX = "decouple-ab-"
+PROBE_MODULE = "decouple_ab_probe"
 
 
 # ---------------------------------------------------------------------------
@@ -65,6 +63,10 @@ def _tool_version() -> str:
         return ""
 
 
+def _quiet(_message: str) -> None:
+    pass
+
+
 def _forget_pycache(work: Path) -> None:
     cache = _arms.pycache_root()
     for prefix in cache.iterdir() if cache is not None else ():
@@ -72,25 +74,25 @@ def _forget_pycache(work: Path) -> None:
 
 
 def run_ab(opts: RunOptions) -> ABResult:
-    old = procs.install_signal_handlers()
+    old = processes.install_signal_handlers()
     stop = threading.Event()
     work: Path | None = None
     pool: SlotPool | None = None
     lock: int | None = None
     servers: list[ForkServer] = []
     try:
-        for stale in procs.reap_stale_roots(Path(tempfile.gettempdir()), TEMP_PREFIX):
+        for stale in processes.reap_stale_roots(Path(tempfile.gettempdir()), TEMP_PREFIX):
             _forget_pycache(stale)
-            (opts.progress or (lambda _m: None))(f"removed {stale}, left by an A/B run that was killed")
+            (opts.progress or _quiet)(f"removed {stale}, left by an A/B run that was killed")
         work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
-        lock = procs.claim_root(work)
+        lock = processes.claim_root(work)
         pool = SlotPool(max(1, opts.jobs or os.cpu_count() or 1), "decouple-ab")
         return _run(opts, work, pool, stop, servers)
     except Interrupted:
         stop.set()
         raise
     finally:
-        prev = procs.block_signals()
+        prev = processes.block_signals()
         try:
             stop.set()
             kill_all_children()
@@ -107,13 +109,19 @@ def run_ab(opts: RunOptions) -> ABResult:
         finally:
             if prev is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, prev)
-            procs.restore_signal_handlers(old)
+            processes.restore_signal_handlers(old)
 
 
 def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, servers: list[ForkServer]) -> ABResult:
     t0 = time.monotonic()
-    say = opts.progress or (lambda _m: None)
+    say = opts.progress or _quiet
     cwd = Path(opts.cwd or os.getcwd()).resolve()
+    shard = parse_shard(opts.shard)
+    check_options(opts)
+    # every process runs with cwd = an arm root: the interpreter's path, made absolute
+    opts = dataclasses.replace(opts, python=_interp.resolve_python(opts.python, cwd))
+    info = _interp.check_python(opts.python)
+    say(f"interpreter {opts.python}: python {info.get('python')}, pytest {info.get('pytest')}")
     result = ABResult(
         tool_version=_tool_version(),
         normaliser_version=_sig.NORMALISER_VERSION,
@@ -122,30 +130,69 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         shard=opts.shard,
         mapping=dict(opts.mapping),
     )
-    shard = parse_shard(opts.shard)
-    check_options(opts)
-
-    opts.python = resolve_python(opts.python, cwd)
-    result.python = opts.python
-    info = check_python(opts.python)
-    say(f"interpreter {opts.python}: python {info.get('python')}, pytest {info.get('pytest')}")
-
-    # support files: plugin + probe under private names
-    support = work / "support"
-    support.mkdir()
-    shutil.copy2(_HERE / "plugin.py", support / f"{PLUGIN_MODULE}.py")
-    shutil.copy2(_HERE / "probe.py", support / "decouple_ab_probe.py")
-    shutil.copy2(_HERE / "forkserver.py", support / f"{SERVER_MODULE}.py")
-
-    sources = resolve_sources(opts, cwd)
+    support = _support_files(work, "plugin.py", "probe.py", "forkserver.py")
+    sources = _arms.resolve_sources(opts, cwd)
     if opts.base:
         result.base_ref = opts.base
-    sel = sources.sel
-    result.paths = list(sel.paths)
-
+    result.paths = list(sources.sel.paths)
     base_env = dict(os.environ)
-    # the runner's own variables, applied to every arm like --env (which overrides them)
-    runner_env = thread_vars(base_env, opts.env, opts.jobs)
+    arm_env = _arm_environment(opts, base_env, sources, result, say)
+    specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
+    files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
+
+    # warm interpreters: they import in the background while the probe and the
+    # --hw-classification check run
+    t_warm = time.monotonic()
+    launched = _interp.launch(opts.fork, opts.python, specs, files.by_arm, support, servers, say)
+    probe_future = _start_probe(opts, (launched or {}).get("A"), support, base_env, arm_env, work, stop)
+    if opts.hw_classification:
+        _pass_hw_classification(opts, specs, probe_future, result.warnings)
+    warm = _interp.settle(opts.fork, launched, t_warm, stop, say, result.warnings)
+    runners = {
+        n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
+    }
+    jobs = _Jobs(opts, sources, specs, arm_errors, files, stop, result)
+    jobs.start(pool, runners, say)
+
+    # A and B first: their discordant tests are confirmed while the diagnostic
+    # arms' files still run
+    arms = jobs.results(["A", "B"], work)
+    a, b = arms["A"], arms["B"]
+    rows = _cmp.compare_arms(a, b, opts.mapping)
+    if opts.confirm > 0 and a.ran and b.ran:
+        confirm_discordant(rows, runners["A"], runners["B"], a, b, opts.confirm, pool, stop, say)
+    result.tests = rows
+    result.counts = _cmp.count(rows)
+    arms.update(jobs.results([n for n in specs if n not in arms], work))
+    result.arms = [arms[n] for n in specs]
+    for d in opts.diags:
+        summary = _cmp.diagnostic_summary(d.name, d.based_on, d.variables, arms[d.based_on], arms[d.name])
+        result.diagnostics.append(summary)
+    result.environment = _environment(probe_future.result(), opts.python, info)
+    reason_given = any(w.code.startswith("hw-classification.") for w in result.warnings)
+    if opts.hw_classification and not b.extra_args and not reason_given:
+        result.warnings.append(Notice("hw-classification.not-passed"))
+    result.verdict, result.verdict_reason = _cmp.verdict(result)
+    result.duration = round(time.monotonic() - t0, 3)
+    return result
+
+
+def _support_files(work: Path, plugin: str, probe: str, server: str) -> Path:
+    """The standalone files the target interpreter runs, under private names."""
+    support = work / "support"
+    support.mkdir()
+    shutil.copy2(_HERE / plugin, support / f"{PLUGIN_MODULE}.py")
+    shutil.copy2(_HERE / probe, support / f"{PROBE_MODULE}.py")
+    shutil.copy2(_HERE / server, support / f"{SERVER_MODULE}.py")
+    return support
+
+
+def _arm_environment(
+    opts: RunOptions, base_env: dict[str, str], sources: Sources, result: ABResult, say: Callable[[str], None]
+) -> dict[str, str]:
+    """The variables every arm gets on top of the sanitised environment (the runner's
+    own, then --env), recorded in `result` with what the runner unsets and sets."""
+    runner_env = _arms.thread_vars(base_env, opts.env, opts.jobs)
     if runner_env:
         say(
             "torch threads: "
@@ -161,85 +208,45 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         **arm_env,
     }
     result.warnings.extend(_arms.pythonpath_warnings(base_env, sources.user_roots))
+    return arm_env
 
-    specs, arm_errors = prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
-    files_by_arm, all_files, pieces = _select_files(specs, arm_errors, sel, shard, opts, say)
 
-    # warm interpreters: they import in the background while the probe and the
-    # --hw-classification check run
-    t_warm = time.monotonic()
-    launched = _warm.launch(opts.fork, opts.python, specs, files_by_arm, support, servers, say)
-    probe_future = _start_probe(opts, (launched or {}).get("A"), support, base_env, arm_env, work, stop)
-    if opts.hw_classification:
-        _pass_hw_classification(opts, specs, probe_future, result.warnings)
-
-    warm = _warm.settle(opts.fork, launched, t_warm, stop, say, result.warnings)
-    runners = {
-        n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
-    }
-    jobs = start_files(pool, runners, pieces, files_by_arm, say)
-    roots = [str(s.root) for s in specs.values()] + [str(r) for r in sources.user_roots] + [str(work)]
-
-    def results_of(names: list[str]) -> dict[str, ArmResult]:
-        runs = finished(jobs, names, stop)
-        out = arm_results(
-            {n: specs[n] for n in names}, runs, arm_errors, files_by_arm, all_files, sources, opts, result.warnings
-        )
-        for ar in out.values():
-            _sig.assign_signatures(ar, roots)
-        return out
-
-    # A and B first: their discordant tests are confirmed while the diagnostic
-    # arms' files still run
-    results = results_of(["A", "B"])
-    a, b = results["A"], results["B"]
-    rows = _cmp.compare_arms(a, b, opts.mapping)
-    if opts.confirm > 0 and a.ran and b.ran:
-        confirm_discordant(rows, runners["A"], runners["B"], a, b, opts.confirm, pool, stop, say)
-    result.tests = rows
-    result.counts = _cmp.count(rows)
-    results.update(results_of([n for n in specs if n not in results]))
-    result.arms = [results[n] for n in specs]
-
-    for d in opts.diags:
-        result.diagnostics.append(_diag.diagnose(d.name, d.based_on, d.variables, results[d.based_on], results[d.name]))
-
-    envr = probe_future.result()
-    envr.executable = envr.executable or opts.python
+def _environment(envr: Environment, python: str, info: dict[str, str]) -> Environment:
+    """The probe's facts, completed with what the interpreter check said."""
+    envr.executable = envr.executable or python
     if not envr.python:
         envr.python = info.get("python", "")
     if not envr.pytest_version:
         envr.pytest_version = info.get("pytest")
-    result.environment = envr
-    reason_given = any(w.code.startswith("hw-classification.") for w in result.warnings)
-    if opts.hw_classification and not b.extra_args and not reason_given:
-        result.warnings.append(Notice("hw-classification.not-passed"))
+    return envr
 
-    result.verdict, result.verdict_reason = _verdict.verdict(result)
-    result.duration = round(time.monotonic() - t0, 3)
-    return result
+
+@dataclass(kw_only=True)
+class _Files:
+    by_arm: dict[str, dict[str, list[str]]]  # arm -> test file -> pytest arguments
+    run: list[str]  # the files to run (this shard's), sorted
+    pieces: list[_shard.Piece]  # how they run
 
 
 def _select_files(
     specs: dict[str, ArmSpec],
     arm_errors: dict[str, str],
-    sel: Selection,
+    sel: _trees.Selection,
     shard: tuple[int, int] | None,
     opts: RunOptions,
-    say,
-) -> tuple[dict[str, dict[str, list[str]]], list[str], list[_shard.Piece]]:
-    """The test files of each arm (file -> pytest arguments), the files to run (this
-    shard's, sorted) and the pieces they run as."""
-    files_by_arm = {n: ({} if n in arm_errors else _testfiles.discover_files(s.root, sel)) for n, s in specs.items()}
-    all_files = sorted(set(files_by_arm["A"]) | set(files_by_arm["B"]))
-    pieces = [_shard.Piece(f, 0.0) for f in all_files]
+    say: Callable[[str], None],
+) -> _Files:
+    """The test files of each arm, the files to run and the pieces they run as."""
+    by_arm = {n: ({} if n in arm_errors else _trees.discover_files(s.root, sel)) for n, s in specs.items()}
+    run = sorted(set(by_arm["A"]) | set(by_arm["B"]))
+    pieces = [_shard.Piece(f, 0.0) for f in run]
     if shard:
         i, n = shard
         sizes = _shard.size_in([specs[x].root for x in ("A", "B") if x not in arm_errors])
-        pieces = _shard.select(all_files, i, n, opts.durations, sizes)
-        all_files = [p.file for p in pieces]
-    say(f"{len(all_files)} test file(s)" + (f" in shard {opts.shard}" if shard else ""))
-    return files_by_arm, all_files, pieces
+        pieces = _shard.select(run, i, n, opts.durations, sizes)
+        run = [p.file for p in pieces]
+    say(f"{len(run)} test file(s)" + (f" in shard {opts.shard}" if shard else ""))
+    return _Files(by_arm=by_arm, run=run, pieces=pieces)
 
 
 def _start_probe(
@@ -264,10 +271,10 @@ def _start_probe(
     # unless --hw-classification has to wait for its answer before B starts.
     probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
     probe_future = probe_pool.submit(
-        probe,
+        _interp.probe,
         opts.python,
         server,
-        support / "decouple_ab_probe.py",
+        support / f"{PROBE_MODULE}.py",
         probe_env,
         probe_dir,
         not opts.hw_classification,
@@ -283,7 +290,7 @@ def _pass_hw_classification(
     """--hw-classification for B (and diagnostic arms based on B), when the tree's
     conftest.py defines the option and the target torch has the enum."""
     b_root = specs["B"].root
-    if not _testfiles.has_conftest_option(b_root, "--hw-classification"):
+    if not _trees.has_conftest_option(b_root, "--hw-classification"):
         warnings.append(Notice("hw-classification.no-conftest-option"))
     else:
         envr = probe_future.result()
@@ -295,6 +302,118 @@ def _pass_hw_classification(
             for d in opts.diags:
                 if d.based_on == "B":
                     specs[d.name].extra_args = list(hw)
+
+
+# ---------------------------------------------------------------------------
+# every file in every arm on the slots, and the arm results
+
+
+@dataclass(kw_only=True)
+class _Job:
+    arm: str
+    file: str
+    future: Future[FileRun]
+
+
+class _Jobs:
+    """Each (file, arm) pair is one job on the run's slots (``filerun`` runs it); the
+    arm results gather the file runs in job order, with each arm's error and its
+    reproduction command."""
+
+    def __init__(
+        self,
+        opts: RunOptions,
+        sources: Sources,
+        specs: dict[str, ArmSpec],
+        arm_errors: dict[str, str],
+        files: _Files,
+        stop: threading.Event,
+        result: ABResult,
+    ):
+        self.opts, self.sources, self.specs, self.arm_errors = opts, sources, specs, arm_errors
+        self.files, self.stop, self.result = files, stop, result
+        self.jobs: list[_Job] = []
+
+    def start(self, pool: SlotPool, runners: dict[str, ArmRunner], say: Callable[[str], None]) -> None:
+        """Queue every piece in every arm that has its file, in job order: each file in A
+        and B side by side (they run under the same conditions), then the diagnostic
+        arms' files."""
+        for arms in ([n for n in runners if n in ("A", "B")], [n for n in runners if n not in ("A", "B")]):
+            for piece in self.files.pieces:
+                for name in arms:
+                    args = self.files.by_arm[name].get(piece.file)
+                    if args is not None:
+                        future = pool.submit(_run_piece, runners[name], piece, args, say)
+                        self.jobs.append(_Job(arm=name, file=piece.file, future=future))
+
+    def results(self, names: Iterable[str], work: Path) -> dict[str, ArmResult]:
+        """Wait for the jobs of the arms `names`: their results, in arm order, with
+        signatures; the files' durations and the runs' notes go to the run's result."""
+        wanted = set(names)
+        mine = [job for job in self.jobs if job.arm in wanted]
+        wait_all([job.future for job in mine], self.stop)
+        out = {name: self._empty(name) for name in self.specs if name in wanted}
+        for job in mine:
+            fr = job.future.result()
+            ar = out[job.arm]
+            ar.outcomes.update(fr.outcomes)
+            ar.collection_errors.update(fr.collection_errors)
+            ar.collection_skips.update(fr.collection_skips)
+            ar.crashes.extend(fr.crashes)
+            ar.duration += fr.duration
+            if job.arm in ("A", "B"):
+                durations = self.result.file_durations
+                durations[job.file] = max(durations.get(job.file, 0.0), fr.duration)
+            self.result.warnings.extend(fr.notes)
+        roots = [str(s.root) for s in self.specs.values()] + [str(r) for r in self.sources.user_roots] + [str(work)]
+        for name, ar in out.items():
+            if name in self.arm_errors:
+                ar.ran, ar.error = False, self.arm_errors[name]
+            ar.command = self._command(name)
+            _sig.assign_signatures(ar, roots)
+        return out
+
+    def _empty(self, name: str) -> ArmResult:
+        spec = self.specs[name]
+        return ArmResult(
+            name=name,
+            label=spec.label,
+            root=str(spec.root),
+            source=spec.source,
+            env_added=dict(spec.env_added),
+            extra_args=list(spec.extra_args),
+        )
+
+    def _command(self, name: str) -> str:
+        """The arm's reproduction command: its files, from where its files come from."""
+        spec = self.specs[name]
+        run_files = [x for f in self.files.run for x in self.files.by_arm[name].get(f, [])]
+        home = self.sources.arms["A" if name == "A" or spec.based_on == "A" else "B"].root
+        return _arms.repro_command(
+            spec,
+            self.opts.python,
+            run_files,
+            prefix=spec.materialise_note,
+            cd='"$D"' if spec.materialise_note else str(home),
+            cd_raw=bool(spec.materialise_note),
+        )
+
+
+def _run_piece(runner: ArmRunner, piece: _shard.Piece, args: list[str], say: Callable[[str], None]) -> FileRun:
+    only = set(piece.only) if piece.only is not None else None
+    fr = runner.run_file(piece.file, args, only=only, deselect=piece.deselect)
+    counts: dict[str, int] = {}
+    for o in fr.outcomes.values():
+        counts[o.outcome] = counts.get(o.outcome, 0) + 1
+    bits = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    if fr.collection_errors:
+        bits = (bits + ", " if bits else "") + f"{len(fr.collection_errors)} collection error(s)"
+    say(f"[{runner.spec.name}] {piece.file}: {bits or 'no tests'} ({fr.duration:.1f}s)")
+    return fr
+
+
+# ---------------------------------------------------------------------------
+# one file, for tests and tooling
 
 
 def run_single_file(
@@ -313,14 +432,14 @@ def run_single_file(
     rootdir; nothing is written there (bytecode goes to a temp prefix).
     """
     work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "single-"))
-    lock = procs.claim_root(work)
+    lock = processes.claim_root(work)
     try:
         support = work / "support"
         support.mkdir()
         shutil.copy2(_HERE / "plugin.py", support / f"{PLUGIN_MODULE}.py")
         for sub in ("events", "logs", "pycache", "tmp"):
             (work / sub).mkdir()
-        spec = _arms.ArmSpec(
+        spec = ArmSpec(
             name="X", label="single", source=f"dir:{root}", root=Path(root), workdir=work, env_added=dict(env or {})
         )
         spec.env = _arms.sanitised_env(dict(os.environ), dict(env or {}), work / "pycache", support, work / "tmp")

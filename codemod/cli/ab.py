@@ -195,8 +195,8 @@ _report_options = stack(
 
 
 def _finish(result: ABResult, reports: ReportChoice, extra: list[tuple[str, str]] | None = None) -> None:
-    from codemod.ab import terminal
-    from codemod.ab.verdict import exit_code
+    from codemod.ab.compare import exit_code
+    from codemod.report import ab_terminal as terminal
 
     color = reports.color
     if color is None:
@@ -242,41 +242,36 @@ class AbRunOptions:
 
     def run_options(self) -> RunOptions:
         """The A/B runner's RunOptions; a malformed value is a usage error."""
-        from codemod.ab import nodemap, procs
+        from codemod.ab import compare as _compare
         from codemod.ab import options as _options
         from codemod.ab import shard as _shard
 
         arms = self.arms.run_fields()
         try:
             mapping = {
-                **nodemap.parse_mapping(self.mapping),
-                **(nodemap.read_map_file(self.map_file) if self.map_file else {}),
-            }
-            # Passed as a mapping: RunOptions is not checked with Optionals yet, so mypy reads its
-            # `X | None` fields as `X`.
-            optional: dict[str, Any] = {
-                "base": self.base,
-                "a_root": self.a_root,
-                "b_root": self.b_root,
-                "shard": self.shard,
-                "durations": _shard.load_durations(self.durations) if self.durations else None,
-                "progress": None if self.reports.quiet else (lambda m: click.echo(m, err=True)),
+                **_compare.parse_mapping(self.mapping),
+                **(_compare.read_map_file(self.map_file) if self.map_file else {}),
             }
             opts = _options.RunOptions(
                 paths=list(self.paths),
+                base=self.base,
+                a_root=self.a_root,
+                b_root=self.b_root,
+                shard=self.shard,
+                durations=_shard.load_durations(self.durations) if self.durations else None,
+                progress=None if self.reports.quiet else (lambda m: click.echo(m, err=True)),
                 python=self.python or sys.executable,
                 hw_classification=[x for item in self.hw for x in item.replace(",", " ").split()],
                 file_timeout=self.file_timeout,
                 jobs=self.jobs or (os.cpu_count() or 1),
                 mapping=mapping,
                 keep_temp=self.keep_temp,
-                fsync=self.fsync,
+                fsync=_options.FsyncPolicy(self.fsync),
                 fork=self.fork,
                 **arms,
-                **optional,
             )
             _options.parse_shard(self.shard)
-        except (procs.UsageError, ValueError) as err:  # DurationsError is a ValueError
+        except (_options.UsageError, ValueError) as err:  # DurationsError is a ValueError
             raise click.UsageError(str(err)) from err
         return opts
 
@@ -396,7 +391,7 @@ def run_cmd(**params: Any) -> None:
     The word `run` may be left out: `decouple ab PATHS... --base REF`.
     """
     from codemod.ab import options as _options
-    from codemod.ab import procs
+    from codemod.ab import processes as _processes
     from codemod.ab import run as _run
     from codemod.ab import shard as _shard
 
@@ -411,13 +406,12 @@ def run_cmd(**params: Any) -> None:
     try:
         result = _run.run_ab(opts)
         if args.diagnose:
-            from codemod.ab import causes_confirm
+            from codemod.ab import diagnose as _diagnose
 
-            result = causes_confirm.diagnose(
+            result = _diagnose.diagnose(
                 result,
                 opts,
                 _run.run_ab,
-                _options.DiagSpec,
                 budget=args.diagnose_budget,
                 say=opts.progress or (lambda _m: None),
             )
@@ -429,10 +423,10 @@ def run_cmd(**params: Any) -> None:
             from codemod.ab import changes
 
             result.changes = changes.git_changes(os.getcwd(), args.base, result.paths)
-    except procs.UsageError as err:
+    except _options.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
         sys.exit(2)
-    except procs.Interrupted as err:
+    except _processes.Interrupted as err:
         click.echo(f"decouple ab: interrupted ({err.signame}); temporary roots removed", err=True)
         sys.exit(143 if err.signame == "SIGTERM" else 130)
     except Exception:  # an internal error is exit 2, never a verdict
@@ -444,7 +438,7 @@ def run_cmd(**params: Any) -> None:
     extra = []
     if args.durations_out:
         tests = _shard.from_result(result.to_json()).tests
-        extra.append((args.durations_out, _shard.durations_json(opts.file_durations, tests)))
+        extra.append((args.durations_out, _shard.durations_json(result.file_durations, tests)))
     _finish(result, reports, extra)
 
 
@@ -459,7 +453,7 @@ class AbMergeOptions:
 @_report_options
 def merge_cmd(**params: Any) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
-    from codemod.ab import merge as _merge
+    from codemod.ab import shard as _shard
 
     args = build(AbMergeOptions, params)
     reports = args.reports
@@ -471,7 +465,7 @@ def merge_cmd(**params: Any) -> None:
         except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
-        merged = _merge.merge(loaded)
+        merged = _shard.merge(loaded)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise click.UsageError(f"cannot merge these results: {err}") from err
     from codemod.ab import causes

@@ -316,7 +316,6 @@ class ArmChoice:
     def run_fields(self) -> dict[str, Any]:
         """These as fields of the A/B runner's RunOptions; a malformed --env or --diag is a usage error."""
         from codemod.ab import options as ab_options
-        from codemod.ab import procs
 
         try:
             return {
@@ -325,5 +324,5 @@ class ArmChoice:
                 "timeout": self.timeout,
                 "confirm": self.confirm,
             }
-        except (procs.UsageError, ValueError) as e:
+        except (ab_options.UsageError, ValueError) as e:
             raise click.UsageError(str(e)) from e

@@ -154,7 +154,7 @@ def refactor(**params: Any) -> None:
     is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left or a branch whose base moved;
     2 usage/input error; 3 INCONCLUSIVE.
     """
-    from codemod.ab import procs as _procs
+    from codemod.ab import processes as _procs
 
     opts = build(RefactorOptions, params)
     cfg = load_config()

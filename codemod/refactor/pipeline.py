@@ -243,8 +243,7 @@ def _edit_group(
 
 def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: dict[str, str]) -> ABResult:
     from codemod.ab import run as _run
-    from codemod.ab.options import RunOptions
-    from codemod.ab.procs import UsageError
+    from codemod.ab.options import RunOptions, UsageError
 
     ab = opts.ab
     ropts = RunOptions(

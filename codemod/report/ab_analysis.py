@@ -4,9 +4,22 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from codemod.ab import causes
-from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, CauseFinding
+from codemod.ab.model import (
+    CATEGORIES,
+    REGRESSING,
+    ABResult,
+    Category,
+    CauseFinding,
+    CauseId,
+    CauseStatus,
+    ExperimentKind,
+    OutcomeValue,
+    Scope,
+    Verdict,
+)
 
 from .ab_facts import broken_engines, category_counts, compact_signature, failing_sets, ordered_tests
 from .ab_fmt import Fmt
@@ -37,9 +50,9 @@ _VERBS = {"verb.failed", "verb.error", "verb.crashed", "verb.timeout"}
 def _evidence_sentence(finding: CauseFinding, f: Fmt) -> str:
     ev = finding.evidence
     status = finding.status
-    if finding.experiment == "diag":
+    if finding.experiment == ExperimentKind.DIAG:
         variables = f.pairs(finding.variables)
-        if status == "suspected":
+        if status == CauseStatus.SUSPECTED:
             return f.say("cause.ev.diag_pending", vars=variables, cmd=f.code("decouple ab --diagnose"))
         return f.say(
             "cause.ev.diag",
@@ -49,23 +62,24 @@ def _evidence_sentence(finding: CauseFinding, f: Fmt) -> str:
             n=int(ev.get("total", "0") or 0),
             arm=f.code(ev.get("diag", "?")),
         )
-    if finding.cause == "quantized-engine":
-        if status == "confirmed":
+    if finding.cause == CauseId.QUANTIZED_ENGINE:
+        if status == CauseStatus.CONFIRMED:
             return f.say(
                 "cause.ev.prepack_fails", engine=f.code(ev.get("engine", "?")), error=f.code(ev.get("error", "?"))
             )
-        if status == "not-confirmed":
+        if status == CauseStatus.NOT_CONFIRMED:
             return f.say("cause.ev.prepack_ok")
         return f.say("cause.ev.prepack_unknown")
-    if finding.cause == "hw-classification-missing":
-        key = {"confirmed": "cause.ev.hwc_missing", "not-confirmed": "cause.ev.hwc_present"}.get(
+    if finding.cause == CauseId.HW_CLASSIFICATION_MISSING:
+        key = {CauseStatus.CONFIRMED: "cause.ev.hwc_missing", CauseStatus.NOT_CONFIRMED: "cause.ev.hwc_present"}.get(
             status, "cause.ev.hwc_unknown"
         )
         return f.say(key, torch=f.code(ev.get("torch", "?")))
-    if finding.experiment == "import":
-        key = {"confirmed": "cause.ev.import_missing", "not-confirmed": "cause.ev.import_present"}.get(
-            status, "cause.ev.import_pending"
-        )
+    if finding.experiment == ExperimentKind.IMPORT:
+        key = {
+            CauseStatus.CONFIRMED: "cause.ev.import_missing",
+            CauseStatus.NOT_CONFIRMED: "cause.ev.import_present",
+        }.get(status, "cause.ev.import_pending")
         return f.say(key, module=f.code(ev.get("module", "?")), cmd=f.code("decouple ab --diagnose"))
     return ""
 
@@ -74,13 +88,17 @@ def finding_item(result: ABResult, finding: CauseFinding, f: Fmt) -> str:
     """One failure group: what fails, the cause and its status, the evidence, the remedy."""
     members = [c for c in result.tests if c.nodeid in set(finding.nodeids)]
     ref = (members[0].b or members[0].a) if members else None
-    outcome = ref.outcome if ref else "failed"
+    outcome = ref.outcome if ref else OutcomeValue.FAILED
     verb_key = f"verb.{outcome}" if f"verb.{outcome}" in _VERBS else "verb.failed"
     n = len(finding.nodeids)
     sig = f.code(compact_signature(ref)) if ref else f.code(finding.signature)
-    where = {"both": "cause.group.both", "b-changed": "cause.group.b_changed"}.get(finding.scope, "cause.group.b_only")
+    where = {
+        Scope.BOTH: "cause.group.both",
+        Scope.B_CHANGED: "cause.group.b_changed",
+        Scope.B_ONLY: "cause.group.b_only",
+    }[finding.scope]
     parts = [f.say(where, n=n, verb=f.say(verb_key, n=n), sig=sig, tests=tests_cell(finding.nodeids, f))]
-    cause = causes.BY_ID.get(finding.cause or "")
+    cause = causes.BY_ID[finding.cause] if finding.cause is not None else None
     status = f.strong(f.say(f"cause.status.{finding.status}"))
     if cause is None:
         parts.append(f.say("cause.unknown", status=status))
@@ -89,22 +107,26 @@ def finding_item(result: ABResult, finding: CauseFinding, f: Fmt) -> str:
         evidence = _evidence_sentence(finding, f)
         if evidence:
             parts.append(f.say("cause.evidence", text=evidence))
-        if finding.status != "not-confirmed":
+        if finding.status != CauseStatus.NOT_CONFIRMED:
             parts.append(f.say("cause.remedy", text=rich(f, cause.remedy[f.lang], finding.evidence)))
     return f.say("sentence.sep").join(parts)
 
 
-def analysis(result: ABResult, f: Fmt) -> list[tuple[str, str | list[str]]]:
+# A block of the analysis: a sub-heading ("h"), a paragraph ("p") or a list ("ul").
+Block = tuple[Literal["h", "p", "ul"], str | list[str]]
+
+
+def analysis(result: ABResult, f: Fmt) -> list[Block]:
     """The "what this proves" blocks: ("h", text) sub-headings, ("p", text)
     paragraphs and ("ul", [items]) lists, already formatted with `f`."""
     counts = category_counts(result)
-    by_cat: dict[str, list[str]] = {}
+    by_cat: dict[Category, list[str]] = {}
     for c in ordered_tests(result):
         by_cat.setdefault(c.category, []).append(c.nodeid)
     total = len(result.tests) or sum(counts.values())
-    blocks: list[tuple[str, str | list[str]]] = [("h", f.say("h.change_safe"))]
+    blocks: list[Block] = [("h", f.say("h.change_safe"))]
 
-    if result.verdict == "REGRESSION":
+    if result.verdict == Verdict.REGRESSION:
         regressing = [n for c in CATEGORIES if c in REGRESSING for n in by_cat.get(c, [])]
         n = sum(counts.get(c, 0) for c in REGRESSING)
         blocks.append(
@@ -118,25 +140,25 @@ def analysis(result: ABResult, f: Fmt) -> list[tuple[str, str | list[str]]]:
                 ),
             )
         )
-    elif result.verdict == "SAFE":
+    elif result.verdict == Verdict.SAFE:
         blocks.append(("p", f.say("an.safe", n=total, total=total)))
     else:
         blocks.append(
             ("p", f.say("an.inconclusive", why=f.text(t("list.sep", f.lang)).join(inconclusive_why(result, f))))
         )
     for cat, key in (
-        ("different-failure", "an.different"),
-        ("similar-failure", "an.similar"),
-        ("no-longer-run", "an.no_longer_run"),
-        ("flaky", "an.flaky"),
-        ("fixed", "an.fixed"),
+        (Category.DIFFERENT_FAILURE, "an.different"),
+        (Category.SIMILAR_FAILURE, "an.similar"),
+        (Category.NO_LONGER_RUN, "an.no_longer_run"),
+        (Category.FLAKY, "an.flaky"),
+        (Category.FIXED, "an.fixed"),
     ):
         if by_cat.get(cat):
             blocks.append(("p", f.say(key, n=len(by_cat[cat]), tests=f.tests(by_cat[cat]))))
 
     findings = causes.findings_of(result)
-    both = [x for x in findings if x.scope == "both"]
-    b_only = [x for x in findings if x.scope != "both"]
+    both = [x for x in findings if x.scope == Scope.BOTH]
+    b_only = [x for x in findings if x.scope != Scope.BOTH]
     fail_a, fail_b = failing_sets(result)
     env = result.environment
     blocks.append(("h", f.say("h.not_the_change")))

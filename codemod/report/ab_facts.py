@@ -13,14 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from codemod.ab.model import CATEGORIES, ABResult, Environment, Outcome, TestComparison
+from codemod.ab.model import CATEGORY_RANK, FAILING, ABResult, Category, Environment, Outcome, TestComparison
 
 from .i18n import t
 
-# Outcomes that count as "failing" when comparing the two arms.
-FAILING = frozenset({"failed", "error", "crashed", "timeout"})
 # Categories the per-test table leaves out (nothing to say about them).
-QUIET = frozenset({"same-pass", "same-skip"})
+QUIET = frozenset({Category.SAME_PASS, Category.SAME_SKIP})
 # Longest traceback pasted into Markdown (GitHub caps a PR body at 65,536 characters).
 MAX_TRACEBACK = 12_000
 
@@ -43,21 +41,15 @@ def _one_line(s: str, joiner: str = " ") -> str:
     return re.sub(r"\r\n|\r|\n", joiner, s)
 
 
-def category_counts(result: ABResult) -> dict[str, int]:
+def category_counts(result: ABResult) -> dict[Category, int]:
     """Counts per category in report order: the runner's counts when it gave
     them, else counted from the tests."""
     raw = dict(result.counts) if result.counts else dict(Counter(c.category for c in result.tests))
-    ordered = {c: raw[c] for c in CATEGORIES if raw.get(c)}
-    ordered.update({c: n for c, n in sorted(raw.items()) if c not in ordered and n})
-    return ordered
-
-
-def _rank(category: str) -> int:
-    return CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES)
+    return {c: n for c, n in sorted(raw.items(), key=lambda cn: CATEGORY_RANK[cn[0]]) if n}
 
 
 def ordered_tests(result: ABResult) -> list[TestComparison]:
-    return sorted(result.tests, key=lambda c: (_rank(c.category), c.nodeid))
+    return sorted(result.tests, key=lambda c: (CATEGORY_RANK[c.category], c.nodeid))
 
 
 def interesting_tests(result: ABResult) -> list[TestComparison]:
@@ -202,10 +194,10 @@ def _own_frame(path: str) -> bool:
 def _short_entry(entry: str) -> tuple[str, str, list[str]] | None:
     """(location, raising line, E lines) of one pytest long-style traceback entry."""
     lines = entry.strip("\n").split("\n")
-    loc_i = next((i for i in range(len(lines) - 1, -1, -1) if _LOCATION.match(lines[i])), None)
-    if loc_i is None:
+    located = next(((i, m) for i in range(len(lines) - 1, -1, -1) if (m := _LOCATION.match(lines[i]))), None)
+    if located is None:
         return None
-    m = _LOCATION.match(lines[loc_i])
+    loc_i, m = located
     # the frame's function is the first `def` shown (its own source starts there)
     func = next((d.group(1) for d in map(_DEF.match, lines[:loc_i]) if d), "")
     raising = next((ln[1:].strip() for ln in lines[:loc_i] if ln.startswith(">")), "")
@@ -221,8 +213,9 @@ def _short_section(section: str) -> str:
     if _SHORT_STYLE.search(section):  # already short style (or native): nothing to trim
         return section.strip("\n")
     entries = [e for e in _ENTRY_SEP.split(section) if e.strip()]
-    parsed = [_short_entry(e) for e in entries]
-    if not parsed or any(p is None for p in parsed):
+    maybe = [_short_entry(e) for e in entries]
+    parsed = [p for p in maybe if p is not None]
+    if not parsed or len(parsed) != len(maybe):
         return section.strip("\n")
     keep = [i for i, p in enumerate(parsed) if _own_frame(p[0])]
     last = len(parsed) - 1

@@ -18,7 +18,16 @@ from __future__ import annotations
 import hashlib
 import html
 
-from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
+from codemod.ab.model import (
+    CATEGORIES,
+    CATEGORY_RANK,
+    FAILING,
+    REGRESSING,
+    ABResult,
+    Outcome,
+    OutcomeValue,
+    TestComparison,
+)
 
 from .ab_analysis import analysis
 from .ab_background import background_items, change_notes, change_rows, runner_env_items, runner_warnings
@@ -196,7 +205,7 @@ def row_id(nodeid: str) -> str:
 
 
 def _fmt_time(o: Outcome | None) -> tuple[str, str]:
-    if o is None or o.outcome in ("not-run",):
+    if o is None or o.outcome == OutcomeValue.NOT_RUN:
         return "", ""
     return f"{o.duration:.3f}", f"{o.duration:.3f}"
 
@@ -217,7 +226,7 @@ def _traceback_html(c: TestComparison, f: HtmlFmt, roots: list[str]) -> str:
         body = report_traceback(o.traceback, f.lang, roots) if o.traceback else t("tb.none", f.lang)
         parts.append(f"<pre>{_e(body)}</pre>")
     for s in c.b.subtests if c.b else []:
-        if s.outcome in ("failed", "error", "crashed", "timeout"):
+        if s.outcome in FAILING:
             parts.append(
                 f'<div class="muted">{f.say("tb.subtest", nodeid=f.code(s.nodeid), outcome=f.outcome(s.outcome))}</div>'
             )
@@ -235,7 +244,7 @@ def _search_text(c: TestComparison, lang: str) -> str:
     for o in (c.a, c.b):
         if o is not None:
             bits += [o.outcome, outcome_label(o.outcome, lang), o.signature or "", o.exc_type or ""]
-            if o.outcome in ("failed", "error", "crashed", "timeout"):
+            if o.outcome in FAILING:
                 bits.append(headline(o))
     return " ".join(b for b in bits if b).lower()
 
@@ -244,7 +253,6 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
     lang = f.lang
     tests = ordered_tests(result)
     present = [c for c in CATEGORIES if any(x.category == c for x in tests)]
-    present += sorted({x.category for x in tests} - set(CATEGORIES))
     total = len(tests)
 
     out = [
@@ -299,7 +307,7 @@ def _tests_table(result: ABResult, f: HtmlFmt) -> list[str]:
         classes = ["ab-test", f"cat-{c.category}"]
         if c.category in REGRESSING:
             classes.append("regressing")
-        rank = CATEGORIES.index(c.category) if c.category in CATEGORIES else len(CATEGORIES)
+        rank = CATEGORY_RANK[c.category]
         a_time, a_sort = _fmt_time(c.a)
         b_time, b_sort = _fmt_time(c.b)
         sig_text = shown_signature(c.b) or shown_signature(c.a)
@@ -510,11 +518,10 @@ _SECTIONS = {
 
 
 def _header(result: ABResult, f: HtmlFmt) -> list[str]:
-    verdict = result.verdict if result.verdict in ("SAFE", "REGRESSION", "INCONCLUSIVE") else "INCONCLUSIVE"
     counts = category_counts(result)
     badge = '<span class="badge">' + f.verdict(result.verdict) + "</span>"
     out = [
-        f'<header id="ab-summary" class="verdict-{verdict}" data-verdict="{_e(result.verdict)}">',
+        f'<header id="ab-summary" class="verdict-{result.verdict}" data-verdict="{_e(result.verdict)}">',
         f"<h1>{f.say('title', verdict=badge)}</h1>",
         f'<p class="ab-verdict">{verdict_line(result, f)}</p>',
         '<ul class="ab-counts">',

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from codemod.ab.model import ABResult, Outcome, TestComparison
+from codemod.ab.model import ABResult, Category, Outcome, OutcomeValue, TestComparison
 
 from .ab_facts import category_counts, headline, ordered_tests, visible_controls
 
@@ -61,24 +61,24 @@ def _outcome_element(case: ET.Element, o: Outcome | None, c: TestComparison) -> 
         el.text = _x(c.note or "")
         return "failures"
     kind = o.outcome
-    if kind == "passed" or kind == "xpassed":
+    if kind in (OutcomeValue.PASSED, OutcomeValue.XPASSED):
         return ""
-    if kind in ("failed", "timeout"):
+    if kind in (OutcomeValue.FAILED, OutcomeValue.TIMEOUT):
         el = ET.SubElement(
             case,
             "failure",
             message=_x(_message(o)),
-            type=_x(o.exc_type or ("timeout" if kind == "timeout" else "failure")),
+            type=_x(o.exc_type or ("timeout" if kind == OutcomeValue.TIMEOUT else "failure")),
         )
         el.text = _x(o.traceback or o.message)
         return "failures"
-    if kind in ("error", "crashed"):
+    if kind in (OutcomeValue.ERROR, OutcomeValue.CRASHED):
         etype = o.exc_type or (f"crash ({o.signal})" if o.signal else kind)
         el = ET.SubElement(case, "error", message=_x(_message(o)), type=_x(etype))
         el.text = _x(o.traceback or o.message)
         return "errors"
     # skipped, xfailed, not-run
-    etype = {"xfailed": "pytest.xfail", "not-run": "not-run"}.get(kind, "pytest.skip")
+    etype = {OutcomeValue.XFAILED: "pytest.xfail", OutcomeValue.NOT_RUN: "not-run"}.get(kind, "pytest.skip")
     el = ET.SubElement(case, "skipped", message=_x(o.message.splitlines()[0] if o.message else kind), type=etype)
     if o.traceback:
         el.text = _x(o.traceback)
@@ -110,7 +110,7 @@ def render(result: ABResult) -> str:
     time_total = 0.0
     for c in ordered_tests(result):
         o = c.b
-        if o is None and c.category != "missing-in-b":
+        if o is None and c.category != Category.MISSING_IN_B:
             continue  # absent from B for another reason: nothing of arm B to report
         path, classname, name = split_nodeid(c.nodeid)
         duration = o.duration if o is not None else 0.0

@@ -192,6 +192,7 @@ def _group_details(members: list[TestComparison], f: Fmt, h: HtmlFmt, roots: lis
         and first.a.outcome == first.b.outcome
     )
     if identical:
+        assert first.b is not None
         shown = [("B", first.b)]
     for name, o in shown:
         key = "tb.arm_both" if identical else "tb.arm"
@@ -314,12 +315,10 @@ def _section_analysis(result: ABResult, f: Fmt) -> list[str]:
     lines = [f"### {f.say('h.analysis')}"]
     for kind, content in analysis(result, f):
         lines.append("")
-        if kind == "h":
-            lines.append(f"**{content}**")
-        elif kind == "p":
-            lines.append(content)  # type: ignore[arg-type]
-        else:
+        if isinstance(content, list):  # "ul"
             lines += [f"- {item}" for item in content]
+        else:
+            lines.append(f"**{content}**" if kind == "h" else content)
     return lines
 
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import shlex
 
-from codemod.ab.arms import PYTEST_ARGS
-from codemod.ab.model import ABResult, ArmResult
-from codemod.ab.repro import REPRO_VARS
+from codemod.ab.model import PYTEST_ARGS, REPRO_VARS, ABResult, ArmResult
 
 from .ab_background import arm_description
 from .ab_fmt import Fmt

@@ -6,16 +6,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
-from codemod.ab.model import ABResult, TestComparison
+from codemod.ab.model import ABResult, DiagnosticSummary, OutcomeValue, TestComparison
 
 from .ab_facts import FAILING, SIGNATURE_CELL, common_prefix_ids, compact_signature, shown_signature
 from .ab_fmt import Fmt
 from .i18n import category_label, t
 
 
-def diagnostic_statement(result: ABResult, d, f: Fmt) -> str:
+def diagnostic_statement(result: ABResult, d: DiagnosticSummary, f: Fmt) -> str:
     variables = f.pairs(d.variables) if d.variables else f.say("diag.no_vars")
     if f.lang == "en" and d.statement.strip():
         statement = d.statement.strip()
@@ -30,7 +29,7 @@ def diagnostic_statement(result: ABResult, d, f: Fmt) -> str:
     return f.text(t("list.sep", f.lang)).join(parts) + f.say("period")
 
 
-# The runner's notes (codemod.ab.compare, codemod.ab.flaky) are English sentences joined by "; ": the common
+# The runner's notes (codemod.ab.compare, codemod.ab.confirm) are English sentences joined by "; ": the common
 # shapes get translated; any other part is shown as code in a language that is not English.
 _NOTE_SHAPES = (
     (re.compile(r"^(crashes|times out) in both$"), "note.in_both"),
@@ -55,7 +54,8 @@ def runner_note(note: str, f: Fmt) -> str:
                 continue
             g = m.groupdict()
             if key == "note.in_both":
-                parts.append(f.say(key, what=f.outcome("crashed" if m.group(1) == "crashes" else "timeout")))
+                what = OutcomeValue.CRASHED if m.group(1) == "crashes" else OutcomeValue.TIMEOUT
+                parts.append(f.say(key, what=f.outcome(what)))
             elif key == "note.module_skipped":
                 parts.append(f.say(key, arm=f.text(g["arm"])) + (f" {f.code(g['why'])}" if g.get("why") else ""))
             elif key == "note.was":
@@ -65,7 +65,7 @@ def runner_note(note: str, f: Fmt) -> str:
                 if not all(runs):
                     parts.append(f.code(part))
                     break
-                shown = [f.outcome(r.group(1)) + (f.say("note.in_file") if r.group(2) else "") for r in runs]
+                shown = [f.outcome(r.group(1)) + (f.say("note.in_file") if r.group(2) else "") for r in runs if r]
                 parts.append(f.say(key, arm=f.text(g["arm"]), runs=f.sep().join(shown)))
             elif key == "note.renamed":
                 parts.append(f.say(key, old=f.code(g["old"])))
@@ -125,9 +125,11 @@ def tests_cell(nodeids: Sequence[str], f: Fmt) -> str:
     )
 
 
-def diagnostic_changes(result: ABResult) -> list[tuple[Any, str, str, list[str]]]:
+def diagnostic_changes(
+    result: ABResult,
+) -> list[tuple[DiagnosticSummary, OutcomeValue | None, OutcomeValue | None, list[str]]]:
     """(diagnostic, outcome in its base arm, outcome in it, node ids), grouped."""
-    out: dict[tuple[str, str, str], tuple[Any, list[str]]] = {}
+    out: dict[tuple[str, OutcomeValue | None, OutcomeValue | None], tuple[DiagnosticSummary, list[str]]] = {}
     for d in result.diagnostics:
         for nid, v in sorted(d.changed.items()):
             before = v[0] if v else None

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from codemod.ab.model import CATEGORIES, REGRESSING, ABResult
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Category, Verdict
 
 from .ab_facts import category_counts
 from .ab_fmt import Fmt
 from .i18n import category_label, t
 
 
-def count_parts(f: Fmt, counts: dict[str, int], cats: Iterable[str]) -> str:
+def count_parts(f: Fmt, counts: dict[Category, int], cats: Iterable[Category]) -> str:
     return f.sep().join(
         f.say("count.part", label=f.text(category_label(c, f.lang)), n=counts[c]) for c in cats if counts.get(c)
     )
@@ -23,8 +23,8 @@ def inconclusive_why(result: ABResult, f: Fmt) -> list[str]:
         if not arm.ran:
             why.append(f.say("reason.arm_not_run", arm=f.code(arm.name), error=f.code(arm.error or "?")))
     counts = category_counts(result)
-    if counts.get("flaky"):
-        why.append(f.say("reason.flaky", n=counts["flaky"]))
+    if counts.get(Category.FLAKY):
+        why.append(f.say("reason.flaky", n=counts[Category.FLAKY]))
     if not result.tests:
         why.append(f.say("reason.no_tests"))
     if not why:
@@ -44,11 +44,11 @@ def verdict_reason(result: ABResult, f: Fmt) -> str:
         return reason if reason.endswith((".", "!", "?")) else reason + "."
     counts = category_counts(result)
     total = len(result.tests) or sum(counts.values())
-    if result.verdict == "REGRESSION":
+    if result.verdict == Verdict.REGRESSION:
         n = sum(counts.get(c, 0) for c in REGRESSING)
         return f.say("reason.regression", n=n, parts=count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]))
-    if result.verdict == "SAFE":
-        pre = counts.get("pre-existing", 0)
+    if result.verdict == Verdict.SAFE:
+        pre = counts.get(Category.PRE_EXISTING, 0)
         return f.say("reason.safe_pre", n=pre) if pre else f.say("reason.safe", n=total, total=total)
     return f.say("reason.inconclusive", why=f.text(t("list.sep", f.lang)).join(inconclusive_why(result, f)))
 

@@ -1,15 +1,19 @@
-"""The warm interpreters, runner side: start the fork servers, ask them for
-pytest processes, and hand them to the per-file run as process handles.
+"""The target interpreter, runner side: checked, probed, and warmed.
 
-A server (``forkserver.py``, standalone, run in the target interpreter)
-imports pytest, the capture plugin and the heavy modules the files import
-(torch, ``torch.testing._internal``...) once for every arm it serves (the
-arms with the same import environment, see ``import_environment``); each file, each resumed
-rest of a file and each confirmation round then costs a fork instead of a new
-interpreter.  A ``ForkedProcess`` behaves like the ``subprocess.Popen`` of a
-fresh process for everything ``filerun`` and ``procs`` do with it: its own
-process group (killable as a group until it is reaped), an exit code (negative
-= killed by that signal), ``wait``.
+`check_python` refuses an interpreter that does not run or lacks pytest (exit 2).
+The environment probe (``probe.py``, standalone, run under the target interpreter)
+is forked by arm A's warm interpreter when there is a usable one (torch is imported
+there already), else run as a fresh process at the lowest CPU priority.
+
+The warm interpreters: a server (``forkserver.py``, standalone, run in the target
+interpreter) imports pytest, the capture plugin and the heavy modules the files
+import (torch, ``torch.testing._internal``...) once for every arm it serves (the
+arms with the same import environment, see ``import_environment``); each file, each
+resumed rest of a file and each confirmation round then costs a fork instead of a
+new interpreter.  A ``ForkedProcess`` behaves like the ``subprocess.Popen`` of a
+fresh process for everything ``filerun`` and ``processes`` do with it: its own
+process group (killable as a group until it is reaped), an exit code (negative =
+killed by that signal), ``wait``.
 """
 
 from __future__ import annotations
@@ -17,16 +21,20 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import IO
 
-from codemod.ab import procs
-from codemod.ab.arms import PER_ARM_VARS
+from codemod.ab import processes
+from codemod.ab.arms import PER_ARM_VARS, ArmSpec
+from codemod.ab.model import Environment
 from codemod.ab.notices import Notice
+from codemod.ab.options import UsageError
 
 SERVER_MODULE = "decouple_ab_server"
 # How long a server may take to import everything (torch on a loaded machine).
@@ -181,16 +189,18 @@ class ForkServer:
                 stderr=logfh,
                 start_new_session=True,
             )
-        procs.register(self.proc)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
+        self._requests: IO[bytes] = self.proc.stdin
+        self._answers: IO[bytes] = self.proc.stdout
+        processes.register(self.proc)
         self._reader = threading.Thread(target=self._read, name="decouple-ab-forkserver", daemon=True)
         self._reader.start()
 
     # -- answers ---------------------------------------------------------
 
     def _read(self) -> None:
-        out = self.proc.stdout
         try:
-            for line in out:
+            for line in self._answers:
                 try:
                     msg = json.loads(line)
                 except ValueError:
@@ -229,10 +239,10 @@ class ForkServer:
         with self._cond:
             while self.hello is None:
                 if self.dead:
-                    status = procs.signame(self.proc.wait())
+                    status = processes.signame(self.proc.wait())
                     raise ServerError(Notice("warm.exited-before-ready", {"status": status, "output": _tail(self.log)}))
                 if stop is not None and stop.is_set():
-                    raise procs.Interrupted("stopped")
+                    raise processes.Interrupted("stopped")
                 left = end - time.monotonic()
                 if left <= 0:
                     raise ServerError(Notice("warm.not-ready", {"seconds": f"{timeout:g}"}))
@@ -247,8 +257,8 @@ class ForkServer:
             if self.dead:
                 return
             try:
-                self.proc.stdin.write(data)
-                self.proc.stdin.flush()
+                self._requests.write(data)
+                self._requests.flush()
             except (OSError, ValueError):
                 pass
 
@@ -286,15 +296,15 @@ class ForkServer:
         """Ask the server to exit (it kills what is left); kill it if it does not."""
         with self._lock:
             try:
-                self.proc.stdin.close()
+                self._requests.close()
             except OSError:
                 pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            procs.kill_group(self.proc)
+            processes.kill_group(self.proc)
             self.proc.wait()
-        procs.unregister(self.proc)
+        processes.unregister(self.proc)
 
 
 def _tail(path: Path, n: int = 2000) -> str:
@@ -309,14 +319,20 @@ def _tail(path: Path, n: int = 2000) -> str:
 # warm interpreters for all arms, or none
 
 
-def import_environment(env: dict[str, str]) -> tuple:
+def import_environment(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
     """What of an arm's environment an import may read: arms with equal
     import environments share a warm interpreter."""
     return tuple(sorted((k, v) for k, v in env.items() if k not in PER_ARM_VARS and k not in CALL_TIME_VARS))
 
 
 def launch(
-    fork: bool, python: str, specs: dict, files_by_arm: dict[str, dict], support: Path, servers: list[ForkServer], say
+    fork: bool,
+    python: str,
+    specs: dict[str, ArmSpec],
+    files_by_arm: dict[str, dict[str, list[str]]],
+    support: Path,
+    servers: list[ForkServer],
+    say: Callable[[str], None],
 ) -> dict[str, ForkServer] | None:
     """Start the warm interpreters (they import in the background): one per
     group of arms with the same import environment.  Arm name -> its server;
@@ -328,7 +344,7 @@ def launch(
         return None
     files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
     preload = preload_modules(files)
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[tuple[str, str], ...], list[ArmSpec]] = {}
     for name, spec in specs.items():
         if files_by_arm.get(name):
             groups.setdefault(import_environment(spec.env), []).append(spec)
@@ -350,7 +366,12 @@ def launch(
 
 
 def settle(
-    fork: bool, started: dict[str, ForkServer] | None, t: float, stop: threading.Event, say, warnings: list[Notice]
+    fork: bool,
+    started: dict[str, ForkServer] | None,
+    t: float,
+    stop: threading.Event,
+    say: Callable[[str], None],
+    warnings: list[Notice],
 ) -> dict[str, ForkServer]:
     """The warm interpreters to use: all or none (the arms must run alike)."""
     if started is None:
@@ -393,3 +414,157 @@ def _by_server(started: dict[str, ForkServer]) -> list[tuple[ForkServer, list[st
     for name, server in started.items():
         out.setdefault(id(server), (server, []))[1].append(name)
     return list(out.values())
+
+
+# ---------------------------------------------------------------------------
+# the interpreter's check and the environment probe
+
+PROBE_TIMEOUT = 300.0  # seconds; the probe imports torch, on a machine that may be busy
+
+
+def resolve_python(python: str, cwd: Path) -> str:
+    """An absolute path for --python: every process runs with cwd = an arm
+    root, so a relative path must be made absolute first.  abspath, not
+    resolve(): a venv's bin/python is a symlink to the base interpreter and
+    only the link makes it the venv.  A bare name is looked up on PATH."""
+    if not python:
+        raise UsageError("--python: empty interpreter path")
+    if os.sep in python or (os.altsep and os.altsep in python):
+        return os.path.abspath(os.path.join(str(cwd), os.path.expanduser(python)))
+    found = shutil.which(python)
+    if found is None:
+        raise UsageError(f"--python {python}: no such interpreter (not found on PATH)")
+    return os.path.abspath(found)
+
+
+def check_python(python: str) -> dict:
+    """Raise UsageError unless `python` runs and imports pytest."""
+    code = (
+        "import json, sys, pytest; print(json.dumps({'python': sys.version.split()[0], 'pytest': pytest.__version__}))"
+    )
+    try:
+        proc = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError:
+        raise UsageError(f"--python {python}: no such interpreter") from None
+    except PermissionError:
+        raise UsageError(f"--python {python}: not executable") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--python {python}: did not answer within 120 s") from None
+    except OSError as err:
+        raise UsageError(f"--python {python}: cannot run it ({err})") from None
+    if proc.returncode != 0:
+        output = (proc.stderr or proc.stdout).strip().splitlines()
+        last = output[-1] if output else f"exit code {proc.returncode}"
+        if "pytest" in last and ("No module named" in last or "ModuleNotFoundError" in last):
+            raise UsageError(f"--python {python}: pytest is not installed for this interpreter ({last})")
+        raise UsageError(f"--python {python}: cannot run it ({last})")
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise UsageError(f"--python {python}: unexpected answer {proc.stdout!r}") from None
+
+
+def probe(
+    python: str,
+    server: ForkServer | None,
+    script: Path,
+    env: dict[str, str],
+    cwd: Path,
+    nice: bool,
+    stop: threading.Event,
+) -> Environment:
+    """The environment probe: forked by arm A's warm interpreter when there is a
+    usable one (torch is imported there already), else a fresh process."""
+    if server is not None:
+        try:
+            hello = server.ready(stop=stop)
+            if not hello.get("unsafe"):
+                return _probe_forked(python, server, script, env, cwd, nice)
+        except ServerError:
+            pass
+    return run_probe(python, script, env, cwd, nice)
+
+
+def _probe_forked(
+    python: str, server: ForkServer, script: Path, env: dict[str, str], cwd: Path, nice: bool
+) -> Environment:
+    def answer() -> dict | None:
+        log = cwd / "probe.log"
+        proc = server.start([], cwd, env, log, script=script, nice=nice)
+        processes.register(proc)
+        try:
+            if not proc.exited(PROBE_TIMEOUT):
+                return None
+        finally:
+            processes.kill_group(proc)
+            proc.wait()
+            processes.unregister(proc)
+            server.forget(proc)
+        return _last_json(log.read_text(encoding="utf-8", errors="replace"))
+
+    return _environment(python, answer)
+
+
+def _environment(python: str, answer: Callable[[], dict | None]) -> Environment:
+    """The probe's facts from `answer` (None: it timed out); a failure is
+    recorded in the result, never raised."""
+    envr = Environment(executable=python)
+    try:
+        data = answer()
+    except Exception as exc:  # recorded, never fatal
+        envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
+        return envr
+    if data is None:
+        envr.probe_error = f"probe timed out after {PROBE_TIMEOUT:g} s"
+        return envr
+    for k, v in data.items():
+        if hasattr(envr, k) and v is not None:
+            setattr(envr, k, v)
+    return envr
+
+
+def _last_json(text: str) -> dict:
+    """The probe's answer: the last line that is a JSON object (its stderr shares the log)."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise ValueError("no JSON answer in the probe's output")
+
+
+def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: bool = True) -> Environment:
+    """Run probe.py under `python`; with `nice`, at the lowest CPU priority so
+    it fills idle gaps instead of competing with the test processes."""
+
+    def answer() -> dict | None:
+        proc = subprocess.Popen(
+            [python, str(script)],
+            cwd=str(cwd),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=processes.lower_priority if nice else None,
+        )
+        processes.register(proc)
+        try:
+            out, err = proc.communicate(timeout=PROBE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            processes.kill_group(proc)
+            proc.communicate()
+            return None
+        finally:
+            processes.unregister(proc)
+        try:
+            return _last_json(out.decode("utf-8", "replace"))
+        except ValueError:
+            said = err.decode("utf-8", "replace").strip().splitlines()
+            raise ValueError(f"no answer ({processes.signame(proc.returncode)}): {said[-1] if said else ''}") from None
+
+    return _environment(python, answer)

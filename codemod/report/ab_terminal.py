@@ -1,15 +1,15 @@
-"""Terminal summary of an ABResult (plain text, optional ANSI colour)."""
+"""Terminal summary of an ABResult (plain text, optional ANSI colour; English)."""
 
 from __future__ import annotations
 
 import re
 import shlex
 
-from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Outcome, TestComparison
-from codemod.report.ab_facts import compact_signature, failure_groups, middle_truncate
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Category, Outcome, TestComparison, Verdict
 
-QUIET_CATEGORIES = frozenset({"same-pass", "same-skip"})
-_VERDICT_COLOUR = {"SAFE": "32", "REGRESSION": "31", "INCONCLUSIVE": "33"}
+from .ab_facts import QUIET, compact_signature, failure_groups, middle_truncate
+
+_VERDICT_COLOUR = {Verdict.SAFE: "32", Verdict.REGRESSION: "31", Verdict.INCONCLUSIVE: "33"}
 
 
 def _c(text: str, code: str, color: bool) -> str:
@@ -24,7 +24,7 @@ def _short(text: str | None, n: int) -> str:
 def _cell(o: Outcome | None) -> str:
     if o is None:
         return "-"
-    s = o.outcome
+    s: str = o.outcome
     if o.signal:
         s += f" ({o.signal})"
     if o.reruns:
@@ -100,7 +100,7 @@ def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) ->
         cat = r.category.ljust(wcat)
         if r.category in REGRESSING:
             cat = _c(cat, "31", color)
-        elif r.category == "flaky":
+        elif r.category == Category.FLAKY:
             cat = _c(cat, "33", color)
         line = (
             f"  {cat}  {middle_truncate(label, wid).ljust(wid)}  {_short(_cell(r.a), wa).ljust(wa)}  "
@@ -128,7 +128,7 @@ def render(
     out: list[str] = []
     v = result.verdict
     out.append(
-        _c(f"decouple ab: {v}", "1;" + _VERDICT_COLOUR.get(v, "0"), color)
+        _c(f"decouple ab: {v}", "1;" + _VERDICT_COLOUR[v], color)
         + (f" - {result.verdict_reason}" if result.verdict_reason else "")
     )
     arms = "   ".join(f"{a.name}: {a.label}" + ("" if a.ran else f" (DID NOT RUN: {a.error})") for a in result.arms)
@@ -137,10 +137,9 @@ def render(
     if result.shard:
         meta.append(f"shard {result.shard}")
     out.append("  ".join(meta))
-    order = list(CATEGORIES) + sorted(c for c in result.counts if c not in CATEGORIES)
-    counts = ", ".join(f"{c} {result.counts[c]}" for c in order if result.counts.get(c))
+    counts = ", ".join(f"{c} {result.counts[c]}" for c in CATEGORIES if result.counts.get(c))
     out.append("Counts: " + (counts or "no tests"))
-    rows = [t for t in result.tests if t.category not in QUIET_CATEGORIES]
+    rows = [t for t in result.tests if t.category not in QUIET]
     if rows:
         out.append("")
         out.append("Tests that differ or fail in both:")

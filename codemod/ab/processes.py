@@ -1,28 +1,34 @@
-"""Process control for the A/B runner: child process groups, signals, waits,
-the temporary roots of runs that were killed, and the runner's two exceptions.
+"""Process control for the A/B runner: child process groups, signals, waits, the
+temporary roots of runs that were killed, and the run's process slots.
 
 Every test process runs in its own session (process group), registered here
 so that a signal handler or the end of a run can kill every group at once.
+The slots (`SlotPool`) bound how many run at a time (`-j`): each job starts one
+test process at a time, so N threads bound the processes of all arms together.
+Confirmation reruns are urgent: they run A, B, A, B one after the other, and
+while they do, the files still queued (a diagnostic arm's, say) fill the other
+slots instead of waiting in front of them.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import os
 import shutil
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
+from typing import Any
 
 try:
     import fcntl
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None
-
-
-class UsageError(Exception):
-    """Bad input: exit code 2."""
+except ImportError:  # pragma: no cover - not POSIX: no run locks, stale roots are left alone
+    fcntl = None  # type: ignore[assignment]
 
 
 class Interrupted(Exception):
@@ -36,7 +42,7 @@ class Interrupted(Exception):
 # ---------------------------------------------------------------------------
 # child process registry (so a signal handler can kill every group)
 
-_LIVE: dict[int, subprocess.Popen] = {}  # or warm.ForkedProcess
+_LIVE: dict[int, subprocess.Popen] = {}  # or interpreter.ForkedProcess
 _LIVE_LOCK = threading.Lock()
 
 
@@ -51,7 +57,7 @@ def unregister(proc) -> None:
 
 
 def kill_group(proc) -> None:
-    """Kill the process group of `proc` (a Popen or a warm.ForkedProcess)."""
+    """Kill the process group of `proc` (a Popen or an interpreter.ForkedProcess)."""
     own = getattr(proc, "kill_group", None)
     if own is not None:
         own()
@@ -219,3 +225,74 @@ def reap_stale_roots(tmpdir, prefix: str) -> list:
             os.close(fd)
         out.append(Path(entry.path))
     return out
+
+
+# ---------------------------------------------------------------------------
+# the run's process slots (-j)
+
+
+class SlotPool:
+    """At most N jobs at a time, urgent ones first."""
+
+    def __init__(self, workers: int, name: str):
+        self._queue: list[tuple[int, int, Future, Callable[..., Any], tuple, dict]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(max(1, workers))
+        ]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any, urgent: bool = False, **kwargs: Any) -> Future:
+        """Queue `fn(*args, **kwargs)`; urgent jobs before every queued ordinary
+        one, each kind in submission order."""
+        fut: Future = Future()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the pool is shut down")
+            heapq.heappush(self._queue, (0 if urgent else 1, next(self._seq), fut, fn, args, kwargs))
+            self._cond.notify()
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                _, _, fut, fn, args, kwargs = heapq.heappop(self._queue)
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+                fut.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        """No new jobs; with `cancel_futures`, the queued ones are cancelled, else
+        they still run; with `wait`, return when the running ones are done."""
+        with self._cond:
+            self._closed = True
+            if cancel_futures:
+                for item in self._queue:
+                    item[2].cancel()
+                self._queue.clear()
+            self._cond.notify_all()
+        if wait:
+            for t in self._threads:
+                t.join()
+
+
+def wait_all(futures: list[Future], stop: threading.Event) -> None:
+    """Wait for every future; the first exception sets `stop` and is raised."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+        for f in done:
+            exc = f.exception()
+            if exc is not None:
+                stop.set()
+                raise exc

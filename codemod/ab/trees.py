@@ -1,4 +1,12 @@
-"""Materialising the selection: each arm's root, copied from git objects or a directory.
+"""An arm's tree: the selection relative to its root, the tree's pytest configuration and
+test files, and the root itself, materialised from git objects or a directory.
+
+Paths inside an arm are posix strings relative to the arm root ("" is the root
+itself); a selected path may carry pytest's ``::`` node-id selectors.  The
+configuration file governing the selection (pytest's own order: pytest.ini,
+.pytest.ini, pyproject.toml with a [tool.pytest...] table, tox.ini with [pytest],
+setup.cfg with [tool:pytest]) gives ``python_files`` (which files are tests) and
+``pythonpath`` (directories the arm must also materialise).
 
 Nothing here writes to the user's tree: arm A is read from git objects
 (``git ls-tree`` + ``git cat-file --batch``, so ``export-ignore`` /
@@ -53,6 +61,8 @@ directory every command runs in, whatever pytest's rootdir is.
 
 from __future__ import annotations
 
+import configparser
+import fnmatch
 import os
 import posixpath
 import shutil
@@ -60,11 +70,235 @@ import stat
 import subprocess
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from codemod.ab.arms import ArmError
-from codemod.ab.selection import Selection, ancestors, depth, join_path, within
-from codemod.ab.testfiles import pythonpath_dirs
+
+class ArmError(Exception):
+    """An arm cannot be prepared (bad ref, missing path...)."""
+
+
+# ---------------------------------------------------------------------------
+# the selection
+
+
+@dataclass
+class Selection:
+    """What the user asked for, relative to the arm root (posix)."""
+
+    paths: list[str]  # as given, made root-relative (may carry ::selectors)
+    common: str  # the smallest directory enclosing all paths ("" = root)
+
+    @property
+    def plain_paths(self) -> list[str]:
+        return sorted({p.split("::", 1)[0] for p in self.paths})
+
+
+def make_selection(paths: Iterable[str], cwd: Path, root: Path) -> Selection:
+    """Turn user paths (relative to cwd, or absolute) into root-relative ones."""
+    rel: list[str] = []
+    root_r = root.resolve()
+    for raw in paths:
+        path, sep, sel = raw.partition("::")
+        p = Path(path)
+        if not p.is_absolute():
+            p = cwd / p
+        p = Path(os.path.normpath(str(p)))
+        try:
+            r = p.resolve().relative_to(root_r) if p.exists() else p.relative_to(root)
+        except ValueError:
+            try:
+                r = p.relative_to(root)
+            except ValueError:
+                raise ArmError(f"{raw} is outside {root}") from None
+        r_posix = PurePosixPath(*r.parts).as_posix() if r.parts else ""
+        rel.append(r_posix + (sep + sel if sep else ""))
+    return Selection(paths=rel, common=common_dir(rel))
+
+
+def common_dir(rel_paths: Iterable[str]) -> str:
+    dirs = []
+    for p in rel_paths:
+        p = p.split("::", 1)[0]
+        parts = PurePosixPath(p).parts
+        if p.endswith(".py"):
+            parts = parts[:-1]
+        dirs.append(parts)
+    if not dirs:
+        return ""
+    common = []
+    for items in zip(*dirs, strict=False):
+        if all(x == items[0] for x in items):
+            common.append(items[0])
+        else:
+            break
+    return "/".join(common)
+
+
+def join_path(d: str, name: str) -> str:
+    return f"{d}/{name}" if d else name
+
+
+def depth(d: str) -> int:
+    return len(PurePosixPath(d).parts) if d else 0
+
+
+def ancestors(d: str) -> list[str]:
+    """ "" ... parent of d (root first)."""
+    parts = PurePosixPath(d).parts if d else ()
+    return ["/".join(parts[:i]) for i in range(len(parts))]
+
+
+def within(path: str, tree: str) -> bool:
+    return not tree or path == tree or path.startswith(tree + "/")
+
+
+# ---------------------------------------------------------------------------
+# the tree's pytest configuration and test files
+
+_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}", "__pycache__")
+DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
+INI_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def _read_cfg(path: Path) -> configparser.ConfigParser | None:
+    cp = configparser.ConfigParser(interpolation=None)
+    try:
+        cp.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    return cp
+
+
+def _pyproject_table(path: Path) -> dict | None:
+    try:
+        import tomllib  # type: ignore[import-not-found]
+
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except Exception:
+        return None
+    tool = data.get("tool", {}).get("pytest")
+    if not isinstance(tool, dict):
+        return None
+    ini = tool.get("ini_options")
+    return ini if isinstance(ini, dict) else tool
+
+
+def find_inifile(root: Path, start: str) -> tuple[str, str] | None:
+    """pytest's configuration file for arguments under `start` (arm-relative
+    directory): the first of pytest.ini, .pytest.ini, pyproject.toml with a
+    [tool.pytest...] table, tox.ini with [pytest], setup.cfg with
+    [tool:pytest], from `start` up to the arm root.  (dir, file name)."""
+    d = start
+    while d and not (root / d).is_dir():
+        d = posixpath.dirname(d)
+    for cand in [d] + list(reversed(ancestors(d))):
+        base = root / cand if cand else root
+        for name in INI_NAMES:
+            path = base / name
+            if not path.is_file():
+                continue
+            if name in ("pytest.ini", ".pytest.ini"):
+                return cand, name
+            if name == "pyproject.toml":
+                if _pyproject_table(path) is not None:
+                    return cand, name
+                continue
+            cp = _read_cfg(path)
+            if cp is not None and cp.has_section("pytest" if name == "tox.ini" else "tool:pytest"):
+                return cand, name
+    return None
+
+
+def ini_values(root: Path, found: tuple[str, str]) -> dict[str, list[str]]:
+    """python_files / pythonpath of a configuration file, as lists."""
+    d, name = found
+    path = root / d / name if d else root / name
+    out: dict[str, list[str]] = {}
+    if name == "pyproject.toml":
+        table = _pyproject_table(path) or {}
+        for key in ("python_files", "pythonpath"):
+            v = table.get(key)
+            if isinstance(v, str):
+                out[key] = v.split()
+            elif isinstance(v, list):
+                out[key] = [str(x) for x in v]
+        return out
+    cp = _read_cfg(path)
+    section = {"setup.cfg": "tool:pytest"}.get(name, "pytest")
+    if cp is not None and cp.has_section(section):
+        for key in ("python_files", "pythonpath"):
+            v = cp.get(section, key, fallback=None)
+            if v:
+                out[key] = v.split()
+    return out
+
+
+def python_files_patterns(root: Path, start: str = "") -> tuple[str, ...]:
+    """`python_files` from the pytest configuration governing `start`, else the default."""
+    found = find_inifile(root, start)
+    if found is None:
+        return DEFAULT_PYTHON_FILES
+    return tuple(ini_values(root, found).get("python_files") or DEFAULT_PYTHON_FILES)
+
+
+def pythonpath_dirs(root: Path, common: str) -> list[str]:
+    """Arm-relative directories named by the ini ``pythonpath`` option."""
+    found = find_inifile(root, common)
+    if found is None:
+        return []
+    ini_dir, _ = found
+    value = ini_values(root, found).get("pythonpath") or []
+    out = []
+    for item in value:
+        p = posixpath.normpath(join_path(ini_dir, item))
+        if p == ".":
+            p = ""
+        if not p.startswith("../") and p != "..":
+            out.append(p)
+    return out
+
+
+def discover_files(root: Path, sel: Selection) -> dict[str, list[str]]:
+    """Test files in an arm root -> the pytest arguments selecting them
+    (the file itself, or the node-id selectors given for it)."""
+    patterns = python_files_patterns(root, sel.common)
+    out: dict[str, list[str]] = {}
+    for raw in sel.paths:
+        path, sep, _ = raw.partition("::")
+        full = root / path if path else root
+        if sep:
+            if full.is_file():
+                args = out.setdefault(path, [])
+                if path not in args:
+                    args.append(raw)
+            continue
+        if full.is_file():
+            out[path] = [path]
+        elif full.is_dir():
+            for dirpath, dirnames, filenames in os.walk(full):
+                dirnames[:] = sorted(d for d in dirnames if not any(fnmatch.fnmatch(d, pat) for pat in _NORECURSE))
+                for fn in sorted(filenames):
+                    if fn.endswith(".py") and any(fnmatch.fnmatch(fn, pat) for pat in patterns):
+                        rel = Path(dirpath, fn).relative_to(root).as_posix()
+                        out[rel] = [rel]
+    return dict(sorted(out.items()))
+
+
+def has_conftest_option(root: Path, option: str) -> bool:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".git")]
+        if "conftest.py" in filenames:
+            try:
+                if option in Path(dirpath, "conftest.py").read_text(encoding="utf-8", errors="replace"):
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+# ---------------------------------------------------------------------------
+# materialising the root
 
 CONFIG_FILES = ("conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini", "__init__.py")
 # Directory names never copied into an arm (see the module docstring).
@@ -284,19 +518,20 @@ def _write_entries(repo: Path, entries, trees: list[str], protected: set[str], d
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
+        stdin, out = proc.stdin, proc.stdout
+        assert stdin is not None and out is not None  # both are pipes
 
         def feed() -> None:
             try:
                 for _, sha, _ in blobs:
-                    proc.stdin.write(sha.encode() + b"\n")
-                proc.stdin.close()
+                    stdin.write(sha.encode() + b"\n")
+                stdin.close()
             except (BrokenPipeError, OSError):
                 pass
 
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
         try:
-            out = proc.stdout
             for mode, _sha, path in blobs:
                 header = out.readline().split()
                 if len(header) != 3:

@@ -21,7 +21,8 @@ import subprocess
 from collections.abc import Callable
 
 from codemod.ab import causes as _causes
-from codemod.ab.model import ABResult
+from codemod.ab.model import ABResult, BaseArm, CauseStatus, ExperimentKind
+from codemod.ab.options import DiagSpec, RunOptions
 
 MAX_EXPERIMENTS = 3
 MAX_TESTS_PER_GROUP = 20
@@ -44,13 +45,14 @@ def _import_checks(python: str, modules: list[str], env: dict | None = None) -> 
     return out
 
 
-def plan(result: ABResult) -> list[tuple[_causes.Experiment, str, list[str]]]:
+def plan(result: ABResult) -> list[tuple[_causes.Experiment, BaseArm, list[str]]]:
     """(experiment, base arm, node ids) for every diagnostic arm still to run, bounded."""
-    wanted: dict[tuple, list[str]] = {}
-    experiments: dict[tuple, tuple[_causes.Experiment, str]] = {}
+    wanted: dict[tuple[str, BaseArm], list[str]] = {}
+    experiments: dict[tuple[str, BaseArm], tuple[_causes.Experiment, BaseArm]] = {}
     for f in _causes.analyse(result):
-        if f.status != _causes.SUSPECTED or f.experiment != "diag":
+        if f.status != CauseStatus.SUSPECTED or f.experiment != ExperimentKind.DIAG:
             continue
+        assert f.cause is not None and f.based_on  # a diag experiment names its cause and arm
         exp = _causes.BY_ID[f.cause].experiment
         key = (exp.name, f.based_on)
         experiments[key] = (exp, f.based_on)
@@ -62,17 +64,16 @@ def plan(result: ABResult) -> list[tuple[_causes.Experiment, str, list[str]]]:
 
 def diagnose(
     result: ABResult,
-    opts,
-    run_ab: Callable,
-    DiagSpec,
+    opts: RunOptions,
+    run_ab: Callable[[RunOptions], ABResult],
     budget: float = DEFAULT_BUDGET,
     say: Callable[[str], None] = lambda _m: None,
 ) -> ABResult:
-    """Run the confirming experiments for `result` (produced with RunOptions `opts`) and
-    record the findings in `result.causes`. `run_ab` and `DiagSpec` are the runner's."""
+    """Run the confirming experiments for `result` (produced with `opts`) and record
+    the findings in `result.causes`. `run_ab` is the runner's (`codemod.ab.run.run_ab`)."""
     todo = plan(result)
     if todo:
-        specs: list = []
+        specs: list[DiagSpec] = []
         paths: list[str] = []
         taken = {a.name for a in result.arms}
         for exp, base, nodeids in todo:
@@ -103,7 +104,7 @@ def diagnose(
         {
             f.evidence.get("module", "").split(".")[0]
             for f in _causes.analyse(result)
-            if f.experiment == "import" and f.evidence.get("module")
+            if f.experiment == ExperimentKind.IMPORT and f.evidence.get("module")
         }
     )
     imports = _import_checks(result.python or opts.python, modules) if modules else {}
@@ -111,11 +112,12 @@ def diagnose(
     return result
 
 
-def _second_run(opts, paths: list[str], specs: list, budget: float):
+def _second_run(opts: RunOptions, paths: list[str], specs: list[DiagSpec], budget: float) -> RunOptions:
     """The options of the diagnosis run: the same arms and environment, only `paths`
     (node ids, relative to the repository top or the roots), the diagnostic arms, no
     confirmation reruns, every file bounded by `budget` seconds."""
-    changes = dict(
+    second = dataclasses.replace(
+        opts,
         paths=list(paths),
         diags=list(specs),
         confirm=0,
@@ -124,11 +126,10 @@ def _second_run(opts, paths: list[str], specs: list, budget: float):
     )
     cwd = opts.cwd or os.getcwd()
     if opts.base:
-        changes["cwd"] = _git_top(cwd)
-    else:
-        changes["a_root"] = os.path.abspath(os.path.join(cwd, opts.a_root))
-        changes["b_root"] = os.path.abspath(os.path.join(cwd, opts.b_root))
-    return dataclasses.replace(opts, **changes)
+        return dataclasses.replace(second, cwd=_git_top(cwd))
+    assert opts.a_root and opts.b_root  # check_options: --base or both roots
+    a_root, b_root = (os.path.abspath(os.path.join(cwd, root)) for root in (opts.a_root, opts.b_root))
+    return dataclasses.replace(second, a_root=a_root, b_root=b_root)
 
 
 def _git_top(cwd: str) -> str:
