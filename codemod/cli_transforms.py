@@ -11,8 +11,8 @@ import click
 from codemod import target
 from codemod.jsonfile import read_option_json
 from transforms import restructure
-from transforms.hw_label import HwLabel
-from transforms.members import MEMBERS as VALUES
+from transforms.core.members import MEMBERS as VALUES
+from transforms.label import HwLabel
 from transforms.torch_load import TorchLoad, check_mode_supported
 
 

@@ -70,8 +70,8 @@ from typing import Any
 import click
 
 from codemod.target import TargetInfo, probe
-from transforms.unsafe_globals import dangerous as dangerous_names
-from transforms.unsafe_globals import normalise
+from transforms.torch_load.unsafe_globals import dangerous as dangerous_names
+from transforms.torch_load.unsafe_globals import normalise
 
 SCHEMA_VERSION = 1
 PLUGIN_MODULE = "_decouple_discover_plugin"

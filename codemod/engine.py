@@ -21,8 +21,8 @@ import libcst
 
 from codemod.files import Source, SourceError, read_source, write_atomic
 from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, FileResult
-from transforms.base import Finding, Transform
-from transforms.source_lines import split_lines
+from transforms.core.base import Finding, Transform
+from transforms.core.source_lines import split_lines
 
 # Decisions after which a class carries a label; the label passes the linter unless
 # the finding lists violations (a forced value, an existing label that breaks its rules).

@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from transforms.analysis import analyse
+from transforms.core.analysis import analyse
 from transforms.rules.linter import lint_module
 
 LINTER_REL = os.path.join("tools", "linter", "adapters", "test_linter.py")
@@ -236,7 +236,7 @@ def gate_run(
     Raises GateError."""
     from codemod.files import SourceError, read_source
     from codemod.result import FAILED, NEEDS_MANUAL
-    from transforms.base import ERROR, WARNING, Finding
+    from transforms.core.base import ERROR, WARNING, Finding
 
     by_path = {r.path: r for r in run.files if r.status != FAILED and r.replacement is not None}
     summary: dict[str, Any] = {

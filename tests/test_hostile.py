@@ -12,8 +12,8 @@ import pytest
 
 from codemod import engine
 from codemod.files import MAX_SOURCE_BYTES
-from transforms.base import Finding, TransformResult
-from transforms.hw_label import HwLabel
+from transforms.core.base import Finding, TransformResult
+from transforms.label import HwLabel
 
 GENERIC_SRC = (
     "from torch.testing._internal.common_utils import run_tests, TestCase\n\n\n"

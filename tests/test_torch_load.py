@@ -23,10 +23,10 @@ import libcst
 import pytest
 
 from codemod.discover_globals import parse_globals, unfixable_reason
-from transforms.base import Finding, TransformResult
+from transforms.core.base import Finding, TransformResult
 from transforms.torch_load import Discovery, TorchLoad, check_mode_supported
 from transforms.torch_load.discovery import _same_file, _test_matches
-from transforms.unsafe_globals import DANGEROUS, SAFE, normalise, tier
+from transforms.torch_load.unsafe_globals import DANGEROUS, SAFE, normalise, tier
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torch_load"
 CASES = sorted(p.name[: -len(".in.py")] for p in FIXTURES.glob("*.in.py"))

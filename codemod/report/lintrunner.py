@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from codemod.result import CHANGED, FAILED, RunResult
-from transforms.base import Finding
+from transforms.core.base import Finding
 
 CODE = "DECOUPLE"
 SEVERITY = {"error": "error", "warning": "warning", "info": "advice"}

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import ast
 
-from transforms import analysis, diagnosis
-from transforms.diagnosis import ClassDiagnosis
-from transforms.restructure import textedit
+from transforms.core import analysis
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
+from transforms.diagnosis.reading import module_literals
 from transforms.restructure.model import Move, Step
+from transforms.restructure.textedit import Lines, SpanEdit, apply_spans, literal, quote_of
 
 
 def _calls(tree: ast.Module) -> dict[str, ast.Call]:
     """The last instantiate_device_type_tests call per class name (the one the linter checks)."""
     out = {}
-    for stmt in analysis._module_level(tree.body):
+    for stmt in analysis.module_level(tree.body):
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
             if (
-                analysis._call_kind(call)[0] == analysis.INSTANTIATE_DEVICE
+                analysis.call_kind(call)[0] == analysis.INSTANTIATE_DEVICE
                 and call.args
                 and isinstance(call.args[0], ast.Name)
             ):
@@ -46,9 +47,9 @@ def device_moves(name: str, before: ClassDiagnosis, after: ClassDiagnosis) -> li
 
 
 def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step:
-    lines = textedit.Lines(text)
+    lines = Lines(text)
     calls = _calls(tree)
-    edits: list[textedit.Edit] = []
+    edits: list[SpanEdit] = []
     touched = []
     for diag in diags:
         call = calls.get(diag.name)
@@ -60,8 +61,8 @@ def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step
             touched.append(diag)
     if not edits:
         return Step(text)
-    new_text = textedit.apply(text, edits)
-    after = {d.name: d for d in diagnosis.diagnose(ast.parse(new_text), new_text)}
+    new_text = apply_spans(text, edits)
+    after = {d.name: d for d in diagnose(ast.parse(new_text), new_text)}
     moves = [m for d in touched for m in device_moves(name, d, after[d.name])]
     return Step(new_text, moves)
 
@@ -71,7 +72,7 @@ def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step
 _SLOTS = {2: "except_for", 3: "only_for", 4: "include_lazy", 5: "allow_mps", 6: "allow_xpu"}
 
 
-def _keywords(diag, call, lines, tree) -> list[textedit.Edit]:
+def _keywords(diag, call, lines, tree) -> list[SpanEdit]:
     if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > 7:
         return []
     taken = {kw.arg for kw in call.keywords}
@@ -91,8 +92,8 @@ def keyword_args(text: str, tree: ast.Module, diags) -> Step:
 # --------------------------------------------------------------------------- inline-only-for
 
 
-def _inline(diag, call, lines, tree) -> list[textedit.Edit]:
-    literals = diagnosis.module_literals(tree)
+def _inline(diag, call, lines, tree) -> list[SpanEdit]:
+    literals = module_literals(tree)
     edits = []
     for kw in call.keywords:
         if kw.arg in ("only_for", "except_for") and isinstance(kw.value, ast.Name) and kw.value.id in literals:
@@ -117,16 +118,16 @@ def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
     return None
 
 
-def _drop(diag, call, lines, tree) -> list[textedit.Edit]:
+def _drop(diag, call, lines, tree) -> list[SpanEdit]:
     kw = _keyword(call, "only_for")
     if kw is None or _keyword(call, "except_for") is not None:
         return []
-    listed = analysis._device_list(kw.value)
+    listed = analysis.device_list(kw.value)
     if not isinstance(listed, tuple) or len(listed) < 2:
         return []
     lowered = [d.lower() for d in listed]
-    quote = textedit.quote_of(lines.segment(kw.value))
-    edits: list[textedit.Edit] = []
+    quote = quote_of(lines.segment(kw.value))
+    edits: list[SpanEdit] = []
     if "cpu" in lowered:
         # Remove `, only_for=(...)`: from the end of the previous argument.
         args = list(call.args) + [k for k in call.keywords]
@@ -141,7 +142,7 @@ def _drop(diag, call, lines, tree) -> list[textedit.Edit]:
         else:
             return []
     else:
-        edits.append((lines.start(kw), lines.end(kw), f"except_for={textedit.literal(['cpu'], quote)}"))
+        edits.append((lines.start(kw), lines.end(kw), f"except_for={literal(['cpu'], quote)}"))
     for device, flag in (("mps", "allow_mps"), ("xpu", "allow_xpu")):
         if device not in lowered:
             continue
@@ -153,7 +154,7 @@ def _drop(diag, call, lines, tree) -> list[textedit.Edit]:
     return edits
 
 
-def _append_keyword(call: ast.Call, lines: textedit.Lines, new: str) -> textedit.Edit:
+def _append_keyword(call: ast.Call, lines: Lines, new: str) -> SpanEdit:
     """Add `new` as the last argument, in the call's layout: one argument per line (with a
     trailing comma) gets a line of its own, else `, new` after the last argument."""
     last = max(list(call.args) + list(call.keywords), key=lambda a: (a.end_lineno, a.end_col_offset))

@@ -1,5 +1,5 @@
 """cuda-to-accelerator: `@onlyCUDA` -> `@onlyAccelerator` and `torch.cuda.<fn>` -> its
-equivalent (diagnosis.CUDA_EQUIVALENTS), for the tests whose every CUDA-specific use has
+equivalent (CUDA_EQUIVALENTS), for the tests whose every CUDA-specific use has
 one.  The others are left for split-class, which moves them to a CUDA class."""
 
 from __future__ import annotations
@@ -8,17 +8,18 @@ import ast
 import copy
 from typing import Any
 
-from transforms import diagnosis
-from transforms.class_reading import dotted_name
-from transforms.diagnosis import ACCELERATOR_GUARD, CUDA_EQUIVALENTS
-from transforms.restructure import textedit
+from transforms.core.class_reading import dotted_name
+from transforms.diagnosis.devices import ACCELERATOR_GUARD
+from transforms.diagnosis.diagnose import TestDiagnosis, class_nodes
+from transforms.diagnosis.reading import CUDA_EQUIVALENTS
 from transforms.restructure.model import Move, Step
+from transforms.restructure.textedit import Lines, SpanEdit, apply_spans
 from transforms.restructure.verify import DEVICE_TYPE
 
 NAME = "cuda-to-accelerator"
 
 
-def convertible(t: diagnosis.TestDiagnosis) -> bool:
+def convertible(t: TestDiagnosis) -> bool:
     return (
         t.takes_device
         and t.guards in (("onlyCUDA",), ("common_device_type.onlyCUDA",))
@@ -43,7 +44,7 @@ def _cuda_attrs(fn: Any) -> list[ast.Attribute]:
     ]
 
 
-def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> list[textedit.Edit] | None:
+def _import_edit(tree: ast.Module, lines: Lines, still_used: bool) -> list[SpanEdit] | None:
     """Make `onlyAccelerator` importable: nothing if it is, else insert it beside (or,
     when no use of `onlyCUDA` is left, in place of) `onlyCUDA` in its from-import."""
     for node in ast.walk(tree):
@@ -102,9 +103,9 @@ def normaliser(names: set[str]):
 
 
 def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
-    lines = textedit.Lines(text)
-    nodes = diagnosis.class_nodes(tree)
-    edits: list[textedit.Edit] = []
+    lines = Lines(text)
+    nodes = class_nodes(tree)
+    edits: list[SpanEdit] = []
     moves: list[Move] = []
     converted: set[str] = set()
     name_form = False
@@ -139,5 +140,5 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
             return Step(text)
         edits += imports
     return Step(
-        textedit.apply(text, edits), moves, normalise=normaliser(converted), imports=("onlyCUDA", ACCELERATOR_GUARD)
+        apply_spans(text, edits), moves, normalise=normaliser(converted), imports=("onlyCUDA", ACCELERATOR_GUARD)
     )

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
-from transforms.base import Finding
-from transforms.diagnosis import GENERIC, OTHER
+from transforms.core.base import Finding
+from transforms.diagnosis.devices import GENERIC, OTHER
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import ast
 
-from transforms import analysis, class_reading, diagnosis
-from transforms.base import WARNING, Finding
-from transforms.class_reading import FUNCTION_TYPES
-from transforms.diagnosis import GENERIC, ClassDiagnosis
-from transforms.members import HW_ATTRIBUTE
-from transforms.restructure import textedit
+from transforms.core import analysis, class_reading
+from transforms.core.base import WARNING, Finding
+from transforms.core.class_reading import FUNCTION_TYPES
+from transforms.core.members import HW_ATTRIBUTE
+from transforms.core.source_lines import newline_of
+from transforms.diagnosis.devices import GENERIC
+from transforms.diagnosis.diagnose import ClassDiagnosis, class_nodes, test_target
 from transforms.restructure.call_args import _calls
 from transforms.restructure.model import Move, Step
-from transforms.source_lines import newline_of
+from transforms.restructure.textedit import Lines, SpanEdit, apply_spans, quote_of
 
 NAME = "split-class"
 ORDER = ("GENERIC", "ACCELERATOR", "CPU", "CUDA")
@@ -43,7 +44,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.
         raise Refusal("not instantiated")
     if len([i for i in analysis.analyse(tree).instantiations if i.target == diag.name]) != 1:
         raise Refusal("instantiated more than once")
-    only_for = analysis._device_list(next((k.value for k in call.keywords if k.arg == "only_for"), ast.Constant(None)))
+    only_for = analysis.device_list(next((k.value for k in call.keywords if k.arg == "only_for"), ast.Constant(None)))
     single = None
     if isinstance(only_for, tuple) and len(only_for) == 1 and only_for[0] in ("cpu", "cuda"):
         single = only_for[0].upper()
@@ -53,7 +54,7 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.
         raise Refusal("the device set is unknown (a non-literal argument)")
     parts: dict[str, list[str]] = {}
     for t in diag.tests:
-        value = diagnosis.test_target(t, single, convert_cuda=False)
+        value = test_target(t, single, convert_cuda=False)
         if value is None:
             raise Refusal(f"{t.name}: no class fits its guards {', '.join(t.guards)}")
         if t.takes_device and not t.devices:
@@ -104,13 +105,13 @@ def _strip_leading_blanks(chunk: str) -> str:
 
 def split_one(
     text: str, tree: ast.Module, diag: ClassDiagnosis, node: ast.ClassDef, call: ast.Call, call_stmt: ast.Expr
-) -> tuple[list[textedit.Edit], list[Move], list[str], str]:
+) -> tuple[list[SpanEdit], list[Move], list[str], str]:
     parts, single, header_end = _plan(diag, node, tree, call)
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
         s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + FUNCTION_TYPES)
     }
     names = _names(diag, parts, taken)
-    lines = textedit.Lines(text)
+    lines = Lines(text)
     rows = lines.lines
     nl = newline_of(text)
     first = class_reading.first_line(node)
@@ -151,7 +152,7 @@ def split_one(
     device_values = [v for v in ORDER if v in parts and v != "GENERIC"]
     func = lines.segment(call.func)
     scope = lines.segment(call.args[1]) if len(call.args) > 1 else "globals()"
-    quote = textedit.quote_of(lines.segment(call))
+    quote = quote_of(lines.segment(call))
     call_line = rows[call_stmt.lineno - 1]
     call_indent = call_line[: len(call_line) - len(call_line.lstrip(" \t"))]
     original_for = "ACCELERATOR" if "ACCELERATOR" in parts else (single if single in parts else None)
@@ -160,7 +161,7 @@ def split_one(
         if value == original_for:
             continue
         new_calls.append(f"{call_indent}{func}({names[value]}, {scope}, only_for={quote}{value.lower()}{quote}){nl}")
-    edits: list[textedit.Edit] = [(region[0], region[1], new_class)]
+    edits: list[SpanEdit] = [(region[0], region[1], new_class)]
     if original_for is not None:
         if names[original_for] != diag.name:
             edits.append((lines.start(call.args[0]), lines.end(call.args[0]), names[original_for]))
@@ -186,14 +187,14 @@ def _ensure_eol(chunk: str, nl: str) -> str:
 
 
 def split_class(text: str, tree: ast.Module, diags) -> Step:
-    nodes = diagnosis.class_nodes(tree)
+    nodes = class_nodes(tree)
     calls = _calls(tree)
     stmts = {
         s.value.lineno: s
-        for s in analysis._module_level(tree.body)
+        for s in analysis.module_level(tree.body)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
     }
-    edits: list[textedit.Edit] = []
+    edits: list[SpanEdit] = []
     moves: list[Move] = []
     created: list[str] = []
     findings = []
@@ -222,4 +223,4 @@ def split_class(text: str, tree: ast.Module, diags) -> Step:
         created += names
     if not edits:
         return Step(text, findings=findings)
-    return Step(textedit.apply(text, edits), moves, findings, created=tuple(created), resolved=tuple(created))
+    return Step(apply_spans(text, edits), moves, findings, created=tuple(created), resolved=tuple(created))

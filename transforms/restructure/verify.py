@@ -11,8 +11,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from transforms import analysis, classify
-from transforms.class_reading import FUNCTION_TYPES, is_test_name
+from transforms.core import analysis
+from transforms.core.class_reading import FUNCTION_TYPES, is_test_name
+from transforms.label.classify import infer
 
 DEVICE_TYPE = "torch.testing._internal.common_device_type"
 
@@ -27,14 +28,14 @@ def _dump(node: ast.AST) -> str:
 
 def _class_nodes(tree: ast.Module, names: Iterable[str]) -> list:
     wanted = set(names)
-    return [s for s in analysis._module_level(tree.body) if isinstance(s, ast.ClassDef) and s.name in wanted]
+    return [s for s in analysis.module_level(tree.body) if isinstance(s, ast.ClassDef) and s.name in wanted]
 
 
 def _is_instantiation(stmt: ast.stmt) -> bool:
     return (
         isinstance(stmt, ast.Expr)
         and isinstance(stmt.value, ast.Call)
-        and analysis._call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE
+        and analysis.call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE
     )
 
 
@@ -130,7 +131,7 @@ def check_step(
         cls = facts.get(name)
         if cls is None:
             continue  # a test-less base
-        decision = classify.infer(cls)
+        decision = infer(cls)
         if decision.status != "label":
             raise RestructureCheckError(f"{name} still satisfies no classification: {decision.message}")
 

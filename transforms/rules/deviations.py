@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from transforms.facts import TestClassFacts
-from transforms.members import MEMBERS
+from transforms.core.facts import TestClassFacts
+from transforms.core.members import MEMBERS
 from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS
 
 __all__ = ["DEVIATIONS", "Deviation", "Refusal", "deviation", "refusals"]

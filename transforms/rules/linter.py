@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from transforms.facts import UNKNOWN, ModuleFacts, TestClassFacts
-from transforms.members import DEVICE_MEMBERS, MEMBERS, normalise_member
+from transforms.core.facts import UNKNOWN, ModuleFacts, TestClassFacts
+from transforms.core.members import DEVICE_MEMBERS, MEMBERS, normalise_member
 
 __all__ = [
     "FORBIDDEN_ONLY_DECORATORS",

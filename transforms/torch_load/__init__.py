@@ -13,7 +13,7 @@ transform rewrites each resolved call in one of three modes:
     ``decouple discover-globals`` found for that call site, importing them.
 ``auto``
     ``safe-globals`` where discovery found only *safe* globals for the call
-    (see transforms/unsafe_globals.py), ``weights_only=False`` otherwise;
+    (see transforms/torch_load/unsafe_globals.py), ``weights_only=False`` otherwise;
     a load that needs nothing (a state_dict) is left alone.
 
 Design notes

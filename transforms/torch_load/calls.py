@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from transforms.torch_load.modes import LOAD_NAMES, SAFE_GLOBALS_NAME
-from transforms.unsafe_globals import normalise
+from transforms.torch_load.unsafe_globals import normalise
 
 
 @dataclass

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from transforms.unsafe_globals import normalise
+from transforms.torch_load.unsafe_globals import normalise
 
 
 @dataclass

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from transforms.base import ERROR, INFO, WARNING
+from transforms.core.base import ERROR, INFO, WARNING
 from transforms.torch_load.calls import _dotted, _Site
 from transforms.torch_load.discovery import Evidence, _CallRec, _test_matches
 from transforms.torch_load.modes import _DOTTED_RE
-from transforms.unsafe_globals import DANGEROUS, normalise, tier
+from transforms.torch_load.unsafe_globals import DANGEROUS, normalise, tier
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from transforms.base import ERROR, INFO, WARNING, Finding, TransformResult
+from transforms.core.base import ERROR, INFO, WARNING, Finding, TransformResult
 from transforms.torch_load.calls import CallFinder
 from transforms.torch_load.discovery import Discovery
 from transforms.torch_load.edits import TextEditor

@@ -1,7 +1,7 @@
 """The hw_classification transform: analyse, classify, edit, check.
 
-Composition only: the facts come from `analysis`, the decisions from the rule
-table in `classify`, the byte-minimal edits from `hw_edit`.
+Composition only: the facts come from `core.analysis`, the decisions from the rule
+table in `classify` (refined by `diagnosis`), the byte-minimal edits from `hw_edit`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,13 @@ import ast
 from dataclasses import dataclass
 from typing import ClassVar
 
-from transforms import analysis, classify, diagnosis, hw_edit
-from transforms.base import TransformResult
-from transforms.facts import ModuleFacts
+# By module: the engine's tests swap in a faulty editor to see its output refused.
+import transforms.label.hw_edit as hw_edit
+from transforms.core.analysis import analyse, may_have_test_class
+from transforms.core.base import TransformResult
+from transforms.core.facts import ModuleFacts
+from transforms.diagnosis.diagnose import diagnose
+from transforms.label.classify import decide, decision_findings, keep_deviation_advice, module_findings, refine
 
 # Decisions that leave a class for a human.
 _MANUAL = {"needs-manual", "refused", "invalid-label"}
@@ -31,22 +35,22 @@ class HwLabel:
     force: bool = False  # apply overrides that break a rule
 
     def triage(self, text: str) -> bool:
-        return analysis.may_have_test_class(text)
+        return may_have_test_class(text)
 
     def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
-        facts = analysis.analyse(tree, text)
-        findings = classify.module_findings(facts)
+        facts = analyse(tree, text)
+        findings = module_findings(facts)
         overrides = dict(self.per_class)
         labels: dict[int, str] = {}
         # A duplicate class or instantiation fails the linter whatever the labels: a human's job.
         manual = len(findings)
         precise = None
         for cls in facts.classes:
-            decision = classify.decide(cls, overrides.get(cls.name, self.classification), self.force)
+            decision = decide(cls, overrides.get(cls.name, self.classification), self.force)
             if decision.status in _MANUAL | {"forced"}:  # advice from the method bodies too
-                precise = precise or {d.line: d for d in diagnosis.diagnose(tree, text)}
-                decision = classify.keep_deviation_advice(diagnosis.refine(decision, precise[cls.line]))
-            findings.extend(classify.decision_findings(decision))
+                precise = precise or {d.line: d for d in diagnose(tree, text)}
+                decision = keep_deviation_advice(refine(decision, precise[cls.line]))
+            findings.extend(decision_findings(decision))
             if decision.status in ("label", "forced"):
                 labels[cls.line] = decision.value
             elif decision.status in _MANUAL or (decision.status.startswith("already") and decision.violations):
@@ -65,7 +69,7 @@ class HwLabel:
 def _check_labels(before: ModuleFacts, labels: dict[int, str], new_text: str) -> None:
     """Every intended class now has its label; every other class kept the one it had."""
     expected = [(c.name, labels.get(c.line) or (c.label.member if c.label else None)) for c in before.classes]
-    after = analysis.analyse(ast.parse(new_text), new_text)
+    after = analyse(ast.parse(new_text), new_text)
     found = [(c.name, c.label.member if c.label else None) for c in after.classes]
     if found != expected:
         raise LabelCheckError(f"labels after the edit {found} differ from the intended {expected}")

@@ -16,8 +16,8 @@ import ast
 import re
 from dataclasses import replace
 
-from transforms.facts import ExistingLabel, Instantiation, TestClassFacts, TestMethod
-from transforms.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
+from transforms.core.facts import ExistingLabel, Instantiation, TestClassFacts, TestMethod
+from transforms.core.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
 __all__ = ["FUNCTION_TYPES", "class_facts", "defines_tests", "dotted_name", "first_line", "is_test_name"]
 

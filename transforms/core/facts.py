@@ -1,7 +1,7 @@
 """The facts `analysis.analyse` reads about a module's test classes: plain frozen dataclasses.
 
-These are what the rule table (`classify.py`, `rules/`), the restructuring advice
-(`diagnosis.py`) and the editor see of a module, and what the CLI dumps as JSON
+These are what the rule table (`rules/`, `label/classify.py`), the restructuring advice
+(`diagnosis/`) and the editor see of a module, and what the CLI dumps as JSON
 (`dataclasses.asdict`).  They hold values only: reading them from the AST is
 `analysis.py` (the module) and `class_reading.py` (one class).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transforms.members import HW_ATTRIBUTE
+from transforms.core.members import HW_ATTRIBUTE
 
 __all__ = [
     "DEVICE_PARAMS",

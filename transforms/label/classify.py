@@ -2,7 +2,8 @@
 
 The linter's rules live in `transforms.rules.linter` (a registry with examples),
 the deliberate deviations from them in `transforms.rules.deviations`, the
-restructuring advice in `transforms.rules.advice`.  Here they are combined:
+restructuring advice in `transforms.rules.advice` (which of it fits a class is
+`transforms.diagnosis`'s to say).  Here they are combined:
 `infer(cls)` picks the value whose rules all pass and that no deviation refuses
 (the rules make the values mutually exclusive, so at most one does) and
 otherwise explains, per candidate value, what breaks and which restructuring
@@ -15,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from transforms.base import ERROR, INFO, WARNING, Finding
-from transforms.facts import Instantiation, ModuleFacts, TestClassFacts
-from transforms.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS, normalise_member
-from transforms.rules.advice import PATTERNS, pick_patterns
+from transforms.core.base import ERROR, INFO, WARNING, Finding
+from transforms.core.facts import Instantiation, ModuleFacts, TestClassFacts
+from transforms.core.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS, normalise_member
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose_facts
+from transforms.rules.advice import ADVICE
 from transforms.rules.deviations import Refusal, deviation, refusals
 from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS, Violation, check
 
@@ -29,8 +31,11 @@ __all__ = [
     "decide",
     "decision_findings",
     "evidence",
+    "facts_advice",
     "infer",
+    "keep_deviation_advice",
     "module_findings",
+    "refine",
 ]
 
 # Decision statuses, their finding severities.
@@ -228,7 +233,7 @@ def infer(cls: TestClassFacts) -> Decision:
         value = accepted[0]
         hits = tuple(r for r in found if value in r.values)
         patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in hits))
-        patterns += tuple(p for p in pick_patterns(cls, violations) if p not in patterns)
+        patterns += tuple(p for p in facts_advice(cls) if p not in patterns)
         why = "; ".join(f"{r.message}: {deviation(r.deviation).why}" for r in hits)
         message = f"{cls.name}: the linter would accept {value}, but the label would be false ({why}); not labelled"
         return Decision(
@@ -245,7 +250,7 @@ def infer(cls: TestClassFacts) -> Decision:
         )
 
     patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in found))
-    patterns += tuple(p for p in pick_patterns(cls, violations) if p not in patterns)
+    patterns += tuple(p for p in facts_advice(cls) if p not in patterns)
     inst = cls.instantiation
     if inst is not None and inst.only_for == "unknown":
         message = (
@@ -374,7 +379,7 @@ def decide(cls: TestClassFacts, override: str | None = None, force: bool = False
             f"{cls.name}: {wanted} (requested; all {wanted} rules pass)",
             warnings=warnings,
         )
-    patterns = inferred.patterns or pick_patterns(cls, _all_violations(cls))
+    patterns = inferred.patterns or facts_advice(cls)
     if not own:  # the linter accepts it; a deliberate deviation says it is false
         why = f"{false_refusals[0].message}: {deviation(false_refusals[0].deviation).why}"
         if force:
@@ -429,8 +434,27 @@ def decide(cls: TestClassFacts, override: str | None = None, force: bool = False
     )
 
 
+def facts_advice(cls: TestClassFacts) -> tuple[str, ...]:
+    """The restructuring advice that fits `cls`, from its facts alone (the label transform refines it
+    with the method bodies, see refine)."""
+    return diagnose_facts(cls).advice
+
+
+def refine(decision: Decision, diag: ClassDiagnosis) -> Decision:
+    """`decision` with its advice replaced by the precise diagnosis (method bodies read): the
+    transforms that fit, the widening they cause and what stays manual."""
+    message = decision.message.split("; fitting pattern:")[0]
+    if diag.advice:
+        message += f"; fitting transform: {', '.join(diag.advice)} (decouple apply --restructure auto)"
+    if diag.widening:
+        message += f"; note: {'; '.join(diag.widening)}"
+    if diag.manual:
+        message += f"; manual: {'; '.join(diag.manual)}"
+    return replace(decision, patterns=diag.advice, message=message)
+
+
 def keep_deviation_advice(decision: Decision) -> Decision:
-    """After diagnosis.refine replaced the advice: the deviations' own patterns come first."""
+    """After refine replaced the advice: the deviations' own patterns come first."""
     own = tuple(deviation(r.deviation).pattern for r in decision.refusals)
     patterns = tuple(dict.fromkeys(own + decision.patterns))
     return replace(decision, patterns=patterns) if patterns != decision.patterns else decision
@@ -447,7 +471,7 @@ def _fix_text(decision: Decision) -> str | None:
     if decision.status in ("label", "forced") and decision.value:
         return f"{HW_ATTRIBUTE} = {ENUM_NAME}.{decision.value}"
     if decision.patterns:
-        return "; ".join(f"{p}: {PATTERNS[p]}" for p in decision.patterns)
+        return "; ".join(f"{p}: {ADVICE[p]}" for p in decision.patterns)
     return None
 
 

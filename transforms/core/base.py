@@ -48,7 +48,7 @@ class TransformResult:
 
 
 class Transform(Protocol):
-    """What the engine needs from a transform (hw_label, torch_load)."""
+    """What the engine needs from a transform (label, restructure, torch_load)."""
 
     name: str
 

@@ -3,7 +3,7 @@
 This module is pure and cheap: it never imports LibCST (about 15x slower to
 parse) and never edits anything.  `analyse(tree)` turns a parsed module into a
 `ModuleFacts` value (the plain frozen dataclasses of `facts.py`), which
-`classify.py` checks against the linter's rules and the CLI can dump as JSON
+`label/classify.py` checks against the linter's rules and the CLI can dump as JSON
 (`dataclasses.asdict`).  This module decides which classes and calls the linter
 sees and reads the instantiation calls; each test class's own body is read by
 `class_reading.py`.
@@ -32,10 +32,19 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from transforms.class_reading import FUNCTION_TYPES, class_facts, defines_tests, dotted_name
-from transforms.facts import UNKNOWN, DeviceList, Flag, IgnoredClass, Instantiation, ModuleFacts
+from transforms.core.class_reading import FUNCTION_TYPES, class_facts, defines_tests, dotted_name
+from transforms.core.facts import UNKNOWN, DeviceList, Flag, IgnoredClass, Instantiation, ModuleFacts
 
-__all__ = ["analyse", "may_have_test_class"]
+__all__ = [
+    "INSTANTIATE_DEVICE",
+    "INSTANTIATE_PARAMETRIZED",
+    "POSITIONAL_SLOTS",
+    "analyse",
+    "call_kind",
+    "device_list",
+    "may_have_test_class",
+    "module_level",
+]
 
 INSTANTIATE_DEVICE = "instantiate_device_type_tests"
 INSTANTIATE_PARAMETRIZED = "instantiate_parametrized_tests"
@@ -49,7 +58,7 @@ REASON_REDEFINED = "redefined later in the file (only the last definition is lin
 # Positional slots of instantiate_device_type_tests(generic_test_class, scope,
 # except_for=None, only_for=None, include_lazy=False, allow_mps=False,
 # allow_xpu=False).  The linter reads these options as keywords only.
-_POSITIONAL_SLOTS = {2: "except_for", 3: "only_for", 5: "allow_mps", 6: "allow_xpu"}
+POSITIONAL_SLOTS = {2: "except_for", 3: "only_for", 5: "allow_mps", 6: "allow_xpu"}
 
 # Blocks the linter does not enter although module-level code runs there.
 _UNSCANNED_TYPES: tuple[type, ...] = (ast.Match,)
@@ -79,29 +88,29 @@ def may_have_test_class(text: str) -> bool:
 # --------------------------------------------------------------------------- the linter's scan
 
 
-def _module_level(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+def module_level(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
     """The statements the linter scans, in its order: module level, and at any depth
     the bodies of if/else, try (body, else, finally, then handlers), with, for/else
     and while/else."""
     for stmt in stmts:
         yield stmt
         if isinstance(stmt, (ast.If, ast.For, ast.While)):
-            yield from _module_level(stmt.body)
-            yield from _module_level(stmt.orelse)
+            yield from module_level(stmt.body)
+            yield from module_level(stmt.orelse)
         elif isinstance(stmt, ast.With):
-            yield from _module_level(stmt.body)
+            yield from module_level(stmt.body)
         elif isinstance(stmt, ast.Try):
-            yield from _module_level(stmt.body)
-            yield from _module_level(stmt.orelse)
-            yield from _module_level(stmt.finalbody)
+            yield from module_level(stmt.body)
+            yield from module_level(stmt.orelse)
+            yield from module_level(stmt.finalbody)
             for handler in stmt.handlers:
-                yield from _module_level(handler.body)
+                yield from module_level(handler.body)
 
 
 # --------------------------------------------------------------------------- calls
 
 
-def _device_list(node: ast.expr) -> DeviceList:
+def device_list(node: ast.expr) -> DeviceList:
     if isinstance(node, ast.Constant):
         if node.value is None:
             return None
@@ -125,7 +134,7 @@ def _flag(node: ast.expr) -> Flag:
     return UNKNOWN
 
 
-def _call_kind(call: ast.Call) -> tuple[str | None, str]:
+def call_kind(call: ast.Call) -> tuple[str | None, str]:
     """(function name, form) for instantiate_* calls, else (None, "")."""
     func = call.func
     if isinstance(func, ast.Name):
@@ -145,15 +154,15 @@ def _instantiation(call: ast.Call, form: str) -> Instantiation | None:
     for index, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
             star = True
-        elif index in _POSITIONAL_SLOTS:
-            slot = _POSITIONAL_SLOTS[index]
+        elif index in POSITIONAL_SLOTS:
+            slot = POSITIONAL_SLOTS[index]
             positional.append(slot)
-            given.append((slot, _device_list(arg) if slot.endswith("_for") else _flag(arg)))
+            given.append((slot, device_list(arg) if slot.endswith("_for") else _flag(arg)))
     for kw in call.keywords:
         if kw.arg is None:
             star = True
         elif kw.arg in values:
-            values[kw.arg] = _device_list(kw.value) if kw.arg.endswith("_for") else _flag(kw.value)
+            values[kw.arg] = device_list(kw.value) if kw.arg.endswith("_for") else _flag(kw.value)
     return Instantiation(
         line=call.lineno,
         target=call.args[0].id,
@@ -205,7 +214,7 @@ def _hidden_instantiations(block: ast.stmt) -> Iterator[Instantiation]:
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            name, form = _call_kind(stmt.value)
+            name, form = call_kind(stmt.value)
             if name == INSTANTIATE_DEVICE:
                 inst = _instantiation(stmt.value, form)
                 if inst is not None:
@@ -236,7 +245,7 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     hidden: list = []
     parametrized: dict = {}
 
-    for stmt in _module_level(tree.body):
+    for stmt in module_level(tree.body):
         if isinstance(stmt, ast.ClassDef):
             if defines_tests(stmt):
                 class_nodes.append(stmt)
@@ -244,7 +253,7 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
                 helper_nodes.append(stmt)
             nested.extend((c, REASON_NESTED) for c in _nested_test_classes(stmt))
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            name, form = _call_kind(stmt.value)
+            name, form = call_kind(stmt.value)
             if name == INSTANTIATE_DEVICE:
                 inst = _instantiation(stmt.value, form)
                 if inst is not None:

@@ -14,8 +14,8 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from transforms.members import COMMON_UTILS, ENUM_NAME
-from transforms.source_lines import (
+from transforms.core.members import COMMON_UTILS, ENUM_NAME
+from transforms.core.source_lines import (
     BOM,
     Edit,
     EditError,
