@@ -21,7 +21,7 @@ import libcst
 
 from codemod.files import Source, SourceError, read_source, write_atomic
 from codemod.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, FileResult
-from transforms.core.base import Finding, Transform
+from transforms.core.base import Finding, Severity, Transform
 from transforms.core.source_lines import split_lines
 
 # Decisions after which a class carries a label; the label passes the linter unless
@@ -81,9 +81,9 @@ def verify(
             # LibCST lags behind CPython's grammar (the stdlib's test_grammar.py): not our edit.
             notes.append(
                 Finding(
-                    "engine/libcst-unparsable",
-                    "LibCST cannot parse this file (nor the input); the output was verified with ast only",
-                    1,
+                    rule="engine/libcst-unparsable",
+                    message="LibCST cannot parse this file (nor the input); the output was verified with ast only",
+                    line=1,
                 )
             )
         else:
@@ -219,11 +219,11 @@ def _offer_replacement(result: FileResult, src: Source, new_text: str) -> None:
         result.original = result.replacement = None
         result.findings.append(
             Finding(
-                "engine/no-autofix",
-                f"no autofix offered: the file is encoded in {src.encoding}, which lintrunner's UTF-8 "
+                rule="engine/no-autofix",
+                message=f"no autofix offered: the file is encoded in {src.encoding}, which lintrunner's UTF-8 "
                 f"replacement would corrupt; run `decouple apply` on it instead",
-                1,
-                "warning",
+                line=1,
+                severity=Severity.WARNING,
                 path=result.path,
             )
         )

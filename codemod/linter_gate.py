@@ -236,7 +236,7 @@ def gate_run(
     Raises GateError."""
     from codemod.files import SourceError, read_source
     from codemod.result import FAILED, NEEDS_MANUAL
-    from transforms.core.base import ERROR, WARNING, Finding
+    from transforms.core.base import Finding, Severity
 
     by_path = {r.path: r for r in run.files if r.status != FAILED and r.replacement is not None}
     summary: dict[str, Any] = {
@@ -273,10 +273,10 @@ def gate_run(
             for name, line in verdict.missing:
                 r.findings.append(
                     Finding(
-                        "gate/looser",
-                        f"the tool expects the linter to report {name} here, but {linter} does not",
-                        line,
-                        WARNING,
+                        rule="gate/looser",
+                        message=f"the tool expects the linter to report {name} here, but {linter} does not",
+                        line=line,
+                        severity=Severity.WARNING,
                         path=path,
                     )
                 )
@@ -286,10 +286,10 @@ def gate_run(
             for m in verdict.unexpected:
                 r.findings.append(
                     Finding(
-                        "gate/rejected",
-                        f"{linter} rejects the would-be output: {m.name} {m.description}",
-                        m.line or 1,
-                        ERROR,
+                        rule="gate/rejected",
+                        message=f"{linter} rejects the would-be output: {m.name} {m.description}",
+                        line=m.line or 1,
+                        severity=Severity.ERROR,
                         path=path,
                         data={"linter": linter, "name": m.name},
                     )

@@ -9,9 +9,8 @@ from dataclasses import asdict
 
 import pytest
 
-from transforms.core import analysis
 from transforms.core.analysis import analyse, may_have_test_class
-from transforms.core.facts import UNKNOWN, Instantiation, ModuleFacts, TestClassFacts
+from transforms.core.facts import UNKNOWN, IgnoredReason, Instantiation, ModuleFacts, TestClassFacts
 from transforms.core.members import MEMBERS
 from transforms.core.members import MEMBERS as VALUES
 from transforms.core.members import normalise_member as normalise_value
@@ -215,7 +214,7 @@ def test_try_star_and_match_are_not_scanned():
     (cls,) = f.classes
     assert cls.instantiations == ()
     assert sorted(i.line for i in cls.hidden_instantiations) == [8, 11]
-    assert {c.name: c.reason for c in f.ignored} == {"TestHidden": analysis.REASON_UNSCANNED}
+    assert {c.name: c.reason for c in f.ignored} == {"TestHidden": IgnoredReason.UNSCANNED}
 
 
 def test_redefined_class_keeps_the_last_definition_and_last_call():
@@ -234,7 +233,7 @@ def test_redefined_class_keeps_the_last_definition_and_last_call():
     assert cls.instantiation.except_for == ("cpu",)
     assert f.duplicate_classes == (("TestA", (2, 4)),)
     assert f.duplicate_instantiations == (("TestA", (6, 7)),)
-    assert {c.name: (c.line, c.reason) for c in f.ignored} == {"TestA": (2, analysis.REASON_REDEFINED)}
+    assert {c.name: (c.line, c.reason) for c in f.ignored} == {"TestA": (2, IgnoredReason.REDEFINED)}
     assert check(cls, "ACCELERATOR") == []  # the last call decides
     assert rules(check(cls, "CPU")) == {"only_for", "except_for"}
 
@@ -261,10 +260,10 @@ def test_helper_base_and_nested_classes_are_ignored_with_reason():
     assert [c.name for c in f.classes] == ["TestReal"]
     reasons = {c.name: c.reason for c in f.ignored}
     assert reasons == {
-        "TestBase": analysis.REASON_HELPER,
-        "TestInFunction": analysis.REASON_NESTED,
-        "TestInClass": analysis.REASON_NESTED,
-        "TestFactory": analysis.REASON_NESTED,
+        "TestBase": IgnoredReason.HELPER,
+        "TestInFunction": IgnoredReason.NESTED,
+        "TestInClass": IgnoredReason.NESTED,
+        "TestFactory": IgnoredReason.NESTED,
     }
     assert "MyModule" not in reasons  # plain helpers are not noise-reported
     assert [c.line for c in f.ignored] == sorted(c.line for c in f.ignored)

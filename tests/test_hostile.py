@@ -97,7 +97,7 @@ class _DeepFindings:
         data = {}
         for _ in range(100_000):
             data = {"x": data}
-        return TransformResult(text, [Finding("test/deep", "deep", 1, data=data)])
+        return TransformResult(text, [Finding(rule="test/deep", message="deep", line=1, data=data)])
 
     def strip(self, tree):
         return tree

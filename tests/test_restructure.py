@@ -205,15 +205,18 @@ def test_restructure_is_idempotent_and_stable():
 # --------------------------------------------------------------------------- the map
 
 
+def _move(test, new_class, new_instantiated, before, after) -> Move:
+    return Move(transform="split-class", test=test, old_class="TestMixed", new_class=new_class, old_instantiated=True,
+                new_instantiated=new_instantiated, before=before, after=after)
+
+
 def _moves() -> list:
+    every = ("cpu", "cuda", "other-accelerators")
     return [
-        Move("split-class", "test_shape", "TestMixed", "TestMixed", True, False,
-             ("cpu", "cuda", "other-accelerators"), ("generic",)),
-        Move("split-class", "test_add", "TestMixed", "TestMixedAccelerator", True, True,
-             ("cpu", "cuda", "other-accelerators"), ("cpu", "cuda", "other-accelerators")),
-        Move("split-class", "test_add_scalar", "TestMixed", "TestMixed", True, False,
-             ("cpu", "cuda", "other-accelerators"), ("generic",)),
-        Move("split-class", "test_graph", "TestMixed", "TestMixedCudaOnly", True, True, ("cuda",), ("cuda",)),
+        _move("test_shape", "TestMixed", False, every, ("generic",)),
+        _move("test_add", "TestMixedAccelerator", True, every, every),
+        _move("test_add_scalar", "TestMixed", False, every, ("generic",)),
+        _move("test_graph", "TestMixedCudaOnly", True, ("cuda",), ("cuda",)),
     ]
 
 

@@ -26,7 +26,7 @@ from codemod.discover_globals import parse_globals, unfixable_reason
 from transforms.core.base import Finding, TransformResult
 from transforms.torch_load import Discovery, TorchLoad, check_mode_supported
 from transforms.torch_load.discovery import _same_file, _test_matches
-from transforms.torch_load.unsafe_globals import DANGEROUS, SAFE, normalise, tier
+from transforms.torch_load.unsafe_globals import Level, normalise, tier
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torch_load"
 CASES = sorted(p.name[: -len(".in.py")] for p in FIXTURES.glob("*.in.py"))
@@ -140,17 +140,17 @@ def test_check_mode_supported():
 
 
 def test_tiers():
-    assert tier("torch.ScriptObject").level == DANGEROUS
-    assert tier("getattr").level == DANGEROUS            # bare builtin
-    assert tier("builtins.eval").level == DANGEROUS
-    assert tier("os.system").level == DANGEROUS
-    assert tier("os.path.join").level == DANGEROUS       # submodule of os
-    assert tier("posix.system").level == DANGEROUS
-    assert tier("functools.partial").level == DANGEROUS
+    assert tier("torch.ScriptObject").level == Level.DANGEROUS
+    assert tier("getattr").level == Level.DANGEROUS            # bare builtin
+    assert tier("builtins.eval").level == Level.DANGEROUS
+    assert tier("os.system").level == Level.DANGEROUS
+    assert tier("os.path.join").level == Level.DANGEROUS       # submodule of os
+    assert tier("posix.system").level == Level.DANGEROUS
+    assert tier("functools.partial").level == Level.DANGEROUS
     assert tier("subprocess.Popen").reason.startswith("subprocess.Popen: member of subprocess")
     for name in ("torch.nn.modules.linear.Linear", "builtins.slice", "collections.OrderedDict",
                  "osmium.Thing", "torch.ao.nn.quantized.modules.linear.LinearPackedParams"):
-        assert tier(name).level == SAFE, name
+        assert tier(name).level == Level.SAFE, name
     assert normalise("slice") == "builtins.slice"
 
 

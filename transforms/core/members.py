@@ -6,24 +6,39 @@ nothing else spells the six members out.
 
 from __future__ import annotations
 
-__all__ = ["COMMON_UTILS", "DEVICE_MEMBERS", "ENUM_NAME", "HW_ATTRIBUTE", "MEMBERS", "normalise_member"]
+from transforms.core.strenum import StrEnum
+
+__all__ = ["COMMON_UTILS", "DEVICE_MEMBERS", "ENUM_NAME", "HW_ATTRIBUTE", "MEMBERS", "Member", "normalise_member"]
 
 ENUM_NAME = "HardwareClassification"
 COMMON_UTILS = "torch.testing._internal.common_utils"
 HW_ATTRIBUTE = "hw_classification"
 
-# In the order the upstream enum defines them (values are the lowercase names).
-MEMBERS = ("GENERIC", "ACCELERATOR", "CPU", "CUDA", "MPS", "XPU")
+
+class Member(StrEnum):
+    """A classification value, spelled as the label writes it (`HardwareClassification.CUDA`):
+    each member is its own name (the upstream enum's values are the lowercase names)."""
+
+    # In the order the upstream enum defines them.
+    GENERIC = "GENERIC"
+    ACCELERATOR = "ACCELERATOR"
+    CPU = "CPU"
+    CUDA = "CUDA"
+    MPS = "MPS"
+    XPU = "XPU"
+
+
+MEMBERS: tuple[Member, ...] = tuple(Member)
 # Tied to one device: instantiated with only_for=<that device, lowercase>.
-DEVICE_MEMBERS = ("CPU", "CUDA", "MPS", "XPU")
+DEVICE_MEMBERS: tuple[Member, ...] = (Member.CPU, Member.CUDA, Member.MPS, Member.XPU)
 
 
-def normalise_member(name: str) -> str:
-    """'cuda' -> 'CUDA'; also accepts 'HardwareClassification.CUDA'. ValueError otherwise."""
+def normalise_member(name: str) -> Member:
+    """'cuda' -> CUDA; also accepts 'HardwareClassification.CUDA'. ValueError otherwise."""
     text = str(name).strip()
     if text.startswith(ENUM_NAME + "."):
         text = text[len(ENUM_NAME) + 1 :]
     upper = text.upper()
     if upper not in MEMBERS:
         raise ValueError(f"unknown classification {name!r}: expected one of {', '.join(MEMBERS)}")
-    return upper
+    return Member(upper)

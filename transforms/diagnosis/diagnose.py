@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from transforms.core import analysis
-from transforms.core.facts import UNKNOWN, Instantiation, TestClassFacts
+from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, TestClassFacts
+from transforms.core.members import Member
 from transforms.diagnosis.devices import (
     ACCELERATOR_GUARD,
     ACCELERATORS,
@@ -37,9 +38,10 @@ from transforms.diagnosis.reading import (
     positional_slots,
     read_guards,
 )
+from transforms.rules.advice import Pattern
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TestDiagnosis:
     __test__ = False
 
@@ -62,18 +64,18 @@ class TestDiagnosis:
         return ACCELERATOR_GUARD in self.guards
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClassDiagnosis:
     name: str
     line: int
     instantiation: str | None  # the call's text, None when not instantiated
     positional: tuple[str, ...]  # slots passed positionally (only_for, ...)
-    only_for: object  # facts.DeviceList
+    only_for: DeviceList
     only_for_name: str | None  # `only_for=NAME`: the name
     only_for_literal: tuple[str, ...] | None  # ... and the literal it is bound to once
     devices: tuple[str, ...]  # the class's device set today ("generic" when not instantiated)
     tests: tuple[TestDiagnosis, ...]
-    advice: tuple[str, ...] = ()  # transform names, in the order they apply
+    advice: tuple[Pattern, ...] = ()  # in the order the transforms apply
     manual: tuple[str, ...] = ()  # why (part of) the class stays manual
     widening: tuple[str, ...] = ()  # the advice adds devices: which and why
 
@@ -85,9 +87,7 @@ def _instantiation_calls(tree: ast.Module) -> dict[int, ast.Call]:
     return {
         stmt.value.lineno: stmt.value
         for stmt in analysis.module_level(tree.body)
-        if isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Call)
-        and analysis.call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and analysis.instantiates_devices(stmt.value)
     }
 
 
@@ -126,8 +126,8 @@ def _diagnose(
             call = parsed.value if isinstance(parsed, ast.Expr) and isinstance(parsed.value, ast.Call) else None
         except SyntaxError:
             call = None
-    only_for = inst.actual("only_for") if inst is not None else None  # positional ones too
-    except_for = inst.actual("except_for") if inst is not None else None
+    only_for = inst.actual_devices("only_for") if inst is not None else None  # positional ones too
+    except_for = inst.actual_devices("except_for") if inst is not None else None
     name = literal = None
     if call is not None:
         arg = keyword_value(call, "only_for")
@@ -160,13 +160,25 @@ def _diagnose(
             test_devices = guarded(devices, keep, ACCELERATOR_GUARD in guards)
         else:
             test_devices = ("not-instantiated",) if m.takes_device else (GENERIC,)
-        tests.append(TestDiagnosis(m.name, m.line, m.takes_device, guards, keep, machine, uses, test_devices, param))
+        tests.append(
+            TestDiagnosis(
+                name=m.name,
+                line=m.line,
+                takes_device=m.takes_device,
+                guards=guards,
+                guard_devices=keep,
+                machine_guards=machine,
+                cuda_uses=uses,
+                devices=test_devices,
+                parametrized=param,
+            )
+        )
     diag = ClassDiagnosis(
         name=cls.name,
         line=cls.line,
         instantiation=inst.text if inst is not None else None,
         positional=positional_slots(call) if call is not None else (),
-        only_for=inst.actual("only_for") if inst else None,
+        only_for=inst.actual_devices("only_for") if inst else None,
         only_for_name=name,
         only_for_literal=literal,
         devices=devices or ("unknown",),
@@ -178,21 +190,21 @@ def _diagnose(
 # --------------------------------------------------------------------------- advice
 
 
-def test_target(t: TestDiagnosis, single: str | None = None, convert_cuda: bool = True) -> str | None:
+def test_target(t: TestDiagnosis, single: Member | None = None, convert_cuda: bool = True) -> Member | None:
     """The class value a test belongs in after restructuring, or None (manual). `single`:
     the value of a one-device only_for (every device test goes there); `convert_cuda`:
     an @onlyCUDA test without CUDA-only APIs counts as ACCELERATOR (cuda-to-accelerator
     will convert it); split-class, which runs after it, passes False."""
     if not t.takes_device:
-        return "GENERIC"
+        return Member.GENERIC
     if single is not None:
         return single
     if t.guard_devices is None:
-        return None if (t.accelerator_guarded and t.cuda_only_apis) else "ACCELERATOR"
+        return None if (t.accelerator_guarded and t.cuda_only_apis) else Member.ACCELERATOR
     if t.guard_devices == ("cpu",):
-        return "CPU"
+        return Member.CPU
     if t.guard_devices == ("cuda",) and t.cuda_uses is not None:
-        return "ACCELERATOR" if convert_cuda and not t.cuda_only_apis else "CUDA"
+        return Member.ACCELERATOR if convert_cuda and not t.cuda_only_apis else Member.CUDA
     return None
 
 
@@ -212,18 +224,18 @@ def _drop_only_for(listed: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]
 
 
 def advise(diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool = True) -> ClassDiagnosis:
-    advice: list[str] = []
+    advice: list[Pattern] = []
     manual: list[str] = []
     widening: list[str] = []
     if diag.positional:
-        advice.append("keyword-args")
+        advice.append(Pattern.KEYWORD_ARGS)
     only_for = diag.only_for
     if only_for == UNKNOWN:
         if diag.only_for_literal is not None:
-            advice.append("inline-only-for")
+            advice.append(Pattern.INLINE_ONLY_FOR)
             only_for = diag.only_for_literal
         elif diag.only_for_name is not None and not module_known:
-            advice.append("inline-only-for")  # if the name is bound once to a literal
+            advice.append(Pattern.INLINE_ONLY_FOR)  # if the name is bound once to a literal
         elif diag.only_for_name is not None:
             manual.append(f"only_for={diag.only_for_name} is not bound once, at module level, to a literal")
         else:
@@ -233,7 +245,7 @@ def advise(diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool 
         if why_not:
             manual.append(why_not)
         else:
-            advice.append("drop-only-for")
+            advice.append(Pattern.DROP_ONLY_FOR)
             widening += notes
     tests = diag.tests
     device_tests = [t for t in tests if t.takes_device]
@@ -242,29 +254,32 @@ def advise(diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool 
         manual.append("tests take `device` but the class is not passed to instantiate_device_type_tests")
     if inst is not None and not device_tests:
         manual.append("instantiated, but no test takes `device` (inject-device)")
-        advice.append("inject-device")
+        advice.append(Pattern.INJECT_DEVICE)
     if inst is not None and device_tests:
         single = isinstance(only_for, tuple) and len(only_for) == 1
-        targets = {t.name: (diag.name if single else test_target(t)) for t in device_tests}
+        # Where each device test goes: with a one-device only_for, the class itself.
+        targets: dict[str, str | None] = {t.name: (diag.name if single else test_target(t)) for t in device_tests}
         for t in device_tests:
             if targets[t.name] is None:
                 manual.append(_why_manual(t))
             elif not t.devices and "unknown" not in diag.devices:
                 manual.append(f"{t.name}: its guards leave no device of the class ({', '.join(t.guards)})")
         if not single:
-            converts = [t for t in device_tests if t.guard_devices == ("cuda",) and targets[t.name] == "ACCELERATOR"]
+            converts = [
+                t for t in device_tests if t.guard_devices == ("cuda",) and targets[t.name] == Member.ACCELERATOR
+            ]
             if converts:
-                advice.append("cuda-to-accelerator")
+                advice.append(Pattern.CUDA_TO_ACCELERATOR)
                 added = [d for d in diag.devices if d not in ("cpu", "cuda")]
                 if added:
                     widening.append(
                         f"cuda-to-accelerator widens {', '.join(t.name for t in converts)}: adds {', '.join(added)}"
                     )
             kinds = {targets[t.name] for t in device_tests}
-            if None not in kinds and (free or len(kinds) > 1 or kinds & {"CPU", "CUDA"}):
-                advice.append("split-class")
+            if None not in kinds and (free or len(kinds) > 1 or kinds & {Member.CPU, Member.CUDA}):
+                advice.append(Pattern.SPLIT_CLASS)
         elif free:
-            advice.append("split-class")
+            advice.append(Pattern.SPLIT_CLASS)
         if free and any(t.parametrized for t in free):
             manual.append(
                 "device-free tests are parametrized: a GENERIC class would need instantiate_parametrized_tests"

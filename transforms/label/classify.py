@@ -16,21 +16,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-from transforms.core.base import ERROR, INFO, WARNING, Finding
-from transforms.core.facts import Instantiation, ModuleFacts, TestClassFacts
-from transforms.core.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS, normalise_member
+from transforms.core.base import Finding, Severity
+from transforms.core.facts import UNKNOWN, ExistingLabel, ModuleFacts, TestClassFacts
+from transforms.core.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS, Member, normalise_member
+from transforms.core.strenum import StrEnum
 from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose_facts
-from transforms.rules.advice import ADVICE
+from transforms.label.evidence import Evidence, call_text, evidence, needs_gpu_warnings
+from transforms.rules.advice import ADVICE, Pattern
 from transforms.rules.deviations import Refusal, deviation, refusals
-from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS, Violation, check
+from transforms.rules.linter import Violation, check
 
 __all__ = [
-    "STATUSES",
+    "STATUS_SEVERITY",
     "Decision",
-    "Evidence",
+    "Status",
     "decide",
     "decision_findings",
-    "evidence",
     "facts_advice",
     "infer",
     "keep_deviation_advice",
@@ -38,39 +39,43 @@ __all__ = [
     "refine",
 ]
 
-# Decision statuses, their finding severities.
-STATUSES = {
-    "label": INFO,
-    "already": INFO,
-    "already-disagrees": WARNING,
-    "needs-manual": WARNING,
-    "forced": WARNING,
-    "invalid-label": ERROR,
-    "refused": ERROR,
+
+class Status(StrEnum):
+    """What a decision does with a class (a finding's rule is `hw/<status>`)."""
+
+    LABEL = "label"  # gets the inferred (or requested) value
+    ALREADY = "already"  # labelled already; left alone
+    ALREADY_DISAGREES = "already-disagrees"  # labelled already, with a value the tool would not write
+    NEEDS_MANUAL = "needs-manual"  # no value fits
+    FORCED = "forced"  # gets a requested value that breaks a rule or is false (--force)
+    INVALID_LABEL = "invalid-label"  # carries a label the linter does not read as one
+    REFUSED = "refused"  # a requested value that breaks a rule or is false: not written
+
+
+STATUS_SEVERITY: Mapping[Status, Severity] = {
+    Status.LABEL: Severity.INFO,
+    Status.ALREADY: Severity.INFO,
+    Status.ALREADY_DISAGREES: Severity.WARNING,
+    Status.NEEDS_MANUAL: Severity.WARNING,
+    Status.FORCED: Severity.WARNING,
+    Status.INVALID_LABEL: Severity.ERROR,
+    Status.REFUSED: Severity.ERROR,
 }
 
-# How many test methods to list by name in evidence before summarising.
-_EVIDENCE_LIMIT = 8
+# A value -> the rules of it that a class breaks.
+Violations = dict[Member, tuple[Violation, ...]]
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """A fact behind a decision; `text` is ready to print ("line 12: test_add(self, device)")."""
-
-    line: int | None
-    text: str
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Decision:
     cls_name: str
     line: int
-    status: str  # one of STATUSES
-    value: str | None  # the value written (label/forced) or found (already...)
-    inferred: str | None  # what the rules alone say, None when nothing passes
+    status: Status
+    value: Member | None  # the value written (label/forced) or found (already...)
+    inferred: Member | None  # what the rules alone say, None when nothing passes
     evidence: tuple[Evidence, ...] = ()
-    violations: dict[str, tuple[Violation, ...]] = field(default_factory=dict)
-    patterns: tuple[str, ...] = ()
+    violations: Violations = field(default_factory=dict)
+    patterns: tuple[Pattern, ...] = ()
     message: str = ""
     # Deliberate deviations that refused a value the linter would accept.
     refusals: tuple[Refusal, ...] = ()
@@ -80,95 +85,14 @@ class Decision:
     @property
     def edits(self) -> bool:
         """True when the class gets a `hw_classification` line."""
-        return self.status in ("label", "forced")
-
-
-# --------------------------------------------------------------------------- evidence
-
-
-def _call_text(inst: Instantiation) -> str:
-    return inst.text or f"instantiate_device_type_tests({inst.target}, ...)"
-
-
-def evidence(cls: TestClassFacts) -> tuple[Evidence, ...]:
-    """The facts the rules look at, as printable lines."""
-    out: list[Evidence] = []
-    if cls.label is not None:
-        lab = cls.label
-        note = "" if lab.valid else f" (invalid: {lab.problem})"
-        out.append(Evidence(lab.line, f"line {lab.line}: {lab.render()}{note}"))
-    if cls.instantiations:
-        for inst in cls.instantiations:
-            out.append(Evidence(inst.line, f"line {inst.line}: {_call_text(inst)}"))
-    else:
-        out.append(Evidence(None, "not instantiated anywhere the linter looks"))
-    for inst in cls.hidden_instantiations:
-        out.append(Evidence(inst.line, f"line {inst.line}: {_call_text(inst)} (under try/except* or match)"))
-    for line in cls.parametrized:
-        out.append(
-            Evidence(
-                line,
-                f"line {line}: instantiate_parametrized_tests({cls.name}) (not a device instantiation)",
-            )
-        )
-
-    with_device = [m for m in cls.test_methods if m.takes_device]
-    without = [m for m in cls.test_methods if not m.takes_device]
-    total = len(cls.test_methods)
-    if not with_device:
-        out.append(Evidence(None, f"no test method takes device/devices ({_count(total, 'test method')})"))
-    elif not without:
-        first = with_device[0]
-        out.append(
-            Evidence(
-                first.line,
-                (
-                    f"all {total} test methods take device/devices (e.g. line {first.line}: {first.signature()})"
-                    if total > 1
-                    else f"the only test method takes device/devices (line {first.line}: {first.signature()})"
-                ),
-            )
-        )
-    else:
-        for group in (with_device, without):
-            for m in group[:_EVIDENCE_LIMIT]:
-                out.append(Evidence(m.line, f"line {m.line}: {m.signature()}"))
-            if len(group) > _EVIDENCE_LIMIT:
-                kind = "with" if group is with_device else "without"
-                out.append(Evidence(None, f"... and {len(group) - _EVIDENCE_LIMIT} more {kind} device"))
-    for d in cls.decorators:
-        if d.rsplit(".", 1)[-1] in FORBIDDEN_ONLY_DECORATORS:
-            out.append(Evidence(cls.line, f"line {cls.line}: @{d} on class {cls.name}"))
-    for m in cls.test_methods:
-        for d in m.decorators:
-            if d.rsplit(".", 1)[-1] in FORBIDDEN_ONLY_DECORATORS:
-                out.append(Evidence(m.line, f"line {m.line}: @{d} on {m.name}"))
-    hardcoded = [m for m in cls.test_methods if m.hardcoded_devices and not m.takes_device]
-    for m in hardcoded[:_EVIDENCE_LIMIT]:
-        devices = ", ".join(m.hardcoded_devices)
-        out.append(Evidence(m.line, f"line {m.line}: {m.name} hard-codes {devices}"))
-    return tuple(out)
+        return self.status in (Status.LABEL, Status.FORCED)
 
 
 # --------------------------------------------------------------------------- inference
 
 
-def _all_violations(cls: TestClassFacts) -> dict[str, tuple[Violation, ...]]:
+def _all_violations(cls: TestClassFacts) -> Violations:
     return {value: tuple(check(cls, value)) for value in MEMBERS}
-
-
-def _needs_gpu_warnings(cls: TestClassFacts) -> tuple[Evidence, ...]:
-    """Why a class the rules call GENERIC looks like it needs a GPU: hard-coded device
-    strings / .cuda() calls and skip-unless-GPU guards."""
-    out: list[Evidence] = []
-    for guard in cls.gpu_guards:
-        out.append(Evidence(cls.line, f"line {cls.line}: class {cls.name} is guarded by @{guard}"))
-    for m in cls.test_methods:
-        for guard in m.gpu_guards:
-            out.append(Evidence(m.line, f"line {m.line}: {m.name} is guarded by @{guard}"))
-        if m.hardcoded_devices:
-            out.append(Evidence(m.line, f"line {m.line}: {m.name} hard-codes {', '.join(m.hardcoded_devices)}"))
-    return tuple(out)
 
 
 def _rules_summary(violations: tuple[Violation, ...]) -> str:
@@ -179,7 +103,7 @@ def _rules_summary(violations: tuple[Violation, ...]) -> str:
     return ", ".join(names)
 
 
-def _named_devices(cls: TestClassFacts) -> set:
+def _named_devices(cls: TestClassFacts) -> set[str]:
     """Device values named (in any case) by a literal only_for."""
     named: set[str] = set()
     for inst in cls.instantiations:
@@ -188,22 +112,18 @@ def _named_devices(cls: TestClassFacts) -> set:
     return named
 
 
-def _closest(cls: TestClassFacts, violations: Mapping[str, tuple[Violation, ...]]) -> list[str]:
+def _closest(cls: TestClassFacts, violations: Violations) -> list[Member]:
     """Candidate values, most plausible first: the devices only_for names, then
     GENERIC/ACCELERATOR, then the other devices; within a rank by how few distinct
     rules they break."""
     named = _named_devices(cls)
 
-    def key(value: str) -> tuple[int, int, int, int]:
+    def key(value: Member) -> tuple[int, int, int, int]:
         vs = violations[value]
         rank = 0 if value in named else (2 if value in DEVICE_MEMBERS else 1)
         return (rank, len({v.rule for v in vs}), len(vs), MEMBERS.index(value))
 
     return sorted(violations, key=key)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def infer(cls: TestClassFacts) -> Decision:
@@ -219,42 +139,49 @@ def infer(cls: TestClassFacts) -> Decision:
     if len(passing) == 1:
         value = passing[0]
         message = f"{cls.name}: {value} (all {value} rules pass)"
-        warnings = _needs_gpu_warnings(cls) if value == "GENERIC" else ()
-        patterns: tuple[str, ...] = ("inject-device",) if warnings else ()
+        warnings = needs_gpu_warnings(cls) if value == Member.GENERIC else ()
         if warnings:
             # The rules pass, but a GENERIC label on tests that need a GPU misleads.
             message += (
                 f"; warning: the tests look like they need a GPU ({warnings[0].text}), "
                 "consider inject-device (ACCELERATOR)"
             )
-        return Decision(cls.name, cls.line, "label", value, value, ev, {}, patterns, message, warnings=warnings)
+        return Decision(
+            cls_name=cls.name,
+            line=cls.line,
+            status=Status.LABEL,
+            value=value,
+            inferred=value,
+            evidence=ev,
+            patterns=(Pattern.INJECT_DEVICE,) if warnings else (),
+            message=message,
+            warnings=warnings,
+        )
 
     if accepted:  # the linter would accept it, but a deliberate deviation refuses it
         value = accepted[0]
         hits = tuple(r for r in found if value in r.values)
-        patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in hits))
-        patterns += tuple(p for p in facts_advice(cls) if p not in patterns)
+        patterns = _with_advice(cls, hits)
         why = "; ".join(f"{r.message}: {deviation(r.deviation).why}" for r in hits)
         message = f"{cls.name}: the linter would accept {value}, but the label would be false ({why}); not labelled"
         return Decision(
-            cls.name,
-            cls.line,
-            "needs-manual",
-            None,
-            None,
-            ev,
-            violations,
-            patterns,
-            message + f"; fitting pattern: {', '.join(patterns)}",
-            hits,
+            cls_name=cls.name,
+            line=cls.line,
+            status=Status.NEEDS_MANUAL,
+            value=None,
+            inferred=None,
+            evidence=ev,
+            violations=violations,
+            patterns=patterns,
+            message=message + f"; fitting pattern: {', '.join(patterns)}",
+            refusals=hits,
         )
 
-    patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in found))
-    patterns += tuple(p for p in facts_advice(cls) if p not in patterns)
+    patterns = _with_advice(cls, found)
     inst = cls.instantiation
-    if inst is not None and inst.only_for == "unknown":
+    if inst is not None and inst.only_for == UNKNOWN:
         message = (
-            f"{cls.name}: only_for is not a literal (line {inst.line}: {_call_text(inst)}); "
+            f"{cls.name}: only_for is not a literal (line {inst.line}: {call_text(inst)}); "
             "cannot tell which devices the tests run on"
         )
     else:
@@ -263,7 +190,24 @@ def infer(cls: TestClassFacts) -> Decision:
         message = f"{cls.name}: no classification satisfies the rules ({'; '.join(parts)})"
     if patterns:
         message += f"; fitting pattern: {', '.join(patterns)}"
-    return Decision(cls.name, cls.line, "needs-manual", None, None, ev, violations, patterns, message, found)
+    return Decision(
+        cls_name=cls.name,
+        line=cls.line,
+        status=Status.NEEDS_MANUAL,
+        value=None,
+        inferred=None,
+        evidence=ev,
+        violations=violations,
+        patterns=patterns,
+        message=message,
+        refusals=found,
+    )
+
+
+def _with_advice(cls: TestClassFacts, hits: tuple[Refusal, ...]) -> tuple[Pattern, ...]:
+    """The restructurings the deviations in `hits` name, then the rest of the advice."""
+    patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in hits))
+    return patterns + tuple(p for p in facts_advice(cls) if p not in patterns)
 
 
 def decide(cls: TestClassFacts, override: str | None = None, force: bool = False) -> Decision:
@@ -271,172 +215,128 @@ def decide(cls: TestClassFacts, override: str | None = None, force: bool = False
     `--set Cls=X`) combined. Raises ValueError for an unknown override name."""
     wanted = normalise_member(override) if override is not None else None
     inferred = infer(cls)
-    ev = inferred.evidence
-
     label = cls.label
     if label is not None and not label.valid:
         return Decision(
-            cls.name,
-            cls.line,
-            "invalid-label",
-            None,
-            inferred.inferred,
-            ev,
-            {},
-            (),
-            f"{cls.name}: existing label at line {label.line} is invalid: {label.problem}; "
+            cls_name=cls.name,
+            line=cls.line,
+            status=Status.INVALID_LABEL,
+            value=None,
+            inferred=inferred.inferred,
+            evidence=inferred.evidence,
+            message=f"{cls.name}: existing label at line {label.line} is invalid: {label.problem}; "
             f"fix it by hand (left untouched)",
         )
-
     if label is not None:
-        current = label.member or ""
-        own = tuple(check(cls, current))
-        violations = {current: own} if own else {}
-        broken = f"; the label breaks {_rules_summary(own)}" if own else ""
-        false = [r for r in inferred.refusals if current in r.values]
-        if false and not own:
-            return Decision(
-                cls.name,
-                cls.line,
-                "already-disagrees",
-                current,
-                inferred.inferred,
-                ev,
-                {},
-                inferred.patterns,
-                f"{cls.name}: already labelled {current} at line {label.line}; the linter accepts it, "
-                f"but {false[0].message}: {deviation(false[0].deviation).why} (left untouched)",
-                tuple(false),
-            )
-        if label.shadowed_by and not own:
-            lines = ", ".join(map(str, label.shadowed_by))
-            return Decision(
-                cls.name,
-                cls.line,
-                "already-disagrees",
-                current,
-                inferred.inferred,
-                ev,
-                {},
-                (),
-                f"{cls.name}: {HW_ATTRIBUTE} is assigned again at line {lines}: the linter reads the "
-                f"first ({current}, line {label.line}), Python keeps the last (left untouched)",
-            )
-        if wanted is not None and wanted != current:
-            return Decision(
-                cls.name,
-                cls.line,
-                "already-disagrees",
-                current,
-                inferred.inferred,
-                ev,
-                violations,
-                (),
-                f"{cls.name}: already labelled {current} at line {label.line}; "
-                f"requested {wanted} not applied (left untouched){broken}",
-            )
-        if wanted is None and inferred.inferred is not None and inferred.inferred != current:
-            return Decision(
-                cls.name,
-                cls.line,
-                "already-disagrees",
-                current,
-                inferred.inferred,
-                ev,
-                violations,
-                (),
-                f"{cls.name}: already labelled {current} at line {label.line}, but the rules "
-                f"point to {inferred.inferred} (left untouched){broken}",
-            )
-        return Decision(
-            cls.name,
-            cls.line,
-            "already",
-            current,
-            inferred.inferred,
-            ev,
-            violations,
-            (),
-            f"{cls.name}: already labelled {current} at line {label.line}{broken}",
-        )
-
+        return _labelled(cls, label, inferred, wanted)
     if wanted is None:
         return inferred
+    return _requested(cls, wanted, force, inferred)
 
-    own = tuple(check(cls, wanted))
-    false_refusals = tuple(r for r in inferred.refusals if wanted in r.values)
-    if not own and not false_refusals:
-        warnings = _needs_gpu_warnings(cls) if wanted == "GENERIC" else ()
-        return Decision(
-            cls.name,
-            cls.line,
-            "label",
-            wanted,
-            inferred.inferred,
-            ev,
-            {},
-            inferred.patterns,
-            f"{cls.name}: {wanted} (requested; all {wanted} rules pass)",
-            warnings=warnings,
+
+def _labelled(cls: TestClassFacts, label: ExistingLabel, inferred: Decision, wanted: Member | None) -> Decision:
+    """A class with a valid label: left alone, and said whether the tool agrees."""
+    current = normalise_member(label.member or "")
+    own = tuple(check(cls, current))
+    violations: Violations = {current: own} if own else {}
+    broken = f"; the label breaks {_rules_summary(own)}" if own else ""
+    false = tuple(r for r in inferred.refusals if current in r.values)
+    status = Status.ALREADY_DISAGREES
+    patterns: tuple[Pattern, ...] = ()
+    refused: tuple[Refusal, ...] = ()
+    if false and not own:
+        violations, patterns, refused = {}, inferred.patterns, false
+        message = (
+            f"{cls.name}: already labelled {current} at line {label.line}; the linter accepts it, "
+            f"but {false[0].message}: {deviation(false[0].deviation).why} (left untouched)"
         )
-    patterns = inferred.patterns or facts_advice(cls)
-    if not own:  # the linter accepts it; a deliberate deviation says it is false
-        why = f"{false_refusals[0].message}: {deviation(false_refusals[0].deviation).why}"
-        if force:
-            return Decision(
-                cls.name,
-                cls.line,
-                "forced",
-                wanted,
-                inferred.inferred,
-                ev,
-                {},
-                patterns,
-                f"{cls.name}: {wanted} forced although it is false ({why}); the linter accepts it",
-                false_refusals,
-            )
-        return Decision(
-            cls.name,
-            cls.line,
-            "refused",
-            None,
-            inferred.inferred,
-            ev,
-            {},
-            patterns,
-            f"{cls.name}: requested {wanted} would pass the linter but is false ({why}); "
-            "not applied (use --force to write it anyway)",
-            false_refusals,
+    elif label.shadowed_by and not own:
+        lines = ", ".join(map(str, label.shadowed_by))
+        message = (
+            f"{cls.name}: {HW_ATTRIBUTE} is assigned again at line {lines}: the linter reads the "
+            f"first ({current}, line {label.line}), Python keeps the last (left untouched)"
         )
-    rules = _rules_summary(own)
-    if force:
-        return Decision(
-            cls.name,
-            cls.line,
-            "forced",
-            wanted,
-            inferred.inferred,
-            ev,
-            {wanted: own},
-            patterns,
-            f"{cls.name}: {wanted} forced although it breaks {rules} (the linter will reject it)",
+    elif wanted is not None and wanted != current:
+        message = (
+            f"{cls.name}: already labelled {current} at line {label.line}; "
+            f"requested {wanted} not applied (left untouched){broken}"
         )
+    elif wanted is None and inferred.inferred is not None and inferred.inferred != current:
+        message = (
+            f"{cls.name}: already labelled {current} at line {label.line}, but the rules "
+            f"point to {inferred.inferred} (left untouched){broken}"
+        )
+    else:
+        status = Status.ALREADY
+        message = f"{cls.name}: already labelled {current} at line {label.line}{broken}"
     return Decision(
-        cls.name,
-        cls.line,
-        "refused",
-        None,
-        inferred.inferred,
-        ev,
-        {wanted: own},
-        patterns,
-        f"{cls.name}: requested {wanted} breaks {rules}; not applied (use --force to write it anyway)",
+        cls_name=cls.name,
+        line=cls.line,
+        status=status,
+        value=current,
+        inferred=inferred.inferred,
+        evidence=inferred.evidence,
+        violations=violations,
+        patterns=patterns,
+        message=message,
+        refusals=refused,
     )
 
 
-def facts_advice(cls: TestClassFacts) -> tuple[str, ...]:
-    """The restructuring advice that fits `cls`, from its facts alone (the label transform refines it
-    with the method bodies, see refine)."""
+def _requested(cls: TestClassFacts, wanted: Member, force: bool, inferred: Decision) -> Decision:
+    """An unlabelled class with a requested value (`--classification`, `--set`): labelled when
+    the value's rules pass and no deviation says it is false, else forced or refused."""
+    own = tuple(check(cls, wanted))
+    false_refusals = tuple(r for r in inferred.refusals if wanted in r.values)
+    if not own and not false_refusals:
+        return Decision(
+            cls_name=cls.name,
+            line=cls.line,
+            status=Status.LABEL,
+            value=wanted,
+            inferred=inferred.inferred,
+            evidence=inferred.evidence,
+            patterns=inferred.patterns,
+            message=f"{cls.name}: {wanted} (requested; all {wanted} rules pass)",
+            warnings=needs_gpu_warnings(cls) if wanted == Member.GENERIC else (),
+        )
+    violations: Violations = {}
+    if not own:  # the linter accepts it; a deliberate deviation says it is false
+        why = f"{false_refusals[0].message}: {deviation(false_refusals[0].deviation).why}"
+        if force:
+            message = f"{cls.name}: {wanted} forced although it is false ({why}); the linter accepts it"
+        else:
+            message = (
+                f"{cls.name}: requested {wanted} would pass the linter but is false ({why}); "
+                "not applied (use --force to write it anyway)"
+            )
+    else:
+        violations, false_refusals = {wanted: own}, ()
+        rules = _rules_summary(own)
+        if force:
+            message = f"{cls.name}: {wanted} forced although it breaks {rules} (the linter will reject it)"
+        else:
+            message = f"{cls.name}: requested {wanted} breaks {rules}; not applied (use --force to write it anyway)"
+    return Decision(
+        cls_name=cls.name,
+        line=cls.line,
+        status=Status.FORCED if force else Status.REFUSED,
+        value=wanted if force else None,
+        inferred=inferred.inferred,
+        evidence=inferred.evidence,
+        violations=violations,
+        patterns=inferred.patterns or facts_advice(cls),
+        message=message,
+        refusals=false_refusals,
+    )
+
+
+# --------------------------------------------------------------------------- advice
+
+
+def facts_advice(cls: TestClassFacts) -> tuple[Pattern, ...]:
+    """The restructuring advice that fits `cls`, from its facts alone (the label transform
+    refines it with the method bodies, see refine)."""
     return diagnose_facts(cls).advice
 
 
@@ -463,12 +363,12 @@ def keep_deviation_advice(decision: Decision) -> Decision:
 # --------------------------------------------------------------------------- findings
 
 
-def _violation_dicts(violations: Mapping[str, tuple[Violation, ...]]) -> dict[str, list[dict]]:
+def _violation_dicts(violations: Violations) -> dict[Member, list[dict]]:
     return {value: [asdict(v) for v in vs] for value, vs in violations.items()}
 
 
 def _fix_text(decision: Decision) -> str | None:
-    if decision.status in ("label", "forced") and decision.value:
+    if decision.edits and decision.value:
         return f"{HW_ATTRIBUTE} = {ENUM_NAME}.{decision.value}"
     if decision.patterns:
         return "; ".join(f"{p}: {ADVICE[p]}" for p in decision.patterns)
@@ -492,7 +392,9 @@ def decision_findings(decision: Decision) -> list[Finding]:
             message=decision.message,
             line=decision.line,
             # An existing label the linter will reject is worth a warning, not a shrug.
-            severity=WARNING if decision.status == "already" and decision.violations else STATUSES[decision.status],
+            severity=Severity.WARNING
+            if decision.status == Status.ALREADY and decision.violations
+            else STATUS_SEVERITY[decision.status],
             cls=decision.cls_name,
             fix=_fix_text(decision),
             data=data,
@@ -508,7 +410,7 @@ def decision_findings(decision: Decision) -> list[Finding]:
                     "inject-device and ACCELERATOR"
                 ),
                 line=decision.line,
-                severity=WARNING,
+                severity=Severity.WARNING,
                 cls=decision.cls_name,
                 data={"evidence": [asdict(e) for e in decision.warnings]},
             )
@@ -529,7 +431,7 @@ def module_findings(facts: ModuleFacts) -> list[Finding]:
                     "only the last definition is linted"
                 ),
                 line=lines[1],
-                severity=ERROR,
+                severity=Severity.ERROR,
                 cls=name,
                 data={"lines": list(lines)},
             )
@@ -544,7 +446,7 @@ def module_findings(facts: ModuleFacts) -> list[Finding]:
                     f"(lines {shown}); only the last call is linted"
                 ),
                 line=lines[1],
-                severity=ERROR,
+                severity=Severity.ERROR,
                 cls=name,
                 data={"lines": list(lines)},
             )

@@ -289,7 +289,7 @@ def add_labels(
     edits: list[Edit] = []
     for lineno, value in sorted(labels.items()):
         if value not in MEMBERS:
-            raise ValueError(f"unknown {ENUM_NAME} member {value!r} (expected one of {list(MEMBERS)})")
+            raise ValueError(f"unknown {ENUM_NAME} member {value!r} (expected one of {[str(m) for m in MEMBERS]})")
         cls = classes.get(lineno)
         if cls is None:
             raise ValueError(f"no class definition starts on line {lineno}")

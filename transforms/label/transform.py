@@ -15,11 +15,19 @@ import transforms.label.hw_edit as hw_edit
 from transforms.core.analysis import analyse, may_have_test_class
 from transforms.core.base import TransformResult
 from transforms.core.facts import ModuleFacts
-from transforms.diagnosis.diagnose import diagnose
-from transforms.label.classify import decide, decision_findings, keep_deviation_advice, module_findings, refine
+from transforms.core.members import Member
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
+from transforms.label.classify import (
+    Status,
+    decide,
+    decision_findings,
+    keep_deviation_advice,
+    module_findings,
+    refine,
+)
 
 # Decisions that leave a class for a human.
-_MANUAL = {"needs-manual", "refused", "invalid-label"}
+_MANUAL = {Status.NEEDS_MANUAL, Status.REFUSED, Status.INVALID_LABEL}
 
 
 class LabelCheckError(Exception):
@@ -41,19 +49,21 @@ class HwLabel:
         facts = analyse(tree, text)
         findings = module_findings(facts)
         overrides = dict(self.per_class)
-        labels: dict[int, str] = {}
+        labels: dict[int, Member] = {}
         # A duplicate class or instantiation fails the linter whatever the labels: a human's job.
         manual = len(findings)
-        precise = None
+        precise: dict[int, ClassDiagnosis] | None = None
         for cls in facts.classes:
             decision = decide(cls, overrides.get(cls.name, self.classification), self.force)
-            if decision.status in _MANUAL | {"forced"}:  # advice from the method bodies too
+            if decision.status in _MANUAL | {Status.FORCED}:  # advice from the method bodies too
                 precise = precise or {d.line: d for d in diagnose(tree, text)}
                 decision = keep_deviation_advice(refine(decision, precise[cls.line]))
             findings.extend(decision_findings(decision))
-            if decision.status in ("label", "forced"):
+            if decision.edits and decision.value is not None:
                 labels[cls.line] = decision.value
-            elif decision.status in _MANUAL or (decision.status.startswith("already") and decision.violations):
+            elif decision.status in _MANUAL or (
+                decision.status in (Status.ALREADY, Status.ALREADY_DISAGREES) and decision.violations
+            ):
                 # An existing label that breaks its own rules fails the linter all the same.
                 manual += 1
         if not labels:
@@ -66,9 +76,12 @@ class HwLabel:
         return hw_edit.strip_hw_edits(tree)
 
 
-def _check_labels(before: ModuleFacts, labels: dict[int, str], new_text: str) -> None:
+def _check_labels(before: ModuleFacts, labels: dict[int, Member], new_text: str) -> None:
     """Every intended class now has its label; every other class kept the one it had."""
-    expected = [(c.name, labels.get(c.line) or (c.label.member if c.label else None)) for c in before.classes]
+    expected = [
+        (c.name, str(labels[c.line]) if c.line in labels else (c.label.member if c.label else None))
+        for c in before.classes
+    ]
     after = analyse(ast.parse(new_text), new_text)
     found = [(c.name, c.label.member if c.label else None) for c in after.classes]
     if found != expected:

@@ -5,25 +5,26 @@ the device sets before and after are reported per test."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 
 from transforms.core import analysis
 from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
 from transforms.diagnosis.reading import module_literals
 from transforms.restructure.model import Move, Step
 from transforms.restructure.textedit import Lines, SpanEdit, apply_spans, literal, quote_of
+from transforms.rules.advice import Pattern
+
+# The edits one of these transforms makes to one class's call (none: it leaves the call alone).
+CallEdit = Callable[[ClassDiagnosis, ast.Call, Lines, ast.Module], list[SpanEdit]]
 
 
-def _calls(tree: ast.Module) -> dict[str, ast.Call]:
+def calls_by_class(tree: ast.Module) -> dict[str, ast.Call]:
     """The last instantiate_device_type_tests call per class name (the one the linter checks)."""
     out = {}
     for stmt in analysis.module_level(tree.body):
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
-            if (
-                analysis.call_kind(call)[0] == analysis.INSTANTIATE_DEVICE
-                and call.args
-                and isinstance(call.args[0], ast.Name)
-            ):
+            if analysis.instantiates_devices(call) and call.args and isinstance(call.args[0], ast.Name):
                 out[call.args[0].id] = call
     return out
 
@@ -32,23 +33,25 @@ def device_moves(name: str, before: ClassDiagnosis, after: ClassDiagnosis) -> li
     new = {t.name: t for t in after.tests}
     return [
         Move(
-            name,
-            t.name,
-            before.name,
-            after.name,
-            before.instantiation is not None,
-            after.instantiation is not None,
-            t.devices,
-            new[t.name].devices,
+            transform=name,
+            test=t.name,
+            old_class=before.name,
+            new_class=after.name,
+            old_instantiated=before.instantiation is not None,
+            new_instantiated=after.instantiation is not None,
+            before=t.devices,
+            after=new[t.name].devices,
         )
         for t in before.tests
         if t.name in new
     ]
 
 
-def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step:
+def _edit_calls(
+    name: Pattern, text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis], edit_one: CallEdit
+) -> Step:
     lines = Lines(text)
-    calls = _calls(tree)
+    calls = calls_by_class(tree)
     edits: list[SpanEdit] = []
     touched = []
     for diag in diags:
@@ -64,7 +67,7 @@ def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step
     new_text = apply_spans(text, edits)
     after = {d.name: d for d in diagnose(ast.parse(new_text), new_text)}
     moves = [m for d in touched for m in device_moves(name, d, after[d.name])]
-    return Step(new_text, moves)
+    return Step(new_text, moves=moves)
 
 
 # --------------------------------------------------------------------------- keyword-args
@@ -72,7 +75,7 @@ def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step
 _SLOTS = {2: "except_for", 3: "only_for", 4: "include_lazy", 5: "allow_mps", 6: "allow_xpu"}
 
 
-def _keywords(diag, call, lines, tree) -> list[SpanEdit]:
+def _keywords(diag: ClassDiagnosis, call: ast.Call, lines: Lines, tree: ast.Module) -> list[SpanEdit]:
     if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > 7:
         return []
     taken = {kw.arg for kw in call.keywords}
@@ -85,14 +88,14 @@ def _keywords(diag, call, lines, tree) -> list[SpanEdit]:
     return edits
 
 
-def keyword_args(text: str, tree: ast.Module, diags) -> Step:
-    return _edit_calls("keyword-args", text, tree, diags, _keywords)
+def keyword_args(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    return _edit_calls(Pattern.KEYWORD_ARGS, text, tree, diags, _keywords)
 
 
 # --------------------------------------------------------------------------- inline-only-for
 
 
-def _inline(diag, call, lines, tree) -> list[SpanEdit]:
+def _inline(diag: ClassDiagnosis, call: ast.Call, lines: Lines, tree: ast.Module) -> list[SpanEdit]:
     literals = module_literals(tree)
     edits = []
     for kw in call.keywords:
@@ -104,8 +107,8 @@ def _inline(diag, call, lines, tree) -> list[SpanEdit]:
     return edits
 
 
-def inline_only_for(text: str, tree: ast.Module, diags) -> Step:
-    return _edit_calls("inline-only-for", text, tree, diags, _inline)
+def inline_only_for(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    return _edit_calls(Pattern.INLINE_ONLY_FOR, text, tree, diags, _inline)
 
 
 # --------------------------------------------------------------------------- drop-only-for
@@ -118,7 +121,7 @@ def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
     return None
 
 
-def _drop(diag, call, lines, tree) -> list[SpanEdit]:
+def _drop(diag: ClassDiagnosis, call: ast.Call, lines: Lines, tree: ast.Module) -> list[SpanEdit]:
     kw = _keyword(call, "only_for")
     if kw is None or _keyword(call, "except_for") is not None:
         return []
@@ -172,5 +175,5 @@ def _append_keyword(call: ast.Call, lines: Lines, new: str) -> SpanEdit:
     return (pos, pos, f", {new}")
 
 
-def drop_only_for(text: str, tree: ast.Module, diags) -> Step:
-    return _edit_calls("drop-only-for", text, tree, diags, _drop)
+def drop_only_for(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    return _edit_calls(Pattern.DROP_ONLY_FOR, text, tree, diags, _drop)

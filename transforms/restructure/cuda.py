@@ -15,8 +15,9 @@ from transforms.diagnosis.reading import CUDA_EQUIVALENTS
 from transforms.restructure.model import Move, Step
 from transforms.restructure.textedit import Lines, SpanEdit, apply_spans
 from transforms.restructure.verify import DEVICE_TYPE
+from transforms.rules.advice import Pattern
 
-NAME = "cuda-to-accelerator"
+NAME = Pattern.CUDA_TO_ACCELERATOR
 
 
 def convertible(t: TestDiagnosis) -> bool:
@@ -129,7 +130,18 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
             for attr in _cuda_attrs(fn):
                 edits.append((lines.start(attr), lines.end(attr), CUDA_EQUIVALENTS[attr.attr]))
             converted.add(t.name)
-            moves.append(Move(NAME, t.name, diag.name, diag.name, True, True, t.devices, after))
+            moves.append(
+                Move(
+                    transform=NAME,
+                    test=t.name,
+                    old_class=diag.name,
+                    new_class=diag.name,
+                    old_instantiated=True,
+                    new_instantiated=True,
+                    before=t.devices,
+                    after=after,
+                )
+            )
     if not edits:
         return Step(text)
     if name_form:
@@ -140,5 +152,5 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
             return Step(text)
         edits += imports
     return Step(
-        apply_spans(text, edits), moves, normalise=normaliser(converted), imports=("onlyCUDA", ACCELERATOR_GUARD)
+        apply_spans(text, edits), moves=moves, normalise=normaliser(converted), imports=("onlyCUDA", ACCELERATOR_GUARD)
     )

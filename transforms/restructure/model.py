@@ -12,13 +12,13 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 
 from transforms.core.base import Finding
 from transforms.diagnosis.devices import GENERIC, OTHER
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Move:
     transform: str
     test: str
@@ -56,6 +56,7 @@ class Step:
     """One transform's output on one module."""
 
     text: str
+    _: KW_ONLY
     moves: list[Move] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     created: tuple[str, ...] = ()  # class names the step added (bases, parts)

@@ -12,32 +12,36 @@ before the label transform, which then labels the resulting classes.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from transforms.core.analysis import may_have_test_class
-from transforms.core.base import INFO, WARNING, Finding, TransformResult
-from transforms.diagnosis.diagnose import diagnose
+from transforms.core.base import Finding, Severity, TransformResult
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
 from transforms.restructure.call_args import drop_only_for, inline_only_for, keyword_args
 from transforms.restructure.cuda import cuda_to_accelerator
 from transforms.restructure.model import Move, Step, moves_from_json
 from transforms.restructure.split import split_class
 from transforms.restructure.verify import check_step
+from transforms.rules.advice import Pattern
 
 __all__ = ["REGISTRY", "Restructure", "moves_from_findings", "parse_selection"]
 
-REGISTRY: Mapping[str, Callable[[str, ast.Module, tuple], Step]] = {
-    "keyword-args": keyword_args,
-    "inline-only-for": inline_only_for,
-    "drop-only-for": drop_only_for,
-    "cuda-to-accelerator": cuda_to_accelerator,
-    "split-class": split_class,
+# A step: the module's text and tree and the diagnosis of its classes in, the step's output out.
+StepFunction = Callable[[str, ast.Module, Sequence[ClassDiagnosis]], Step]
+
+REGISTRY: Mapping[Pattern, StepFunction] = {
+    Pattern.KEYWORD_ARGS: keyword_args,
+    Pattern.INLINE_ONLY_FOR: inline_only_for,
+    Pattern.DROP_ONLY_FOR: drop_only_for,
+    Pattern.CUDA_TO_ACCELERATOR: cuda_to_accelerator,
+    Pattern.SPLIT_CLASS: split_class,
 }
 AUTO = "auto"
 
 
-def parse_selection(raw: str) -> tuple[str, ...]:
+def parse_selection(raw: str) -> tuple[Pattern, ...]:
     """'auto' or 'NAME[,NAME]' -> the names in registry order; ValueError otherwise."""
     names = [n.strip() for n in raw.split(",") if n.strip()]
     if not names:
@@ -59,20 +63,20 @@ def compose(moves: list[Move]) -> list[Move]:
         prev = current.pop((m.old_class, m.test), None)
         if prev is not None:
             m = Move(
-                f"{prev.transform},{m.transform}",
-                m.test,
-                prev.old_class,
-                m.new_class,
-                prev.old_instantiated,
-                m.new_instantiated,
-                prev.before,
-                m.after,
+                transform=f"{prev.transform},{m.transform}",
+                test=m.test,
+                old_class=prev.old_class,
+                new_class=m.new_class,
+                old_instantiated=prev.old_instantiated,
+                new_instantiated=m.new_instantiated,
+                before=prev.before,
+                after=m.after,
             )
         current[(m.new_class, m.test)] = m
     return list(current.values())
 
 
-def _summary(name: str, cls: str, line: int, moves: list[Move]) -> Finding:
+def _summary(name: Pattern, cls: str, line: int, moves: list[Move]) -> Finding:
     targets: dict[str, int] = {}
     for m in moves:
         targets[m.new_class] = targets.get(m.new_class, 0) + 1
@@ -82,10 +86,10 @@ def _summary(name: str, cls: str, line: int, moves: list[Move]) -> Finding:
     if widened:
         message += f"; WIDENS the devices the tests run on: adds {', '.join(widened)} (review it)"
     return Finding(
-        f"restructure/{name}",
-        message,
-        line,
-        WARNING if widened else INFO,
+        rule=f"restructure/{name}",
+        message=message,
+        line=line,
+        severity=Severity.WARNING if widened else Severity.INFO,
         cls=cls,
         data={"moves": [_move_json(m) for m in moves]},
     )
@@ -95,7 +99,7 @@ def _summary(name: str, cls: str, line: int, moves: list[Move]) -> Finding:
 class Restructure:
     name: ClassVar[str] = "restructure"
 
-    selected: tuple[str, ...] = tuple(REGISTRY)
+    selected: tuple[Pattern, ...] = tuple(REGISTRY)
 
     def triage(self, text: str) -> bool:
         return may_have_test_class(text) and "instantiate_device_type_tests" in text
@@ -121,9 +125,9 @@ class Restructure:
             composed = compose(moves)
             findings.append(
                 Finding(
-                    "restructure/moves",
-                    f"{len(composed)} test(s) restructured",
-                    1,
+                    rule="restructure/moves",
+                    message=f"{len(composed)} test(s) restructured",
+                    line=1,
                     data={"moves": [_move_json(m) for m in composed]},
                 )
             )

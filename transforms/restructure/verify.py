@@ -13,7 +13,7 @@ from typing import Any
 
 from transforms.core import analysis
 from transforms.core.class_reading import FUNCTION_TYPES, is_test_name
-from transforms.label.classify import infer
+from transforms.label.classify import Status, infer
 
 DEVICE_TYPE = "torch.testing._internal.common_device_type"
 
@@ -32,11 +32,7 @@ def _class_nodes(tree: ast.Module, names: Iterable[str]) -> list:
 
 
 def _is_instantiation(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Call)
-        and analysis.call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE
-    )
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and analysis.instantiates_devices(stmt.value)
 
 
 def _rest(stmts: list, skip: set, imports: frozenset = frozenset()) -> list:
@@ -132,7 +128,7 @@ def check_step(
         if cls is None:
             continue  # a test-less base
         decision = infer(cls)
-        if decision.status != "label":
+        if decision.status != Status.LABEL:
             raise RestructureCheckError(f"{name} still satisfies no classification: {decision.message}")
 
 

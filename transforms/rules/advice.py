@@ -10,33 +10,48 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["ADVICE"]
+from transforms.core.strenum import StrEnum
 
-# Every piece of advice, with what it does: the restructuring transforms (transforms/restructure/),
-# then the advice no transform carries out.
-ADVICE: Mapping[str, str] = {
-    "keyword-args": (
+__all__ = ["ADVICE", "Pattern"]
+
+
+class Pattern(StrEnum):
+    """A piece of restructuring advice: the restructuring transforms (transforms/restructure/),
+    then the advice no transform carries out."""
+
+    KEYWORD_ARGS = "keyword-args"
+    INLINE_ONLY_FOR = "inline-only-for"
+    DROP_ONLY_FOR = "drop-only-for"
+    SPLIT_CLASS = "split-class"
+    CUDA_TO_ACCELERATOR = "cuda-to-accelerator"
+    INJECT_DEVICE = "inject-device"
+    MOVE_INSTANTIATION = "move-instantiation"
+
+
+# What each piece of advice does.
+ADVICE: Mapping[Pattern, str] = {
+    Pattern.KEYWORD_ARGS: (
         "pass only_for/except_for/allow_* of instantiate_device_type_tests as keywords (the linter reads keywords only)"
     ),
-    "inline-only-for": "inline the module-level literal the only_for/except_for name is bound to",
-    "drop-only-for": (
+    Pattern.INLINE_ONLY_FOR: "inline the module-level literal the only_for/except_for name is bound to",
+    Pattern.DROP_ONLY_FOR: (
         "drop the only_for whitelist: with cpu listed, ACCELERATOR on the default device list "
         "(keeps every listed device, adds the other accelerators: a widening); accelerators "
         "only, except_for=('cpu',) with allow_mps/allow_xpu=True where listed"
     ),
-    "split-class": (
+    Pattern.SPLIT_CLASS: (
         "split the class: a test-less base with the shared members, the device-free tests "
         "in a GENERIC class (keeps the name), the device tests in a class per guard "
         "(@onlyCPU -> CPU, CUDA-only APIs -> CUDA, unguarded -> ACCELERATOR)"
     ),
-    "cuda-to-accelerator": (
+    Pattern.CUDA_TO_ACCELERATOR: (
         "@onlyCUDA -> @onlyAccelerator and torch.cuda.<fn> -> its torch.accelerator "
         "equivalent, where every CUDA-specific use of the test has one"
     ),
-    "inject-device": (
+    Pattern.INJECT_DEVICE: (
         "give the tests a `device` parameter in place of hard-coded 'cuda' / .cuda() (manual: no transform does this)"
     ),
-    "move-instantiation": (
+    Pattern.MOVE_INSTANTIATION: (
         "move the instantiate_device_type_tests call out of the try/except* (or match) block, "
         "e.g. to module level (the linter does not look inside)"
     ),

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from transforms.core.facts import UNKNOWN, ModuleFacts, TestClassFacts
-from transforms.core.members import DEVICE_MEMBERS, MEMBERS, normalise_member
+from transforms.core.members import DEVICE_MEMBERS, MEMBERS, Member, normalise_member
 
 __all__ = [
     "FORBIDDEN_ONLY_DECORATORS",
@@ -54,7 +54,7 @@ FORBIDDEN_ONLY_DECORATORS = frozenset(
 class Violation:
     """One broken linter rule: `value` is the classification, `rule` the linter's name."""
 
-    value: str
+    value: Member
     rule: str
     message: str
     line: int
@@ -69,15 +69,19 @@ class Violation:
 class Example:
     """A module in which `TestFoo`, labelled `value`, passes (valid) or breaks (invalid) a rule."""
 
-    value: str
+    value: Member
     source: str
 
 
-@dataclass(frozen=True)
+# A rule's check: the violations of `value`'s rule by the class (empty: it passes).
+Check = Callable[[TestClassFacts, Member], list[Violation]]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Rule:
     name: str  # as the linter prints it, without brackets
-    values: tuple[str, ...]
-    check: Callable[[TestClassFacts, str], list[Violation]]
+    values: tuple[Member, ...]
+    check: Check
     valid: tuple[Example, ...]
     invalid: tuple[Example, ...]
 
@@ -85,18 +89,18 @@ class Rule:
 REGISTRY: list[Rule] = []
 
 
-def rule(name: str, *values: str, valid: tuple[Example, ...], invalid: tuple[Example, ...]):
-    """Register a rule function for `values`, with its examples."""
+def rule(name: str, *values: str, valid: tuple[Example, ...], invalid: tuple[Example, ...]) -> Callable[[Check], Check]:
+    """Register a rule function for the values named, with its examples."""
 
-    def register(fn: Callable[[TestClassFacts, str], list[Violation]]):
-        REGISTRY.append(Rule(name, values, fn, valid, invalid))
+    def register(fn: Check) -> Check:
+        REGISTRY.append(Rule(name=name, values=tuple(map(Member, values)), check=fn, valid=valid, invalid=invalid))
         return fn
 
     return register
 
 
 def _ex(value: str, source: str) -> Example:
-    return Example(value, source)
+    return Example(Member(value), source)
 
 
 _CLS = "class TestFoo(TestCase):\n"
@@ -126,7 +130,7 @@ def _fmt(value: object) -> str:
     valid=(_ex("GENERIC", _PLAIN_TEST), _ex("GENERIC", _PLAIN_TEST + "instantiate_parametrized_tests(TestFoo)\n")),
     invalid=(_ex("GENERIC", _PLAIN_TEST + _inst()), _ex("GENERIC", _PLAIN_TEST + "for _ in range(1):\n    " + _inst())),
 )
-def forbids_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
+def forbids_instantiation(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     if inst is None:
         return []
@@ -156,7 +160,7 @@ def forbids_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("CUDA", _DEVICE_TEST + "instantiate_parametrized_tests(TestFoo)\n"),
     ),
 )
-def requires_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
+def requires_instantiation(cls: TestClassFacts, value: Member) -> list[Violation]:
     if cls.instantiation is not None:
         return []
     extra = ""
@@ -196,7 +200,7 @@ def requires_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("GENERIC", _CLS + "    def test_a(self, device, /):\n        pass\n"),
     ),
 )
-def forbids_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
+def forbids_device_param(cls: TestClassFacts, value: Member) -> list[Violation]:
     return [
         Violation(
             value,
@@ -223,7 +227,7 @@ def forbids_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("ACCELERATOR", _DEVICE_TEST + "    def testB(self):\n        pass\n" + _inst()),
     ),
 )
-def requires_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
+def requires_device_param(cls: TestClassFacts, value: Member) -> list[Violation]:
     return [
         Violation(
             value,
@@ -255,7 +259,7 @@ def requires_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
         ),
     ),
 )
-def no_only_decorator(cls: TestClassFacts, value: str) -> list[Violation]:
+def no_only_decorator(cls: TestClassFacts, value: Member) -> list[Violation]:
     return [
         Violation(
             value,
@@ -283,7 +287,7 @@ def no_only_decorator(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=[]")),
     ),
 )
-def no_only_for(cls: TestClassFacts, value: str) -> list[Violation]:
+def no_only_for(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     if inst is None or inst.only_for is None:
         return []
@@ -316,7 +320,7 @@ def no_only_for(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("CPU", _DEVICE_TEST + _inst(", only_for=DEVICES")),
     ),
 )
-def only_for_exactly(cls: TestClassFacts, value: str) -> list[Violation]:
+def only_for_exactly(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     want = value.lower()
     if inst is None or inst.only_for == (want,):
@@ -346,7 +350,7 @@ def only_for_exactly(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("CUDA", _DEVICE_TEST + _inst(", only_for='cuda', except_for=SKIP")),
     ),
 )
-def no_except_for(cls: TestClassFacts, value: str) -> list[Violation]:
+def no_except_for(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     if inst is None or inst.except_for is None:
         return []
@@ -360,8 +364,8 @@ def no_except_for(cls: TestClassFacts, value: str) -> list[Violation]:
     ]
 
 
-def _allow_flag(flag: str) -> Callable[[TestClassFacts, str], list[Violation]]:
-    def check_flag(cls: TestClassFacts, value: str) -> list[Violation]:
+def _allow_flag(flag: str) -> Check:
+    def check_flag(cls: TestClassFacts, value: Member) -> list[Violation]:
         inst = cls.instantiation
         if inst is None:
             return []
@@ -403,15 +407,15 @@ rule(
 
 
 # value -> its rules, in registration order (the order the linter reports them in).
-RULES: Mapping[str, tuple[Rule, ...]] = {value: tuple(r for r in REGISTRY if value in r.values) for value in MEMBERS}
+RULES: Mapping[Member, tuple[Rule, ...]] = {value: tuple(r for r in REGISTRY if value in r.values) for value in MEMBERS}
 
 
 def check(cls: TestClassFacts, value: str) -> list[Violation]:
     """Every rule of `value` that `cls` breaks (empty: the linter accepts the label)."""
-    value = normalise_member(value)
+    member = normalise_member(value)
     found: list[Violation] = []
-    for r in RULES[value]:
-        found.extend(r.check(cls, value))
+    for r in RULES[member]:
+        found.extend(r.check(cls, member))
     return found
 
 

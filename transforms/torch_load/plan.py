@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from transforms.core.base import ERROR, INFO, WARNING
+from transforms.core.base import Severity
 from transforms.torch_load.calls import _dotted, _Site
 from transforms.torch_load.discovery import Evidence, _CallRec, _test_matches
 from transforms.torch_load.modes import _DOTTED_RE
-from transforms.torch_load.unsafe_globals import DANGEROUS, normalise, tier
+from transforms.torch_load.unsafe_globals import Level, normalise, tier
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Planner:
                 f"torch.load passes {kind}, which may already carry weights_only (adding it can raise "
                 "'got multiple values'): left alone, review by hand",
                 line,
-                WARNING,
+                Severity.WARNING,
                 call=code,
             )
             self.manual += 1
@@ -106,11 +106,11 @@ class Planner:
             self.find("skip-covered", f"left alone: {reason}", line, **data)
             return
         if action == "invalid":
-            self.find("invalid-global", f"not rewritten: {reason}", line, ERROR, **data)
+            self.find("invalid-global", f"not rewritten: {reason}", line, Severity.ERROR, **data)
             self.manual += 1
             return
         if action == "refuse":
-            self.find("no-discovery", f"not rewritten: {reason}", line, ERROR, **data)
+            self.find("no-discovery", f"not rewritten: {reason}", line, Severity.ERROR, **data)
             self.manual += 1
             return
         if action == "wrap":
@@ -191,7 +191,7 @@ class Planner:
                 "fallback",
                 f"weights_only=False instead of safe_globals: {reason}",
                 line,
-                WARNING if self.o.mode == "safe-globals" else INFO,
+                Severity.WARNING if self.o.mode == "safe-globals" else Severity.INFO,
                 fix="weights_only=False",
                 **data,
             )
@@ -213,7 +213,7 @@ class Planner:
                 f"cannot place weights_only={value} in this call's text "
                 f"({exc}): not rewritten, make it explicit by hand",
                 line,
-                WARNING,
+                Severity.WARNING,
                 call=code,
             )
             self.manual += 1
@@ -315,7 +315,7 @@ class Planner:
                 "see it run), so auto cannot choose: weights_only=False; run `decouple "
                 "discover-globals` on the test that reaches it for a safe_globals block",
                 site.line,
-                WARNING,
+                Severity.WARNING,
                 call=code,
             )
             return "false", NOT_DISCOVERED, []
@@ -344,14 +344,14 @@ class Planner:
                 "the load failed under weights_only=True without naming a global",
                 [],
             )
-        danger = {g: tier(g).reason for g in ev.globals if tier(g).level == DANGEROUS}
+        danger = {g: tier(g).reason for g in ev.globals if tier(g).level == Level.DANGEROUS}
         for g, why in danger.items():
             if mode == "auto":
                 self.find(
                     "dangerous-global",
                     f"{g} is dangerous to allowlist ({why}); using weights_only=False",
                     site.line,
-                    INFO,
+                    Severity.INFO,
                     name=g,
                 )
             else:
@@ -360,7 +360,7 @@ class Planner:
                     f"{g} is dangerous to allowlist ({why}); allowlisted as requested by "
                     "--torch-load safe-globals: consider weights_only=False",
                     site.line,
-                    WARNING,
+                    Severity.WARNING,
                     name=g,
                 )
         if danger and mode == "auto":
@@ -463,7 +463,7 @@ def _explain_false(reason: str, ev: Evidence | None) -> str:
         # short names, as in the other texts: a comment line stays within 120 columns
         return f"{_DOTTED_RE.sub(lambda m: m.group(0).rsplit('.', 1)[-1], why)}: weights_only=False"
     if ev is not None and ev.globals:
-        danger = [g for g in ev.globals if tier(g).level == DANGEROUS]
+        danger = [g for g in ev.globals if tier(g).level == Level.DANGEROUS]
         if danger:
             return f"the checkpoint needs {_short(danger)} (unsafe to allowlist): weights_only=False"
         return f"the test saves whole objects ({_short(ev.globals, 2)}): weights_only=False"

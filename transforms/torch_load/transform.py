@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from transforms.core.base import ERROR, INFO, WARNING, Finding, TransformResult
+from transforms.core.base import Finding, Severity, TransformResult
 from transforms.torch_load.calls import CallFinder
 from transforms.torch_load.discovery import Discovery
 from transforms.torch_load.edits import TextEditor
@@ -81,7 +81,7 @@ class _Runner(CallFinder, Planner, TextEditor):
         self.manual = 0
 
     # ------------------------------------------------------------------ helpers
-    def find(self, rule, message, line, severity=INFO, fix=None, **data):
+    def find(self, rule, message, line, severity=Severity.INFO, fix=None, **data):
         self.findings.append(
             Finding(rule=RULE + rule, message=message, line=line, severity=severity, fix=fix, data=data)
         )
@@ -117,7 +117,7 @@ class _Runner(CallFinder, Planner, TextEditor):
         try:
             module = cst.parse_module(self.text)
         except Exception as exc:  # libcst parser disagrees with ast
-            self.find("parse-error", f"LibCST cannot parse the file: {exc}", 1, ERROR)
+            self.find("parse-error", f"LibCST cannot parse the file: {exc}", 1, Severity.ERROR)
             return TransformResult(self.text, self.findings, manual=1)
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.wrapper_meta = wrapper.resolve_many(
@@ -132,7 +132,7 @@ class _Runner(CallFinder, Planner, TextEditor):
 
         calls, refs = self._collect(module)
         for node, message in refs:
-            self.find("unresolved", message, self.pos(node).start.line, WARNING)
+            self.find("unresolved", message, self.pos(node).start.line, Severity.WARNING)
             self.manual += 1
 
         self.imports = _ImportMap(self, module)
