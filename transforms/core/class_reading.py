@@ -85,8 +85,8 @@ def _needs_gpu(test: ast.expr) -> bool:
     if isinstance(test, ast.Call):
         name = dotted_name(test.func) or ""
         return name.endswith("cuda.is_available") or name.endswith("cuda.device_count")
-    name = dotted_name(test)
-    return name is not None and name.rsplit(".", 1)[-1] in _GPU_FLAGS
+    flag = dotted_name(test)
+    return flag is not None and flag.rsplit(".", 1)[-1] in _GPU_FLAGS
 
 
 def _gpu_guards(decorators: list[ast.expr]) -> tuple[str, ...]:

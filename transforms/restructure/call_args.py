@@ -8,6 +8,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from transforms.core import analysis
+from transforms.core.class_reading import last_line
 from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
 from transforms.diagnosis.reading import module_literals
 from transforms.restructure.model import Move, Step
@@ -160,17 +161,15 @@ def _drop(diag: ClassDiagnosis, call: ast.Call, lines: Lines, tree: ast.Module) 
 def _append_keyword(call: ast.Call, lines: Lines, new: str) -> SpanEdit:
     """Add `new` as the last argument, in the call's layout: one argument per line (with a
     trailing comma) gets a line of its own, else `, new` after the last argument."""
-    last = max(list(call.args) + list(call.keywords), key=lambda a: (a.end_lineno, a.end_col_offset))
+    arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    last = max(arguments, key=lambda a: (last_line(a), a.end_col_offset or 0))
+    end = last_line(last)
     pos = lines.end(last)
-    row = lines.lines[last.end_lineno - 1]
-    rest = lines.text[pos : lines.line_start(last.end_lineno + 1)]
-    if (
-        last.end_lineno > call.lineno
-        and rest.strip() == ","
-        and row.strip().startswith(lines.segment(last).split("\n")[0].strip())
-    ):
+    row = lines.lines[end - 1]
+    rest = lines.text[pos : lines.line_start(end + 1)]
+    if end > call.lineno and rest.strip() == "," and row.strip().startswith(lines.segment(last).split("\n")[0].strip()):
         indent = row[: len(row) - len(row.lstrip())]
-        start = lines.line_start(last.end_lineno + 1)
+        start = lines.line_start(end + 1)
         return (start, start, f"{indent}{new},{rest[len(rest.rstrip(chr(13) + chr(10))) :]}")
     return (pos, pos, f", {new}")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from transforms.core.class_reading import dotted_name
+from transforms.core.class_reading import FUNCTION_TYPES, dotted_name
 from transforms.diagnosis.devices import ACCELERATOR_GUARD
-from transforms.diagnosis.diagnose import TestDiagnosis, class_nodes
+from transforms.diagnosis.diagnose import ClassDiagnosis, TestDiagnosis, class_nodes
 from transforms.diagnosis.reading import CUDA_EQUIVALENTS
 from transforms.restructure.model import Move, Step
 from transforms.restructure.textedit import Lines, SpanEdit, apply_spans
@@ -29,14 +29,15 @@ def convertible(t: TestDiagnosis) -> bool:
     )
 
 
-def _only_cuda(fn: Any) -> ast.expr | None:
+def _only_cuda(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
     for dec in fn.decorator_list:
-        if dotted_name(dec) is not None and dotted_name(dec).rsplit(".", 1)[-1] == "onlyCUDA":
+        name = dotted_name(dec)
+        if name is not None and name.rsplit(".", 1)[-1] == "onlyCUDA":
             return dec
     return None
 
 
-def _cuda_attrs(fn: Any) -> list[ast.Attribute]:
+def _cuda_attrs(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Attribute]:
     return [
         node
         for stmt in fn.body
@@ -77,11 +78,22 @@ def _import_edit(tree: ast.Module, lines: Lines, still_used: bool) -> list[SpanE
     return None  # onlyCUDA comes from elsewhere (star import, alias): leave it
 
 
-def normaliser(names: set[str]):
+class _Swap(ast.NodeTransformer):
+    """torch.cuda.<fn> -> its equivalent, where it has one."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        equivalent = CUDA_EQUIVALENTS.get(node.attr)
+        if dotted_name(node.value) == "torch.cuda" and equivalent:
+            return ast.parse(equivalent, mode="eval").body
+        return node
+
+
+def normaliser(names: set[str]) -> Callable[[ast.AST], ast.AST]:
     """The AST version of the edit, applied to an original test for the inventory check."""
 
-    def normalise(fn: Any) -> ast.AST:
-        if getattr(fn, "name", None) not in names:
+    def normalise(fn: ast.AST) -> ast.AST:
+        if not isinstance(fn, FUNCTION_TYPES) or fn.name not in names:
             return fn
         fn = copy.deepcopy(fn)
         dec = _only_cuda(fn)
@@ -89,21 +101,13 @@ def normaliser(names: set[str]):
             dec.id = ACCELERATOR_GUARD
         elif isinstance(dec, ast.Attribute):
             dec.attr = ACCELERATOR_GUARD
-
-        class Swap(ast.NodeTransformer):
-            def visit_Attribute(self, node):
-                self.generic_visit(node)
-                if dotted_name(node.value) == "torch.cuda" and CUDA_EQUIVALENTS.get(node.attr):
-                    return ast.parse(CUDA_EQUIVALENTS[node.attr], mode="eval").body
-                return node
-
-        fn.body = [Swap().visit(s) for s in fn.body]
+        fn.body = [_Swap().visit(s) for s in fn.body]
         return fn
 
     return normalise
 
 
-def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
+def cuda_to_accelerator(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
     lines = Lines(text)
     nodes = class_nodes(tree)
     edits: list[SpanEdit] = []
@@ -128,7 +132,9 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
                 target = dec.value if isinstance(dec, ast.Attribute) else None
                 edits.append((lines.end(target), lines.end(dec), "." + ACCELERATOR_GUARD))
             for attr in _cuda_attrs(fn):
-                edits.append((lines.start(attr), lines.end(attr), CUDA_EQUIVALENTS[attr.attr]))
+                equivalent = CUDA_EQUIVALENTS[attr.attr]
+                assert equivalent is not None  # a convertible test's every torch.cuda use has one
+                edits.append((lines.start(attr), lines.end(attr), equivalent))
             converted.add(t.name)
             moves.append(
                 Move(

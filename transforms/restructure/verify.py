@@ -87,9 +87,9 @@ def check_step(
     touched, created = set(touched), set(created)
     old_classes = _class_nodes(old_tree, touched)
     new_classes = _class_nodes(new_tree, touched | created)
-    norm = normalise or (lambda fn: fn)
+    norm: Callable[[ast.AST], ast.AST] = normalise or (lambda fn: fn)
 
-    def tests(classes, fix):
+    def tests(classes: list[ast.ClassDef], fix: Callable[[ast.AST], ast.AST]) -> Counter[str]:
         return Counter(
             _dump(fix(s)) for c in classes for s in c.body if isinstance(s, FUNCTION_TYPES) and is_test_name(s.name)
         )
@@ -102,7 +102,7 @@ def check_step(
             f"test inventory changed: missing or altered {lost or '-'}, unexpected {extra or '-'}"
         )
 
-    def members(classes):
+    def members(classes: list[ast.ClassDef]) -> Counter[str]:
         return Counter(
             _dump(s) for c in classes for s in c.body if not (isinstance(s, FUNCTION_TYPES) and is_test_name(s.name))
         )
