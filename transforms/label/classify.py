@@ -24,7 +24,8 @@ from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose_facts
 from transforms.label.evidence import Evidence, call_text, evidence, needs_gpu_warnings
 from transforms.rules.advice import ADVICE, Pattern
 from transforms.rules.deviations import Refusal, deviation, refusals
-from transforms.rules.linter import Violation, check
+from transforms.rules.linter import check
+from transforms.rules.registry import Violation
 
 __all__ = [
     "STATUS_SEVERITY",

@@ -1,11 +1,5 @@
-"""The upstream test linter's rules, mirrored exactly, each with its own examples.
-
-A rule is a small pure function of a `TestClassFacts` and the value being
-checked; it returns `Violation`s named as the linter prints them.  `@rule(...)`
-registers it for the values it applies to, together with valid and invalid
-examples (Fixit style): modules in which the class `TestFoo`, labelled with the
-given value, passes or breaks exactly this rule.  The test-suite runs every
-example, so a rule and its documentation cannot drift apart.
+"""The upstream test linter's rules, mirrored exactly, each with its own examples: the
+generation of the linter the tool follows today, one `RuleSet` (registry.py).
 
 `lint_module` applies the whole table to a module the way the linter does
 (missing/invalid label, duplicate definitions and instantiations included): it
@@ -15,20 +9,19 @@ compares with the real linter's output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from transforms.core.facts import UNKNOWN, ModuleFacts, TestClassFacts
-from transforms.core.members import DEVICE_MEMBERS, MEMBERS, Member, normalise_member
+from transforms.core.members import DEVICE_MEMBERS, Member
+from transforms.rules.registry import Check, Example, Rule, RuleSet, Violation
 
 __all__ = [
     "FORBIDDEN_ONLY_DECORATORS",
+    "GENERATION",
     "RULES",
     "REGISTRY",
-    "Example",
     "LinterMessage",
-    "Rule",
-    "Violation",
     "check",
     "lint_module",
 ]
@@ -50,53 +43,8 @@ FORBIDDEN_ONLY_DECORATORS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Violation:
-    """One broken linter rule: `value` is the classification, `rule` the linter's name."""
-
-    value: Member
-    rule: str
-    message: str
-    line: int
-
-    @property
-    def code(self) -> str:
-        """The linter's spelling: `ACCELERATOR[decorator]`."""
-        return f"{self.value}[{self.rule}]"
-
-
-@dataclass(frozen=True)
-class Example:
-    """A module in which `TestFoo`, labelled `value`, passes (valid) or breaks (invalid) a rule."""
-
-    value: Member
-    source: str
-
-
-# A rule's check: the violations of `value`'s rule by the class (empty: it passes).
-Check = Callable[[TestClassFacts, Member], list[Violation]]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rule:
-    name: str  # as the linter prints it, without brackets
-    values: tuple[Member, ...]
-    check: Check
-    valid: tuple[Example, ...]
-    invalid: tuple[Example, ...]
-
-
-REGISTRY: list[Rule] = []
-
-
-def rule(name: str, *values: str, valid: tuple[Example, ...], invalid: tuple[Example, ...]) -> Callable[[Check], Check]:
-    """Register a rule function for the values named, with its examples."""
-
-    def register(fn: Check) -> Check:
-        REGISTRY.append(Rule(name=name, values=tuple(map(Member, values)), check=fn, valid=valid, invalid=invalid))
-        return fn
-
-    return register
+GENERATION = RuleSet()
+rule = GENERATION.rule
 
 
 def _ex(value: str, source: str) -> Example:
@@ -406,17 +354,10 @@ rule(
 )(_allow_flag("allow_xpu"))
 
 
+REGISTRY: list[Rule] = GENERATION.rules
 # value -> its rules, in registration order (the order the linter reports them in).
-RULES: Mapping[Member, tuple[Rule, ...]] = {value: tuple(r for r in REGISTRY if value in r.values) for value in MEMBERS}
-
-
-def check(cls: TestClassFacts, value: str) -> list[Violation]:
-    """Every rule of `value` that `cls` breaks (empty: the linter accepts the label)."""
-    member = normalise_member(value)
-    found: list[Violation] = []
-    for r in RULES[member]:
-        found.extend(r.check(cls, member))
-    return found
+RULES: Mapping[Member, tuple[Rule, ...]] = GENERATION.by_value()
+check = GENERATION.check
 
 
 # --------------------------------------------------------------------------- whole module
