@@ -41,6 +41,7 @@ from transforms.core.facts import (
     IgnoredReason,
     Instantiation,
     ModuleFacts,
+    Option,
 )
 
 __all__ = [
@@ -61,7 +62,7 @@ INSTANTIATE_PARAMETRIZED = "instantiate_parametrized_tests"
 # Positional slots of instantiate_device_type_tests(generic_test_class, scope,
 # except_for=None, only_for=None, include_lazy=False, allow_mps=False,
 # allow_xpu=False).  The linter reads these options as keywords only.
-POSITIONAL_SLOTS = {2: "except_for", 3: "only_for", 5: "allow_mps", 6: "allow_xpu"}
+POSITIONAL_SLOTS = {2: Option.EXCEPT_FOR, 3: Option.ONLY_FOR, 5: Option.ALLOW_MPS, 6: Option.ALLOW_XPU}
 
 # Blocks the linter does not enter although module-level code runs there.
 _UNSCANNED_TYPES: tuple[type, ...] = (ast.Match,)

@@ -24,6 +24,7 @@ __all__ = [
     "IgnoredReason",
     "Instantiation",
     "ModuleFacts",
+    "Option",
     "TestClassFacts",
     "TestMethod",
     "Unread",
@@ -46,6 +47,15 @@ DeviceList = None | tuple[str, ...] | Unread
 # allow_mps / allow_xpu: None (absent), a bool literal, or UNKNOWN (anything else,
 # a literal None included: the linter skips the check then).
 Flag = None | bool | Unread
+
+
+class Option(StrEnum):
+    """The options of instantiate_device_type_tests the rules read (each an `Instantiation` field)."""
+
+    EXCEPT_FOR = "except_for"
+    ONLY_FOR = "only_for"
+    ALLOW_MPS = "allow_mps"
+    ALLOW_XPU = "allow_xpu"
 
 
 class CallForm(StrEnum):
@@ -112,17 +122,17 @@ class Instantiation:
     allow_xpu: Flag = None
     form: CallForm = CallForm.NAME
     text: str = ""  # the call, as `ast.unparse` renders it
-    positional: tuple[str, ...] = ()
+    positional: tuple[Option, ...] = ()
     star: bool = False
     # What Python passes for the options given by position (the linter does not see these).
-    positional_values: tuple[tuple[str, DeviceList | Flag], ...] = ()
+    positional_values: tuple[tuple[Option, DeviceList | Flag], ...] = ()
 
-    def actual(self, option: str) -> DeviceList | Flag:
+    def actual(self, option: Option) -> DeviceList | Flag:
         """The value Python uses for `option`: positional if given so, else the keyword's."""
         value: DeviceList | Flag = dict(self.positional_values).get(option, getattr(self, option))
         return value
 
-    def actual_devices(self, option: str) -> DeviceList:
+    def actual_devices(self, option: Option) -> DeviceList:
         """`actual` of only_for / except_for, which are read as device lists (never as flags)."""
         value = self.actual(option)
         assert not isinstance(value, bool), option

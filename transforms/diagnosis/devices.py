@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from transforms.core.facts import UNKNOWN, Instantiation
+from transforms.core.facts import UNKNOWN, Instantiation, Option
 
 GENERIC = "generic"
 OTHER = "other-accelerators"
+UNREAD = "unknown"  # the devices cannot be read (a non-literal argument)
+NOT_INSTANTIATED = "not-instantiated"  # a test that takes `device` in a class never instantiated
 ACCELERATORS = ("cuda", "mps", "xpu")
 # Devices a whitelist may name that dropping it keeps (mps / xpu with their allow_* flag).
 DEFAULT_LIST = ("cpu", "cuda", OTHER)
@@ -59,14 +61,19 @@ def instantiated_devices(
 def class_devices(inst: Instantiation | None) -> tuple[str, ...] | None:
     if inst is None:
         return (GENERIC,)
-    return instantiated_devices(*(inst.actual(o) for o in ("only_for", "except_for", "allow_mps", "allow_xpu")))
+    return instantiated_devices(
+        inst.actual(Option.ONLY_FOR),
+        inst.actual(Option.EXCEPT_FOR),
+        inst.actual(Option.ALLOW_MPS),
+        inst.actual(Option.ALLOW_XPU),
+    )
 
 
 def guarded(
     devices: tuple[str, ...] | None, guard_devices: tuple[str, ...] | None, accelerator: bool
 ) -> tuple[str, ...]:
     if devices is None:
-        return ("unknown",)
+        return (UNREAD,)
     if devices == (GENERIC,):
         return devices
     kept = [

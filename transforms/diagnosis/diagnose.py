@@ -20,12 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from transforms.core import analysis
-from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, TestClassFacts
+from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, Option, TestClassFacts
 from transforms.core.members import Member
 from transforms.diagnosis.devices import (
     ACCELERATOR_GUARD,
     ACCELERATORS,
     GENERIC,
+    NOT_INSTANTIATED,
+    UNREAD,
     class_devices,
     guarded,
     instantiated_devices,
@@ -69,7 +71,7 @@ class ClassDiagnosis:
     name: str
     line: int
     instantiation: str | None  # the call's text, None when not instantiated
-    positional: tuple[str, ...]  # slots passed positionally (only_for, ...)
+    positional: tuple[Option, ...]  # the options passed by position
     only_for: DeviceList
     only_for_name: str | None  # `only_for=NAME`: the name
     only_for_literal: tuple[str, ...] | None  # ... and the literal it is bound to once
@@ -126,8 +128,8 @@ def _diagnose(
             call = parsed.value if isinstance(parsed, ast.Expr) and isinstance(parsed.value, ast.Call) else None
         except SyntaxError:
             call = None
-    only_for = inst.actual_devices("only_for") if inst is not None else None  # positional ones too
-    except_for = inst.actual_devices("except_for") if inst is not None else None
+    only_for = inst.actual_devices(Option.ONLY_FOR) if inst is not None else None  # positional ones too
+    except_for = inst.actual_devices(Option.EXCEPT_FOR) if inst is not None else None
     name = literal = None
     if call is not None:
         arg = keyword_value(call, "only_for")
@@ -142,7 +144,7 @@ def _diagnose(
     devices = (
         class_devices(inst)
         if inst is None
-        else instantiated_devices(only_for, except_for, inst.actual("allow_mps"), inst.actual("allow_xpu"))
+        else instantiated_devices(only_for, except_for, inst.actual(Option.ALLOW_MPS), inst.actual(Option.ALLOW_XPU))
     )
     fns = {}
     if node is not None:
@@ -159,7 +161,7 @@ def _diagnose(
         if inst is not None:
             test_devices = guarded(devices, keep, ACCELERATOR_GUARD in guards)
         else:
-            test_devices = ("not-instantiated",) if m.takes_device else (GENERIC,)
+            test_devices = (NOT_INSTANTIATED,) if m.takes_device else (GENERIC,)
         tests.append(
             TestDiagnosis(
                 name=m.name,
@@ -178,10 +180,10 @@ def _diagnose(
         line=cls.line,
         instantiation=inst.text if inst is not None else None,
         positional=positional_slots(call) if call is not None else (),
-        only_for=inst.actual_devices("only_for") if inst else None,
+        only_for=inst.actual_devices(Option.ONLY_FOR) if inst else None,
         only_for_name=name,
         only_for_literal=literal,
-        devices=devices or ("unknown",),
+        devices=devices or (UNREAD,),
         tests=tuple(tests),
     )
     return advise(diag, inst, module_known=literals is not None)
@@ -262,7 +264,7 @@ def advise(diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool 
         for t in device_tests:
             if targets[t.name] is None:
                 manual.append(_why_manual(t))
-            elif not t.devices and "unknown" not in diag.devices:
+            elif not t.devices and UNREAD not in diag.devices:
                 manual.append(f"{t.name}: its guards leave no device of the class ({', '.join(t.guards)})")
         if not single:
             converts = [

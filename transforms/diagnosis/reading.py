@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from transforms.core import analysis, class_reading
-from transforms.diagnosis.devices import ACCELERATOR_GUARD, DEVICE_GUARDS, NATIVE, ordered
+from transforms.core.facts import Option
+from transforms.diagnosis.devices import ACCELERATOR_GUARD, DEVICE_GUARDS, NATIVE, UNREAD, ordered
 
 # torch.cuda.<name> -> the device-generic spelling in torch 2.14 (None: CUDA only, or no
 # drop-in equivalent).  One table, read by the diagnosis and by cuda-to-accelerator.
@@ -104,7 +105,7 @@ def read_guards(
         elif last in ("onlyOn", "onlyNativeDeviceTypesAnd"):
             listed = _strings(args)
             base = NATIVE if last == "onlyNativeDeviceTypesAnd" else ()
-            devices = tuple(base) + tuple(listed) if listed is not None else ("unknown",)
+            devices = tuple(base) + tuple(listed) if listed is not None else (UNREAD,)
         elif last == ACCELERATOR_GUARD:
             guards.append(name)
             continue
@@ -177,7 +178,7 @@ def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
-def positional_slots(call: ast.Call) -> tuple[str, ...]:
+def positional_slots(call: ast.Call) -> tuple[Option, ...]:
     return tuple(
         slot
         for index, slot in analysis.POSITIONAL_SLOTS.items()

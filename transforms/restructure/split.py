@@ -21,7 +21,7 @@ from transforms.core.base import Finding, Severity
 from transforms.core.class_reading import FUNCTION_TYPES, last_line
 from transforms.core.members import HW_ATTRIBUTE, Member
 from transforms.core.source_lines import newline_of
-from transforms.diagnosis.devices import GENERIC
+from transforms.diagnosis.devices import GENERIC, UNREAD
 from transforms.diagnosis.diagnose import ClassDiagnosis, class_nodes, test_target
 from transforms.restructure.call_args import calls_by_class
 from transforms.restructure.model import Move, Step
@@ -58,7 +58,7 @@ def _plan(
         single = Member(only_for[0].upper())
     elif only_for is not None:
         raise Refusal("only_for names several devices or is not a literal (drop-only-for / inline-only-for first)")
-    if any("unknown" in t.devices for t in diag.tests):
+    if any(UNREAD in t.devices for t in diag.tests):
         raise Refusal("the device set is unknown (a non-literal argument)")
     parts: Parts = {}
     for t in diag.tests:
