@@ -198,7 +198,7 @@ def _plan_call(ctx: _Context, call: cst.Call) -> CallPlan:
         data["evidence"] = evidence.where
     left = _left_alone(verdict, line, data)
     if left is not None:
-        return CallPlan(line=line, findings=(*verdict.findings, left), manual=int(left.severity == Severity.ERROR))
+        return left
     if verdict.action == Action.WRAP:
         wrapped = _plan_wrap(ctx, call, site, verdict, data, wo_none)
         if isinstance(wrapped, CallPlan):
@@ -237,17 +237,23 @@ def _skipped(call: cst.Call, pickle_module: bool, explicit: bool, line: int, cod
     return None
 
 
-def _left_alone(verdict: Verdict, line: int, data: dict[str, Any]) -> Finding | None:
-    """The finding of a verdict that edits nothing (an error: left for a human)."""
+def _left_alone(verdict: Verdict, line: int, data: dict[str, Any]) -> CallPlan | None:
+    """The plan of a verdict that edits nothing (bad discovery data and a refusal are left
+    for a human); None for the others."""
+    manual = 0
     if verdict.action == Action.LEAVE:
-        return finding(LoadRule.SKIP_STATE_DICT, f"left alone: {verdict.reason}", line, **data)
-    if verdict.action == Action.COVERED:
-        return finding(LoadRule.SKIP_COVERED, f"left alone: {verdict.reason}", line, **data)
-    if verdict.action == Action.INVALID:
-        return finding(LoadRule.INVALID_GLOBAL, f"not rewritten: {verdict.reason}", line, Severity.ERROR, **data)
-    if verdict.action == Action.REFUSE:
-        return finding(LoadRule.NO_DISCOVERY, f"not rewritten: {verdict.reason}", line, Severity.ERROR, **data)
-    return None
+        done = finding(LoadRule.SKIP_STATE_DICT, f"left alone: {verdict.reason}", line, **data)
+    elif verdict.action == Action.COVERED:
+        done = finding(LoadRule.SKIP_COVERED, f"left alone: {verdict.reason}", line, **data)
+    elif verdict.action == Action.INVALID:
+        done = finding(LoadRule.INVALID_GLOBAL, f"not rewritten: {verdict.reason}", line, Severity.ERROR, **data)
+        manual = 1
+    elif verdict.action == Action.REFUSE:
+        done = finding(LoadRule.NO_DISCOVERY, f"not rewritten: {verdict.reason}", line, Severity.ERROR, **data)
+        manual = 1
+    else:
+        return None
+    return CallPlan(line=line, findings=(*verdict.findings, done), manual=manual)
 
 
 def _keyword(ctx: _Context, call: cst.Call, value: str, line: int, code: str) -> KeywordChange | Finding:
