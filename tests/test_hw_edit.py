@@ -1,4 +1,4 @@
-"""Exact-output tests for transforms/hw_edit.py (attribute insertion, import placement),
+"""Exact-output tests for transforms/label/hw_edit.py (attribute insertion, import placement),
 import_merge.py (the merge into an existing import) and source_lines.py (lines, line ends)."""
 
 from __future__ import annotations
