@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from codemod.engine.process import process_file  # noqa: E402
-from transforms.hw_label import HwLabel  # noqa: E402
+from transforms.label import HwLabel  # noqa: E402
 from transforms.restructure import Restructure, moves_from_findings, parse_selection  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures", "restructure")

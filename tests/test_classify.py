@@ -1,4 +1,4 @@
-"""Tests for the facts (transforms/analysis.py, class_reading.py) and transforms/classify.py (rule table)."""
+"""Tests for the facts (transforms/core/analysis.py, class_reading.py) and transforms/label/classify.py (rule table)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from dataclasses import asdict
 
 import pytest
 
-from transforms import analysis, classify
-from transforms.analysis import analyse, may_have_test_class
-from transforms.classify import decide, decision_findings, infer, module_findings
-from transforms.facts import UNKNOWN, Instantiation, ModuleFacts, TestClassFacts
-from transforms.members import MEMBERS
-from transforms.members import MEMBERS as VALUES
-from transforms.members import normalise_member as normalise_value
-from transforms.rules import advice
+from transforms.core.analysis import analyse, may_have_test_class
+from transforms.core.facts import UNKNOWN, IgnoredReason, Instantiation, ModuleFacts, TestClassFacts
+from transforms.core.members import MEMBERS
+from transforms.core.members import MEMBERS as VALUES
+from transforms.core.members import normalise_member as normalise_value
+from transforms.label.classify import decide, decision_findings, infer, module_findings
+from transforms.rules.advice import ADVICE
 from transforms.rules.deviations import DEVIATIONS
 from transforms.rules.linter import REGISTRY, RULES, check
 
@@ -89,7 +88,7 @@ def test_deviation_example(dev, source, refused):
         return
     assert hit is not None and hit.deviation == dev.name
     assert set(hit.values) == set(refused)
-    assert dev.pattern in classify.PATTERNS
+    assert dev.pattern in ADVICE
     decision = infer(cls)
     # A deviation never lets a label through: manual work with the deviation's pattern.
     assert decision.status == "needs-manual", decision.message
@@ -215,7 +214,7 @@ def test_try_star_and_match_are_not_scanned():
     (cls,) = f.classes
     assert cls.instantiations == ()
     assert sorted(i.line for i in cls.hidden_instantiations) == [8, 11]
-    assert {c.name: c.reason for c in f.ignored} == {"TestHidden": analysis.REASON_UNSCANNED}
+    assert {c.name: c.reason for c in f.ignored} == {"TestHidden": IgnoredReason.UNSCANNED}
 
 
 def test_redefined_class_keeps_the_last_definition_and_last_call():
@@ -234,7 +233,7 @@ def test_redefined_class_keeps_the_last_definition_and_last_call():
     assert cls.instantiation.except_for == ("cpu",)
     assert f.duplicate_classes == (("TestA", (2, 4)),)
     assert f.duplicate_instantiations == (("TestA", (6, 7)),)
-    assert {c.name: (c.line, c.reason) for c in f.ignored} == {"TestA": (2, analysis.REASON_REDEFINED)}
+    assert {c.name: (c.line, c.reason) for c in f.ignored} == {"TestA": (2, IgnoredReason.REDEFINED)}
     assert check(cls, "ACCELERATOR") == []  # the last call decides
     assert rules(check(cls, "CPU")) == {"only_for", "except_for"}
 
@@ -261,10 +260,10 @@ def test_helper_base_and_nested_classes_are_ignored_with_reason():
     assert [c.name for c in f.classes] == ["TestReal"]
     reasons = {c.name: c.reason for c in f.ignored}
     assert reasons == {
-        "TestBase": analysis.REASON_HELPER,
-        "TestInFunction": analysis.REASON_NESTED,
-        "TestInClass": analysis.REASON_NESTED,
-        "TestFactory": analysis.REASON_NESTED,
+        "TestBase": IgnoredReason.HELPER,
+        "TestInFunction": IgnoredReason.NESTED,
+        "TestInClass": IgnoredReason.NESTED,
+        "TestFactory": IgnoredReason.NESTED,
     }
     assert "MyModule" not in reasons  # plain helpers are not noise-reported
     assert [c.line for c in f.ignored] == sorted(c.line for c in f.ignored)
@@ -870,7 +869,7 @@ def test_positional_only_for_is_manual_work_with_keyword_advice():
     assert d.status == "needs-manual"  # ... is refused: the tests run on CUDA only
     assert d.patterns[0] == "keyword-args"
     assert "by position" in d.message and "keyword" in d.message
-    assert "keyword-args" in classify.PATTERNS
+    assert "keyword-args" in ADVICE
 
 
 def test_star_kwargs_is_manual_work():
@@ -915,7 +914,7 @@ def test_class_gpu_guard_counts_too():
 
 
 def test_duplicate_instantiation_of_a_non_test_class_is_an_error_and_manual_work():
-    from transforms.hw_label import HwLabel
+    from transforms.label import HwLabel
 
     src = textwrap.dedent(
         """
@@ -973,4 +972,4 @@ def test_advice_from_the_facts(call, extra, expected):
     d = infer(cls)
     assert d.status == "needs-manual"
     assert d.patterns[: len(expected)] == expected
-    assert all(p in classify.PATTERNS for p in d.patterns)
+    assert all(p in ADVICE for p in d.patterns)

@@ -13,7 +13,7 @@ import sysconfig
 import pytest
 
 from codemod.engine import process as engine
-from transforms.hw_label import HwLabel
+from transforms.label import HwLabel
 
 STDLIB_TESTS = os.path.join(sysconfig.get_paths()["stdlib"], "test")
 

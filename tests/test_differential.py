@@ -31,8 +31,8 @@ import pytest
 
 from differential.generate import REFUSES, generate
 from differential.linter_model import accepted_values, collect, model_messages
-from transforms.analysis import analyse
-from transforms.hw_label import HwLabel
+from transforms.core.analysis import analyse
+from transforms.label import HwLabel
 from transforms.rules.linter import lint_module
 
 SEEDS = [int(s) for s in os.environ.get("DECOUPLE_DIFF_SEEDS", "1,2").split(",") if s.strip()]

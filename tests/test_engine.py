@@ -8,7 +8,7 @@ import sys
 
 from codemod.engine import process as engine
 from codemod.engine.discovery import discover, read_allowlist
-from transforms.hw_label import HwLabel
+from transforms.label import HwLabel
 
 GENERIC_SRC = (
     "from torch.testing._internal.common_utils import run_tests, TestCase\n\n\n"
@@ -80,7 +80,7 @@ def test_bad_files_are_isolated(tmp_path):
 
 def test_verification_failure_leaves_file_untouched(tmp_path, monkeypatch):
     f = write(tmp_path / "test_a.py", GENERIC_SRC)
-    from transforms import hw_edit
+    from transforms.label import hw_edit
 
     real = hw_edit.add_labels
     monkeypatch.setattr(hw_edit, "add_labels", lambda text, *a, **k: real(text, *a, **k) + "x = 1\n")

@@ -12,8 +12,8 @@ import pytest
 
 from codemod.engine import process as engine
 from codemod.util.files import MAX_SOURCE_BYTES
-from transforms.base import Finding, TransformResult
-from transforms.hw_label import HwLabel
+from transforms.core.base import Finding, TransformResult
+from transforms.label import HwLabel
 
 GENERIC_SRC = (
     "from torch.testing._internal.common_utils import run_tests, TestCase\n\n\n"
@@ -97,7 +97,7 @@ class _DeepFindings:
         data = {}
         for _ in range(100_000):
             data = {"x": data}
-        return TransformResult(text, [Finding("test/deep", "deep", 1, data=data)])
+        return TransformResult(text, [Finding(rule="test/deep", message="deep", line=1, data=data)])
 
     def strip(self, tree):
         return tree

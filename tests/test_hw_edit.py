@@ -1,4 +1,4 @@
-"""Exact-output tests for transforms/hw_edit.py (attribute insertion, import placement),
+"""Exact-output tests for transforms/label/hw_edit.py (attribute insertion, import placement),
 import_merge.py (the merge into an existing import) and source_lines.py (lines, line ends)."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import difflib
 
 import pytest
 
-from transforms.hw_edit import (
+from transforms.label.hw_edit import (
     add_labels,
     ensure_import,
     has_import,
     insert_attribute,
     strip_hw_edits,
 )
-from transforms.members import ENUM_NAME
-from transforms.source_lines import EditError, newline_of, split_lines
+from transforms.core.members import ENUM_NAME
+from transforms.core.source_lines import EditError, newline_of, split_lines
 
 CU = "from torch.testing._internal.common_utils import"
 ATTR = "hw_classification = HardwareClassification"

@@ -16,7 +16,7 @@ import shutil
 import pytest
 
 from codemod.engine.process import process_file
-from transforms.hw_label import HwLabel
+from transforms.label import HwLabel
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "hw")
 CASES = sorted(os.path.basename(p)[: -len(".in.py")] for p in glob.glob(os.path.join(HERE, "*.in.py")))

@@ -16,8 +16,8 @@ import pytest
 from codemod.ab.compare import compare_arms
 from codemod.ab.compare import map_nodeid, read_map_file
 from codemod.ab.model import ArmResult, Outcome
-from transforms import diagnosis
-from transforms.hw_label import HwLabel
+from transforms.diagnosis import devices, diagnose, reading
+from transforms.label import HwLabel
 from transforms.restructure import REGISTRY, Restructure, parse_selection
 from transforms.restructure.model import Move, map_document
 from transforms.restructure.verify import RestructureCheckError, check_step
@@ -31,9 +31,9 @@ HEAD = (
 )
 
 
-def _diag(body: str) -> diagnosis.ClassDiagnosis:
+def _diag(body: str) -> diagnose.ClassDiagnosis:
     text = HEAD + textwrap.dedent(body)
-    (found,) = diagnosis.diagnose(ast.parse(text), text)
+    (found,) = diagnose.diagnose(ast.parse(text), text)
     return found
 
 
@@ -145,7 +145,7 @@ def test_convertible_onlycuda_gets_cuda_to_accelerator():
 
 
 def test_device_sets():
-    f = diagnosis.instantiated_devices
+    f = devices.instantiated_devices
     assert f() == ("cpu", "cuda", "other-accelerators")
     assert f(only_for=("cpu",)) == ("cpu",)
     assert f(except_for=("cpu",), allow_xpu=True) == ("cuda", "xpu", "other-accelerators")
@@ -158,7 +158,7 @@ def test_every_equivalent_exists_in_torch_2_14(tmp_path):
     py = os.environ.get("DECOUPLE_TORCH_PYTHON")
     if not py:
         pytest.skip("DECOUPLE_TORCH_PYTHON is not set")
-    names = sorted({v for v in diagnosis.CUDA_EQUIVALENTS.values() if v})
+    names = sorted({v for v in reading.CUDA_EQUIVALENTS.values() if v})
     code = ("import torch, operator, functools\n"
             f"missing = [n for n in {names!r} if not hasattr(functools.reduce(getattr, n.split('.')[1:-1], torch), n.rsplit('.', 1)[1])]\n"
             "print(missing)")
@@ -205,15 +205,18 @@ def test_restructure_is_idempotent_and_stable():
 # --------------------------------------------------------------------------- the map
 
 
+def _move(test, new_class, new_instantiated, before, after) -> Move:
+    return Move(transform="split-class", test=test, old_class="TestMixed", new_class=new_class, old_instantiated=True,
+                new_instantiated=new_instantiated, before=before, after=after)
+
+
 def _moves() -> list:
+    every = ("cpu", "cuda", "other-accelerators")
     return [
-        Move("split-class", "test_shape", "TestMixed", "TestMixed", True, False,
-             ("cpu", "cuda", "other-accelerators"), ("generic",)),
-        Move("split-class", "test_add", "TestMixed", "TestMixedAccelerator", True, True,
-             ("cpu", "cuda", "other-accelerators"), ("cpu", "cuda", "other-accelerators")),
-        Move("split-class", "test_add_scalar", "TestMixed", "TestMixed", True, False,
-             ("cpu", "cuda", "other-accelerators"), ("generic",)),
-        Move("split-class", "test_graph", "TestMixed", "TestMixedCudaOnly", True, True, ("cuda",), ("cuda",)),
+        _move("test_shape", "TestMixed", False, every, ("generic",)),
+        _move("test_add", "TestMixedAccelerator", True, every, every),
+        _move("test_add_scalar", "TestMixed", False, every, ("generic",)),
+        _move("test_graph", "TestMixedCudaOnly", True, ("cuda",), ("cuda",)),
     ]
 
 

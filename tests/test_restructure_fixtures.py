@@ -18,8 +18,8 @@ import shutil
 import pytest
 
 from codemod.engine.process import process_file
-from transforms import diagnosis
-from transforms.hw_label import HwLabel
+from transforms.diagnosis import diagnose
+from transforms.label import HwLabel
 from transforms.restructure import Restructure, moves_from_findings, parse_selection
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "restructure")
@@ -40,7 +40,7 @@ def test_every_case_has_a_spec():
 @pytest.mark.parametrize("case", CASES)
 def test_diagnosis_advice(case):
     text = open(os.path.join(HERE, case + ".in.py")).read()
-    found = {d.name: list(d.advice) for d in diagnosis.diagnose(ast.parse(text), text)}
+    found = {d.name: list(d.advice) for d in diagnose.diagnose(ast.parse(text), text)}
     assert found == _spec(case)["advice"]
 
 

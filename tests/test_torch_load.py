@@ -23,10 +23,10 @@ import libcst
 import pytest
 
 from codemod.engine.discover_records import parse_globals, unfixable_reason
-from transforms.base import Finding, TransformResult
+from transforms.core.base import Finding, TransformResult
 from transforms.torch_load import Discovery, TorchLoad, check_mode_supported
-from transforms.torch_load.discovery import _same_file, _test_matches
-from transforms.unsafe_globals import DANGEROUS, SAFE, normalise, tier
+from transforms.torch_load.discovery import runs_function, same_file
+from transforms.torch_load.unsafe_globals import Level, normalise, tier
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torch_load"
 CASES = sorted(p.name[: -len(".in.py")] for p in FIXTURES.glob("*.in.py"))
@@ -140,17 +140,17 @@ def test_check_mode_supported():
 
 
 def test_tiers():
-    assert tier("torch.ScriptObject").level == DANGEROUS
-    assert tier("getattr").level == DANGEROUS            # bare builtin
-    assert tier("builtins.eval").level == DANGEROUS
-    assert tier("os.system").level == DANGEROUS
-    assert tier("os.path.join").level == DANGEROUS       # submodule of os
-    assert tier("posix.system").level == DANGEROUS
-    assert tier("functools.partial").level == DANGEROUS
+    assert tier("torch.ScriptObject").level == Level.DANGEROUS
+    assert tier("getattr").level == Level.DANGEROUS            # bare builtin
+    assert tier("builtins.eval").level == Level.DANGEROUS
+    assert tier("os.system").level == Level.DANGEROUS
+    assert tier("os.path.join").level == Level.DANGEROUS       # submodule of os
+    assert tier("posix.system").level == Level.DANGEROUS
+    assert tier("functools.partial").level == Level.DANGEROUS
     assert tier("subprocess.Popen").reason.startswith("subprocess.Popen: member of subprocess")
     for name in ("torch.nn.modules.linear.Linear", "builtins.slice", "collections.OrderedDict",
                  "osmium.Thing", "torch.ao.nn.quantized.modules.linear.LinearPackedParams"):
-        assert tier(name).level == SAFE, name
+        assert tier(name).level == Level.SAFE, name
     assert normalise("slice") == "builtins.slice"
 
 
@@ -182,12 +182,12 @@ def test_unfixable_reasons():
 
 
 def test_path_and_test_matching():
-    assert _same_file("test/test_nn.py", "/repo/test/test_nn.py")
-    assert _same_file("./test/test_nn.py", "test/test_nn.py")
-    assert not _same_file("test/test_nn.py", "test/test_nnx.py")
-    assert _test_matches("t.py::TestFooCPU::test_bar_cpu", "test_bar", "TestFoo")
-    assert _test_matches("t.py::test_bar[1-2]", "test_bar", None)
-    assert not _test_matches("t.py::TestFoo::test_barn", "test_bar", "TestFoo")
+    assert same_file("test/test_nn.py", "/repo/test/test_nn.py")
+    assert same_file("./test/test_nn.py", "test/test_nn.py")
+    assert not same_file("test/test_nn.py", "test/test_nnx.py")
+    assert runs_function("t.py::TestFooCPU::test_bar_cpu", "test_bar", "TestFoo")
+    assert runs_function("t.py::test_bar[1-2]", "test_bar", None)
+    assert not runs_function("t.py::TestFoo::test_barn", "test_bar", "TestFoo")
 
 
 def test_discovery_merges_tests_and_scan():
@@ -259,12 +259,12 @@ def test_last_argument_in_parentheses_gets_keyword_outside():
 
 
 def test_skip_to_only_skips_blanks_and_comments():
-    from transforms.torch_load.text import _skip_to
+    from transforms.torch_load.text import skip_to
 
-    assert _skip_to("  # a ) b\n  )", 0, ")") == 12
-    assert _skip_to(" \\\n ,", 0, ",") == 4
+    assert skip_to("  # a ) b\n  )", 0, ")") == 12
+    assert skip_to(" \\\n ,", 0, ",") == 4
     with pytest.raises(ValueError):
-        _skip_to(" x)", 0, ")")
+        skip_to(" x)", 0, ")")
 
 
 def test_comment_of_last_argument_stays_on_it():

@@ -8,8 +8,7 @@ import pytest
 
 from codemod.engine.process import process_file
 from codemod.engine.result import CHANGED, FAILED
-from transforms.torch_load import TorchLoad
-from transforms.torch_load.edits import TextEditor
+from transforms.torch_load import TorchLoad, edits
 from transforms.torch_load.verify import EditCheckError, PlannedEdits, check_planned_edits
 
 SOURCE = """\
@@ -52,12 +51,12 @@ def _discovered(path: str, line: int, code: str, names: list[str]) -> dict:
 
 
 def _faulty(monkeypatch, fault):
-    real = TextEditor._apply
+    real = edits.apply_plan
 
-    def apply(self, *args):
-        return fault(real(self, *args))
+    def apply(*args):
+        return fault(real(*args))
 
-    monkeypatch.setattr(TextEditor, "_apply", apply)
+    monkeypatch.setattr(edits, "apply_plan", apply)
 
 
 def _process(tmp_path, text: str, transform: TorchLoad):

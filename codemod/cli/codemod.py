@@ -46,7 +46,7 @@ from codemod.report import text as text_report
 from codemod.util.config import Config
 from codemod.util.lintmessage import LintSeverity
 from transforms import restructure
-from transforms.base import Transform
+from transforms.core.base import Transform
 
 
 @dataclass(frozen=True, kw_only=True)

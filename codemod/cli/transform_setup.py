@@ -12,9 +12,9 @@ from codemod.cli.options import EditChoice, LabelChoice
 from codemod.engine import target
 from codemod.util.jsonfile import read_option_json
 from transforms import restructure
-from transforms.base import Transform
-from transforms.hw_label import HwLabel
-from transforms.members import MEMBERS as VALUES
+from transforms.core.base import Transform
+from transforms.core.members import MEMBERS as VALUES
+from transforms.label import HwLabel
 from transforms.torch_load import TorchLoad, check_mode_supported
 
 

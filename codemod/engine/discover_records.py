@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from transforms.core.strenum import StrEnum
-from transforms.unsafe_globals import dangerous as dangerous_names
-from transforms.unsafe_globals import normalise
+from transforms.torch_load.unsafe_globals import dangerous as dangerous_names
+from transforms.torch_load.unsafe_globals import normalise
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _DOTTED = rf"{_IDENT}(?:\.{_IDENT})*"

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from codemod.engine.result import FAILED, NEEDS_MANUAL, FileResult, GateSummary, RunResult
 from codemod.util.files import SourceError, read_source
 from codemod.util.lintmessage import LintSeverity
-from transforms.analysis import analyse
-from transforms.base import ERROR, WARNING, Finding
+from transforms.core.analysis import analyse
+from transforms.core.base import Finding, Severity
 from transforms.rules.linter import lint_module
 
 LINTER_REL = os.path.join("tools", "linter", "adapters", "test_linter.py")
@@ -273,10 +273,10 @@ def _apply_verdict(r: FileResult, verdict: FileVerdict, linter: str, summary: Ga
     for name, line in verdict.missing:
         r.findings.append(
             Finding(
-                "gate/looser",
-                f"the tool expects the linter to report {name} here, but {linter} does not",
-                line,
-                WARNING,
+                rule="gate/looser",
+                message=f"the tool expects the linter to report {name} here, but {linter} does not",
+                line=line,
+                severity=Severity.WARNING,
                 path=r.path,
             )
         )
@@ -286,10 +286,10 @@ def _apply_verdict(r: FileResult, verdict: FileVerdict, linter: str, summary: Ga
     for m in verdict.unexpected:
         r.findings.append(
             Finding(
-                "gate/rejected",
-                f"{linter} rejects the would-be output: {m.name} {m.description}",
-                m.line or 1,
-                ERROR,
+                rule="gate/rejected",
+                message=f"{linter} rejects the would-be output: {m.name} {m.description}",
+                line=m.line or 1,
+                severity=Severity.ERROR,
                 path=r.path,
                 data={"linter": linter, "name": m.name},
             )

@@ -27,7 +27,7 @@ from codemod.engine.discovery import (
 from codemod.engine.process import process_file, run_files, write_staged
 from codemod.engine.result import FAILED, FileResult, Mode, RunResult
 from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
-from transforms.base import Transform
+from transforms.core.base import Transform
 
 STDIN = "-"  # the path that reads one file from standard input
 # Below this many files a run is quick: no progress bar.

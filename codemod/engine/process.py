@@ -32,8 +32,8 @@ from codemod.engine.result import (
     Mode,
 )
 from codemod.util.files import Source, SourceError, read_source, write_atomic
-from transforms.base import ERROR, Finding, Transform
-from transforms.source_lines import split_lines
+from transforms.core.base import Finding, Severity, Transform
+from transforms.core.source_lines import split_lines
 
 # Decisions after which a class carries a label; the label passes the linter unless
 # the finding lists violations (a forced value, an existing label that breaks its rules).
@@ -48,7 +48,7 @@ def _linter_clean(findings: list[Finding]) -> bool:
     return (
         bool(classes)
         and all(f.rule in _LABELLED and not f.data.get("violations") for f in classes)
-        and not any(f.severity == ERROR for f in findings)
+        and not any(f.severity == Severity.ERROR for f in findings)
     )
 
 
@@ -92,9 +92,9 @@ def verify(
             # LibCST lags behind CPython's grammar (the stdlib's test_grammar.py): not our edit.
             notes.append(
                 Finding(
-                    "engine/libcst-unparsable",
-                    "LibCST cannot parse this file (nor the input); the output was verified with ast only",
-                    1,
+                    rule="engine/libcst-unparsable",
+                    message="LibCST cannot parse this file (nor the input); the output was verified with ast only",
+                    line=1,
                 )
             )
         else:
@@ -241,11 +241,11 @@ def _offer_replacement(result: FileResult, src: Source, new_text: str) -> None:
         result.original = result.replacement = None
         result.findings.append(
             Finding(
-                "engine/no-autofix",
-                f"no autofix offered: the file is encoded in {src.encoding}, which lintrunner's UTF-8 "
+                rule="engine/no-autofix",
+                message=f"no autofix offered: the file is encoded in {src.encoding}, which lintrunner's UTF-8 "
                 f"replacement would corrupt; run `decouple apply` on it instead",
-                1,
-                "warning",
+                line=1,
+                severity=Severity.WARNING,
                 path=result.path,
             )
         )

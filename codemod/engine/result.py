@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from transforms.base import Finding
+from transforms.core.base import Finding
 from transforms.core.strenum import StrEnum
 
 SCHEMA_VERSION = 1

@@ -22,7 +22,7 @@ from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
 from codemod.refactor.plan import PlanStatus
-from transforms.base import Transform
+from transforms.core.base import Transform
 from transforms.core.strenum import StrEnum
 
 DEFAULT_ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"

@@ -22,7 +22,7 @@ from codemod.engine import linter_gate
 from codemod.engine.process import run_files
 from codemod.engine.result import ALREADY, CHANGED, FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
 from codemod.refactor.gitrepo import Repo
-from transforms.base import ERROR, Transform
+from transforms.core.base import Severity, Transform
 
 TRACKING_ISSUE = "pytorch/pytorch#185590"
 TITLE_PREFIX = "[Testcase Refactoring] Add hw_classification in "
@@ -146,7 +146,7 @@ def from_result(path: str, fr: FileResult) -> FilePlan:
                     cls=x.cls or "(file)", line=x.line, reason=_one_line(x.message), fits="see the linter's message"
                 )
             )
-        elif x.rule.startswith("restructure/") and x.severity != ERROR:
+        elif x.rule.startswith("restructure/") and x.severity != Severity.ERROR:
             plan.restructured.append(_one_line(x.message))
     if fr.manual and not plan.manual:  # e.g. a torch.load call left for a human
         plan.manual.append(ManualClass(cls="torch.load", line=0, reason=f"{fr.manual} call(s) left for manual work"))

@@ -20,13 +20,17 @@ from collections.abc import Iterable, Iterator
 
 from codemod.engine.result import CHANGED, FAILED, Mode, RunResult
 from codemod.util.lintmessage import LintMessage, LintSeverity
-from transforms.base import ERROR, INFO, WARNING, Finding
+from transforms.core.base import Finding, Severity
 
 CODE = "DECOUPLE"
 
 
 # A finding's own severity -> lintrunner's.
-SEVERITY = {ERROR: LintSeverity.ERROR, WARNING: LintSeverity.WARNING, INFO: LintSeverity.ADVICE}
+SEVERITY = {
+    Severity.ERROR: LintSeverity.ERROR,
+    Severity.WARNING: LintSeverity.WARNING,
+    Severity.INFO: LintSeverity.ADVICE,
+}
 # Findings that describe an edit the replacement makes.
 _EDITS = ("hw/label", "hw/forced", "torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
 # Findings the upstream linter itself reports (as errors) on the file as it is.
@@ -86,7 +90,7 @@ def messages(run: RunResult) -> Iterator[LintMessage]:
             level = LintSeverity.ERROR if any(x.rule.startswith("hw/") for x in edits) else LintSeverity.WARNING
             yield _message(f.path, first, level, "autofix", f"decouple apply: {what}", f.original, f.replacement)
         for x in f.findings:
-            if x.severity != INFO:
+            if x.severity != Severity.INFO:
                 detail = f"{x.message} (suggested: {x.fix})" if x.fix and x.data.get("patterns") else x.message
                 yield _message(f.path, x.line, severity(x), x.rule, detail)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, Mode, RunResult
-from transforms.base import INFO
+from transforms.core.base import Severity
 
 # Finding rules that describe one class's decision, with the word the table shows.
 _DECISIONS = {
@@ -53,7 +53,7 @@ def problems(result: RunResult) -> str:
         if f.status == FAILED:
             out.append(f"{_rel(f.path)}: error: {f.reason}")
         for x in f.findings:
-            if x.severity != INFO:
+            if x.severity != Severity.INFO:
                 where = f"{_rel(f.path)}:{x.line}"
                 out.append(f"{where}: {x.severity}: [{x.rule}] {x.message}")
                 if x.data.get("patterns") and x.fix:

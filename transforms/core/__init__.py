@@ -1,0 +1,5 @@
+"""The bottom floor of the transforms: what every other folder builds on and nothing here
+imports from them.  The enum's six members (`members`), the `StrEnum` base of the typed
+fields (`strenum`), the transform contract (`base`: `Finding`, `TransformResult`), the
+facts about test classes (`facts`) as the module-wide scan (`analysis`) and one class's
+reading (`class_reading`) find them, and source text as physical lines (`source_lines`)."""

@@ -5,24 +5,27 @@ the device sets before and after are reported per test."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 
-from transforms import analysis, diagnosis
-from transforms.diagnosis import ClassDiagnosis
-from transforms.restructure import textedit
+from transforms.core import analysis
+from transforms.core.class_reading import last_line
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
+from transforms.diagnosis.reading import module_literals
 from transforms.restructure.model import Move, Step
+from transforms.restructure.textedit import Lines, SpanEdit, apply_spans, literal, quote_of
+from transforms.rules.advice import Pattern
+
+# The edits one of these transforms makes to one class's call (none: it leaves the call alone).
+CallEdit = Callable[[ClassDiagnosis, ast.Call, Lines, ast.Module], list[SpanEdit]]
 
 
-def _calls(tree: ast.Module) -> dict[str, ast.Call]:
+def calls_by_class(tree: ast.Module) -> dict[str, ast.Call]:
     """The last instantiate_device_type_tests call per class name (the one the linter checks)."""
     out = {}
-    for stmt in analysis._module_level(tree.body):
+    for stmt in analysis.module_level(tree.body):
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
-            if (
-                analysis._call_kind(call)[0] == analysis.INSTANTIATE_DEVICE
-                and call.args
-                and isinstance(call.args[0], ast.Name)
-            ):
+            if analysis.instantiates_devices(call) and call.args and isinstance(call.args[0], ast.Name):
                 out[call.args[0].id] = call
     return out
 
@@ -31,24 +34,26 @@ def device_moves(name: str, before: ClassDiagnosis, after: ClassDiagnosis) -> li
     new = {t.name: t for t in after.tests}
     return [
         Move(
-            name,
-            t.name,
-            before.name,
-            after.name,
-            before.instantiation is not None,
-            after.instantiation is not None,
-            t.devices,
-            new[t.name].devices,
+            transform=name,
+            test=t.name,
+            old_class=before.name,
+            new_class=after.name,
+            old_instantiated=before.instantiation is not None,
+            new_instantiated=after.instantiation is not None,
+            before=t.devices,
+            after=new[t.name].devices,
         )
         for t in before.tests
         if t.name in new
     ]
 
 
-def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step:
-    lines = textedit.Lines(text)
-    calls = _calls(tree)
-    edits: list[textedit.Edit] = []
+def _edit_calls(
+    name: Pattern, text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis], edit_one: CallEdit
+) -> Step:
+    lines = Lines(text)
+    calls = calls_by_class(tree)
+    edits: list[SpanEdit] = []
     touched = []
     for diag in diags:
         call = calls.get(diag.name)
@@ -60,10 +65,10 @@ def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step
             touched.append(diag)
     if not edits:
         return Step(text)
-    new_text = textedit.apply(text, edits)
-    after = {d.name: d for d in diagnosis.diagnose(ast.parse(new_text), new_text)}
+    new_text = apply_spans(text, edits)
+    after = {d.name: d for d in diagnose(ast.parse(new_text), new_text)}
     moves = [m for d in touched for m in device_moves(name, d, after[d.name])]
-    return Step(new_text, moves)
+    return Step(new_text, moves=moves)
 
 
 # --------------------------------------------------------------------------- keyword-args
@@ -71,7 +76,7 @@ def _edit_calls(name: str, text: str, tree: ast.Module, diags, edit_one) -> Step
 _SLOTS = {2: "except_for", 3: "only_for", 4: "include_lazy", 5: "allow_mps", 6: "allow_xpu"}
 
 
-def _keywords(diag, call, lines, tree) -> list[textedit.Edit]:
+def _keywords(diag: ClassDiagnosis, call: ast.Call, lines: Lines, tree: ast.Module) -> list[SpanEdit]:
     if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > 7:
         return []
     taken = {kw.arg for kw in call.keywords}
@@ -84,15 +89,15 @@ def _keywords(diag, call, lines, tree) -> list[textedit.Edit]:
     return edits
 
 
-def keyword_args(text: str, tree: ast.Module, diags) -> Step:
-    return _edit_calls("keyword-args", text, tree, diags, _keywords)
+def keyword_args(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    return _edit_calls(Pattern.KEYWORD_ARGS, text, tree, diags, _keywords)
 
 
 # --------------------------------------------------------------------------- inline-only-for
 
 
-def _inline(diag, call, lines, tree) -> list[textedit.Edit]:
-    literals = diagnosis.module_literals(tree)
+def _inline(diag: ClassDiagnosis, call: ast.Call, lines: Lines, tree: ast.Module) -> list[SpanEdit]:
+    literals = module_literals(tree)
     edits = []
     for kw in call.keywords:
         if kw.arg in ("only_for", "except_for") and isinstance(kw.value, ast.Name) and kw.value.id in literals:
@@ -103,8 +108,8 @@ def _inline(diag, call, lines, tree) -> list[textedit.Edit]:
     return edits
 
 
-def inline_only_for(text: str, tree: ast.Module, diags) -> Step:
-    return _edit_calls("inline-only-for", text, tree, diags, _inline)
+def inline_only_for(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    return _edit_calls(Pattern.INLINE_ONLY_FOR, text, tree, diags, _inline)
 
 
 # --------------------------------------------------------------------------- drop-only-for
@@ -117,16 +122,16 @@ def _keyword(call: ast.Call, name: str) -> ast.keyword | None:
     return None
 
 
-def _drop(diag, call, lines, tree) -> list[textedit.Edit]:
+def _drop(diag: ClassDiagnosis, call: ast.Call, lines: Lines, tree: ast.Module) -> list[SpanEdit]:
     kw = _keyword(call, "only_for")
     if kw is None or _keyword(call, "except_for") is not None:
         return []
-    listed = analysis._device_list(kw.value)
+    listed = analysis.device_list(kw.value)
     if not isinstance(listed, tuple) or len(listed) < 2:
         return []
     lowered = [d.lower() for d in listed]
-    quote = textedit.quote_of(lines.segment(kw.value))
-    edits: list[textedit.Edit] = []
+    quote = quote_of(lines.segment(kw.value))
+    edits: list[SpanEdit] = []
     if "cpu" in lowered:
         # Remove `, only_for=(...)`: from the end of the previous argument.
         args = list(call.args) + [k for k in call.keywords]
@@ -141,7 +146,7 @@ def _drop(diag, call, lines, tree) -> list[textedit.Edit]:
         else:
             return []
     else:
-        edits.append((lines.start(kw), lines.end(kw), f"except_for={textedit.literal(['cpu'], quote)}"))
+        edits.append((lines.start(kw), lines.end(kw), f"except_for={literal(['cpu'], quote)}"))
     for device, flag in (("mps", "allow_mps"), ("xpu", "allow_xpu")):
         if device not in lowered:
             continue
@@ -153,23 +158,21 @@ def _drop(diag, call, lines, tree) -> list[textedit.Edit]:
     return edits
 
 
-def _append_keyword(call: ast.Call, lines: textedit.Lines, new: str) -> textedit.Edit:
+def _append_keyword(call: ast.Call, lines: Lines, new: str) -> SpanEdit:
     """Add `new` as the last argument, in the call's layout: one argument per line (with a
     trailing comma) gets a line of its own, else `, new` after the last argument."""
-    last = max(list(call.args) + list(call.keywords), key=lambda a: (a.end_lineno, a.end_col_offset))
+    arguments: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    last = max(arguments, key=lambda a: (last_line(a), a.end_col_offset or 0))
+    end = last_line(last)
     pos = lines.end(last)
-    row = lines.lines[last.end_lineno - 1]
-    rest = lines.text[pos : lines.line_start(last.end_lineno + 1)]
-    if (
-        last.end_lineno > call.lineno
-        and rest.strip() == ","
-        and row.strip().startswith(lines.segment(last).split("\n")[0].strip())
-    ):
+    row = lines.lines[end - 1]
+    rest = lines.text[pos : lines.line_start(end + 1)]
+    if end > call.lineno and rest.strip() == "," and row.strip().startswith(lines.segment(last).split("\n")[0].strip()):
         indent = row[: len(row) - len(row.lstrip())]
-        start = lines.line_start(last.end_lineno + 1)
+        start = lines.line_start(end + 1)
         return (start, start, f"{indent}{new},{rest[len(rest.rstrip(chr(13) + chr(10))) :]}")
     return (pos, pos, f", {new}")
 
 
-def drop_only_for(text: str, tree: ast.Module, diags) -> Step:
-    return _edit_calls("drop-only-for", text, tree, diags, _drop)
+def drop_only_for(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    return _edit_calls(Pattern.DROP_ONLY_FOR, text, tree, diags, _drop)

@@ -1,24 +1,26 @@
 """cuda-to-accelerator: `@onlyCUDA` -> `@onlyAccelerator` and `torch.cuda.<fn>` -> its
-equivalent (diagnosis.CUDA_EQUIVALENTS), for the tests whose every CUDA-specific use has
+equivalent (CUDA_EQUIVALENTS), for the tests whose every CUDA-specific use has
 one.  The others are left for split-class, which moves them to a CUDA class."""
 
 from __future__ import annotations
 
 import ast
 import copy
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from transforms import diagnosis
-from transforms.class_reading import dotted_name
-from transforms.diagnosis import ACCELERATOR_GUARD, CUDA_EQUIVALENTS
-from transforms.restructure import textedit
+from transforms.core.class_reading import FUNCTION_TYPES, dotted_name
+from transforms.diagnosis.devices import ACCELERATOR_GUARD
+from transforms.diagnosis.diagnose import ClassDiagnosis, TestDiagnosis, class_nodes
+from transforms.diagnosis.reading import CUDA_EQUIVALENTS
 from transforms.restructure.model import Move, Step
+from transforms.restructure.textedit import Lines, SpanEdit, apply_spans
 from transforms.restructure.verify import DEVICE_TYPE
+from transforms.rules.advice import Pattern
 
-NAME = "cuda-to-accelerator"
+NAME = Pattern.CUDA_TO_ACCELERATOR
 
 
-def convertible(t: diagnosis.TestDiagnosis) -> bool:
+def convertible(t: TestDiagnosis) -> bool:
     return (
         t.takes_device
         and t.guards in (("onlyCUDA",), ("common_device_type.onlyCUDA",))
@@ -27,14 +29,15 @@ def convertible(t: diagnosis.TestDiagnosis) -> bool:
     )
 
 
-def _only_cuda(fn: Any) -> ast.expr | None:
+def _only_cuda(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
     for dec in fn.decorator_list:
-        if dotted_name(dec) is not None and dotted_name(dec).rsplit(".", 1)[-1] == "onlyCUDA":
+        name = dotted_name(dec)
+        if name is not None and name.rsplit(".", 1)[-1] == "onlyCUDA":
             return dec
     return None
 
 
-def _cuda_attrs(fn: Any) -> list[ast.Attribute]:
+def _cuda_attrs(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Attribute]:
     return [
         node
         for stmt in fn.body
@@ -43,7 +46,7 @@ def _cuda_attrs(fn: Any) -> list[ast.Attribute]:
     ]
 
 
-def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> list[textedit.Edit] | None:
+def _import_edit(tree: ast.Module, lines: Lines, still_used: bool) -> list[SpanEdit] | None:
     """Make `onlyAccelerator` importable: nothing if it is, else insert it beside (or,
     when no use of `onlyCUDA` is left, in place of) `onlyCUDA` in its from-import."""
     for node in ast.walk(tree):
@@ -75,11 +78,22 @@ def _import_edit(tree: ast.Module, lines: textedit.Lines, still_used: bool) -> l
     return None  # onlyCUDA comes from elsewhere (star import, alias): leave it
 
 
-def normaliser(names: set[str]):
+class _Swap(ast.NodeTransformer):
+    """torch.cuda.<fn> -> its equivalent, where it has one."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        equivalent = CUDA_EQUIVALENTS.get(node.attr)
+        if dotted_name(node.value) == "torch.cuda" and equivalent:
+            return ast.parse(equivalent, mode="eval").body
+        return node
+
+
+def normaliser(names: set[str]) -> Callable[[ast.AST], ast.AST]:
     """The AST version of the edit, applied to an original test for the inventory check."""
 
-    def normalise(fn: Any) -> ast.AST:
-        if getattr(fn, "name", None) not in names:
+    def normalise(fn: ast.AST) -> ast.AST:
+        if not isinstance(fn, FUNCTION_TYPES) or fn.name not in names:
             return fn
         fn = copy.deepcopy(fn)
         dec = _only_cuda(fn)
@@ -87,24 +101,16 @@ def normaliser(names: set[str]):
             dec.id = ACCELERATOR_GUARD
         elif isinstance(dec, ast.Attribute):
             dec.attr = ACCELERATOR_GUARD
-
-        class Swap(ast.NodeTransformer):
-            def visit_Attribute(self, node):
-                self.generic_visit(node)
-                if dotted_name(node.value) == "torch.cuda" and CUDA_EQUIVALENTS.get(node.attr):
-                    return ast.parse(CUDA_EQUIVALENTS[node.attr], mode="eval").body
-                return node
-
-        fn.body = [Swap().visit(s) for s in fn.body]
+        fn.body = [_Swap().visit(s) for s in fn.body]
         return fn
 
     return normalise
 
 
-def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
-    lines = textedit.Lines(text)
-    nodes = diagnosis.class_nodes(tree)
-    edits: list[textedit.Edit] = []
+def cuda_to_accelerator(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    lines = Lines(text)
+    nodes = class_nodes(tree)
+    edits: list[SpanEdit] = []
     moves: list[Move] = []
     converted: set[str] = set()
     name_form = False
@@ -126,9 +132,22 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
                 target = dec.value if isinstance(dec, ast.Attribute) else None
                 edits.append((lines.end(target), lines.end(dec), "." + ACCELERATOR_GUARD))
             for attr in _cuda_attrs(fn):
-                edits.append((lines.start(attr), lines.end(attr), CUDA_EQUIVALENTS[attr.attr]))
+                equivalent = CUDA_EQUIVALENTS[attr.attr]
+                assert equivalent is not None  # a convertible test's every torch.cuda use has one
+                edits.append((lines.start(attr), lines.end(attr), equivalent))
             converted.add(t.name)
-            moves.append(Move(NAME, t.name, diag.name, diag.name, True, True, t.devices, after))
+            moves.append(
+                Move(
+                    transform=NAME,
+                    test=t.name,
+                    old_class=diag.name,
+                    new_class=diag.name,
+                    old_instantiated=True,
+                    new_instantiated=True,
+                    before=t.devices,
+                    after=after,
+                )
+            )
     if not edits:
         return Step(text)
     if name_form:
@@ -139,5 +158,5 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags) -> Step:
             return Step(text)
         edits += imports
     return Step(
-        textedit.apply(text, edits), moves, normalise=normaliser(converted), imports=("onlyCUDA", ACCELERATOR_GUARD)
+        apply_spans(text, edits), moves=moves, normalise=normaliser(converted), imports=("onlyCUDA", ACCELERATOR_GUARD)
     )

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import KW_ONLY, asdict, dataclass, field
+from typing import Any
 
-from transforms.base import Finding
-from transforms.diagnosis import GENERIC, OTHER
+from transforms.core.base import Finding
+from transforms.diagnosis.devices import GENERIC, OTHER
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Move:
     transform: str
     test: str
@@ -56,6 +57,7 @@ class Step:
     """One transform's output on one module."""
 
     text: str
+    _: KW_ONLY
     moves: list[Move] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     created: tuple[str, ...] = ()  # class names the step added (bases, parts)
@@ -133,9 +135,18 @@ def map_document(moves_by_path: dict[str, list[Move]]) -> dict:
     return {"schema_version": 1, "kind": "decouple-test-map", "files": files, "map": entries}
 
 
-def moves_from_json(items: Iterable[dict]) -> list[Move]:
-    fields = Move.__dataclass_fields__
+def moves_from_json(items: Iterable[Mapping[str, Any]]) -> list[Move]:
+    """Moves back from their JSON (a finding's data): device sets as tuples again."""
     return [
-        Move(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in item.items() if k in fields})  # type: ignore[arg-type]
+        Move(
+            transform=item["transform"],
+            test=item["test"],
+            old_class=item["old_class"],
+            new_class=item["new_class"],
+            old_instantiated=item["old_instantiated"],
+            new_instantiated=item["new_instantiated"],
+            before=tuple(item["before"]),
+            after=tuple(item["after"]),
+        )
         for item in items
     ]

@@ -14,46 +14,55 @@ part.  Statements are moved as text, comments and blank lines before them includ
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping, Sequence
 
-from transforms import analysis, class_reading, diagnosis
-from transforms.base import WARNING, Finding
-from transforms.class_reading import FUNCTION_TYPES
-from transforms.diagnosis import GENERIC, ClassDiagnosis
-from transforms.members import HW_ATTRIBUTE
-from transforms.restructure import textedit
-from transforms.restructure.call_args import _calls
+from transforms.core import analysis, class_reading
+from transforms.core.base import Finding, Severity
+from transforms.core.class_reading import FUNCTION_TYPES, last_line
+from transforms.core.members import HW_ATTRIBUTE, Member
+from transforms.core.source_lines import newline_of
+from transforms.diagnosis.devices import GENERIC, UNREAD
+from transforms.diagnosis.diagnose import ClassDiagnosis, class_nodes, test_target
+from transforms.restructure.call_args import calls_by_class
 from transforms.restructure.model import Move, Step
-from transforms.source_lines import newline_of
+from transforms.restructure.textedit import Lines, SpanEdit, apply_spans, quote_of
+from transforms.rules.advice import Pattern
 
-NAME = "split-class"
-ORDER = ("GENERIC", "ACCELERATOR", "CPU", "CUDA")
-SUFFIX = {"GENERIC": "Generic", "ACCELERATOR": "Accelerator", "CPU": "CpuOnly", "CUDA": "CudaOnly"}
+NAME = Pattern.SPLIT_CLASS
+ORDER = (Member.GENERIC, Member.ACCELERATOR, Member.CPU, Member.CUDA)
+SUFFIX = {Member.GENERIC: "Generic", Member.ACCELERATOR: "Accelerator", Member.CPU: "CpuOnly", Member.CUDA: "CudaOnly"}
+
+# value -> the names of the tests that go to its class, in their order.
+Parts = dict[Member, list[str]]
 
 
 class Refusal(Exception):
     """This class cannot be split safely; the message says why."""
 
 
-def _names_in(nodes) -> set:
+def _names_in(nodes: Iterable[ast.AST]) -> set[str]:
     return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.Call | None):
+def _plan(
+    diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.Call | None
+) -> tuple[Parts, Member | None, int]:
+    """(the parts, the value of a one-device only_for, the class header's last line), or Refusal."""
     if call is None or diag.instantiation is None:
         raise Refusal("not instantiated")
     if len([i for i in analysis.analyse(tree).instantiations if i.target == diag.name]) != 1:
         raise Refusal("instantiated more than once")
-    only_for = analysis._device_list(next((k.value for k in call.keywords if k.arg == "only_for"), ast.Constant(None)))
+    only_for = analysis.device_list(next((k.value for k in call.keywords if k.arg == "only_for"), ast.Constant(None)))
     single = None
     if isinstance(only_for, tuple) and len(only_for) == 1 and only_for[0] in ("cpu", "cuda"):
-        single = only_for[0].upper()
+        single = Member(only_for[0].upper())
     elif only_for is not None:
         raise Refusal("only_for names several devices or is not a literal (drop-only-for / inline-only-for first)")
-    if any("unknown" in t.devices for t in diag.tests):
+    if any(UNREAD in t.devices for t in diag.tests):
         raise Refusal("the device set is unknown (a non-literal argument)")
-    parts: dict[str, list[str]] = {}
+    parts: Parts = {}
     for t in diag.tests:
-        value = diagnosis.test_target(t, single, convert_cuda=False)
+        value = test_target(t, single, convert_cuda=False)
         if value is None:
             raise Refusal(f"{t.name}: no class fits its guards {', '.join(t.guards)}")
         if t.takes_device and not t.devices:
@@ -67,32 +76,33 @@ def _plan(diag: ClassDiagnosis, node: ast.ClassDef, tree: ast.Module, call: ast.
         isinstance(s, ast.Assign) and any(getattr(x, "id", "") == HW_ATTRIBUTE for x in s.targets) for s in node.body
     ):
         raise Refusal("already labelled")
-    if diag.name in _names_in(node.body) or diag.name in _names_in(node.bases + node.keywords + node.decorator_list):
+    if diag.name in _names_in(node.body) or diag.name in _names_in([*node.bases, *node.keywords, *node.decorator_list]):
         raise Refusal(f"the class refers to {diag.name} by name (super(...) or attribute access)")
     refs = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == diag.name)
     if refs != 1:  # the instantiation call only
         raise Refusal(f"{diag.name} is used elsewhere in the module ({refs - 1} other references)")
-    spans = [(class_reading.first_line(s), s.end_lineno) for s in node.body]
+    spans = [(class_reading.first_line(s), last_line(s)) for s in node.body]
     for (_a0, a1), (b0, _b1) in zip(spans, spans[1:], strict=False):
         if b0 <= a1:
             raise Refusal("two statements share a line")
-    header_end = max([node.lineno] + [n.end_lineno for n in node.bases + node.keywords])
+    header_end = max([node.lineno] + [last_line(n) for n in node.bases + node.keywords])
     if spans[0][0] <= header_end:
         raise Refusal("the class body starts on the header line")
     return parts, single, header_end
 
 
-def _names(diag: ClassDiagnosis, parts: dict[str, list[str]], taken: set) -> dict[str, str]:
+def _names(diag: ClassDiagnosis, parts: Parts, taken: set[str]) -> tuple[dict[Member, str], str]:
+    """(the class name of each part, the base's name); Refusal when one is taken."""
     names = {}
     kept = next(v for v in ORDER if v in parts)
     for value in ORDER:
         if value in parts:
             names[value] = diag.name if value == kept else diag.name + SUFFIX[value]
-    names["base"] = diag.name + "Base"
-    clash = [n for k, n in names.items() if n != diag.name and n in taken]
+    base = diag.name + "Base"
+    clash = [n for n in [*names.values(), base] if n != diag.name and n in taken]
     if clash:
         raise Refusal(f"{', '.join(clash)} already exists in the module")
-    return names
+    return names, base
 
 
 def _strip_leading_blanks(chunk: str) -> str:
@@ -102,39 +112,44 @@ def _strip_leading_blanks(chunk: str) -> str:
     return "".join(rows)
 
 
-def split_one(
-    text: str, tree: ast.Module, diag: ClassDiagnosis, node: ast.ClassDef, call: ast.Call, call_stmt: ast.Expr
-) -> tuple[list[textedit.Edit], list[Move], list[str], str]:
-    parts, single, header_end = _plan(diag, node, tree, call)
-    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
-        s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + FUNCTION_TYPES)
-    }
-    names = _names(diag, parts, taken)
-    lines = textedit.Lines(text)
+def _indent(row: str) -> str:
+    return row[: len(row) - len(row.lstrip(" \t"))]
+
+
+def _parts_text(
+    lines: Lines,
+    diag: ClassDiagnosis,
+    node: ast.ClassDef,
+    parts: Parts,
+    names: Mapping[Member, str],
+    base: str,
+    header_end: int,
+) -> tuple[str, bool]:
+    """The text of the classes that replace `node` (the base first, when there are shared
+    members), and whether there is a base."""
     rows = lines.lines
-    nl = newline_of(text)
+    nl = newline_of(lines.text)
     first = class_reading.first_line(node)
-    indent = rows[first - 1][: len(rows[first - 1]) - len(rows[first - 1].lstrip(" \t"))]
+    indent = _indent(rows[first - 1])
     decorators = "".join(rows[first - 1 : node.lineno - 1])
     header = "".join(rows[node.lineno - 1 : header_end])
     # Body statements as text chunks (comments and blank lines before them included).
     chunks = []
     prev = header_end
     for stmt in node.body:
-        chunks.append((stmt, "".join(rows[prev : stmt.end_lineno])))
-        prev = stmt.end_lineno
-    test_of = {t.name: t for t in diag.tests}
+        chunks.append((stmt, "".join(rows[prev : last_line(stmt)])))
+        prev = last_line(stmt)
+    tests = {t.name for t in diag.tests}
     doc = chunks[0][1] if class_reading.class_facts(node, (), ()).docstring_end_line else None
-    shared = [c for s, c in chunks if not (isinstance(s, FUNCTION_TYPES) and s.name in test_of) and c is not doc]
+    shared = [c for s, c in chunks if not (isinstance(s, FUNCTION_TYPES) and s.name in tests) and c is not doc]
     kept_value = next(v for v in ORDER if v in parts)
-    sep = nl * (2 if indent == "" else 1)
     bases_src = (
         header[header.index("(", header.index(diag.name)) :].rstrip().rstrip(":") if node.bases or node.keywords else ""
     )
     out = []
-    parent = names["base"] if shared else None
+    parent = base if shared else None
     if shared:
-        out.append(header.replace(diag.name, names["base"], 1) + "".join(shared).lstrip("\r\n"))
+        out.append(header.replace(diag.name, base, 1) + "".join(shared).lstrip("\r\n"))
     for value in ORDER:
         if value not in parts:
             continue
@@ -145,55 +160,111 @@ def split_one(
         body += [c for s, c in chunks if isinstance(s, FUNCTION_TYPES) and s.name in parts[value]]
         body[0] = _strip_leading_blanks(body[0])
         out.append(decorators + f"{indent}class {names[value]}{bases}:{nl}" + "".join(body))
-    new_class = sep.join(_ensure_eol(p, nl) for p in out)
-    region = (lines.line_start(first), lines.line_start(node.end_lineno + 1))
-    # Instantiations: the original call for the ACCELERATOR (or single-device) part, new ones for CPU / CUDA.
-    device_values = [v for v in ORDER if v in parts and v != "GENERIC"]
+    sep = nl * (2 if indent == "" else 1)
+    return sep.join(_ensure_eol(p, nl) for p in out), bool(shared)
+
+
+def _instantiation_edits(
+    lines: Lines,
+    call: ast.Call,
+    call_stmt: ast.Expr,
+    names: Mapping[Member, str],
+    original_for: Member | None,
+    original: str,
+) -> list[SpanEdit]:
+    """The original call instantiates `original_for`'s part (renamed if it is not the
+    original class); every other device part gets a call of its own, after it."""
     func = lines.segment(call.func)
     scope = lines.segment(call.args[1]) if len(call.args) > 1 else "globals()"
-    quote = textedit.quote_of(lines.segment(call))
-    call_line = rows[call_stmt.lineno - 1]
-    call_indent = call_line[: len(call_line) - len(call_line.lstrip(" \t"))]
-    original_for = "ACCELERATOR" if "ACCELERATOR" in parts else (single if single in parts else None)
-    new_calls = []
-    for value in device_values:
-        if value == original_for:
-            continue
-        new_calls.append(f"{call_indent}{func}({names[value]}, {scope}, only_for={quote}{value.lower()}{quote}){nl}")
-    edits: list[textedit.Edit] = [(region[0], region[1], new_class)]
-    if original_for is not None:
-        if names[original_for] != diag.name:
-            edits.append((lines.start(call.args[0]), lines.end(call.args[0]), names[original_for]))
-        if new_calls:
-            pos = lines.line_start(call_stmt.end_lineno + 1)
-            edits.append((pos, pos, "".join(new_calls)))
-    else:
-        edits.append(
-            (lines.line_start(call_stmt.lineno), lines.line_start(call_stmt.end_lineno + 1), "".join(new_calls))
-        )
+    quote = quote_of(lines.segment(call))
+    call_indent = _indent(lines.lines[call_stmt.lineno - 1])
+    nl = newline_of(lines.text)
+    new_calls = [
+        f"{call_indent}{func}({names[value]}, {scope}, only_for={quote}{value.lower()}{quote}){nl}"
+        for value in ORDER
+        if value in names and value != Member.GENERIC and value != original_for
+    ]
+    end = lines.line_start(last_line(call_stmt) + 1)
+    if original_for is None:
+        return [(lines.line_start(call_stmt.lineno), end, "".join(new_calls))]
+    edits: list[SpanEdit] = []
+    if names[original_for] != original:
+        edits.append((lines.start(call.args[0]), lines.end(call.args[0]), names[original_for]))
+    if new_calls:
+        edits.append((end, end, "".join(new_calls)))
+    return edits
+
+
+def _moves(diag: ClassDiagnosis, parts: Parts, names: Mapping[Member, str], original_for: Member | None) -> list[Move]:
+    devices = {t.name: t.devices for t in diag.tests}
     moves = []
     for value in ORDER:
         for test in parts.get(value, ()):
-            t = test_of[test]
-            after = (GENERIC,) if value == "GENERIC" else (t.devices if value == original_for else (value.lower(),))
-            moves.append(Move(NAME, test, diag.name, names[value], True, value != "GENERIC", t.devices, after))
-    created = [names[v] for v in ORDER if v in parts] + ([names["base"]] if shared else [])
-    return edits, moves, created, names[kept_value]
+            before = devices[test]
+            if value == Member.GENERIC:
+                after: Sequence[str] = (GENERIC,)
+            else:
+                after = before if value == original_for else (value.lower(),)
+            moves.append(
+                Move(
+                    transform=NAME,
+                    test=test,
+                    old_class=diag.name,
+                    new_class=names[value],
+                    old_instantiated=True,
+                    new_instantiated=value != Member.GENERIC,
+                    before=before,
+                    after=tuple(after),
+                )
+            )
+    return moves
+
+
+def split_one(
+    text: str,
+    tree: ast.Module,
+    diag: ClassDiagnosis,
+    node: ast.ClassDef,
+    call: ast.Call | None,
+    call_stmt: ast.Expr | None,
+) -> tuple[list[SpanEdit], list[Move], list[str]]:
+    """The edits that split `diag`'s class, its test moves and the class names it creates;
+    Refusal when it cannot be split safely."""
+    parts, single, header_end = _plan(diag, node, tree, call)
+    assert call is not None and call_stmt is not None  # _plan refuses a class without its call
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + FUNCTION_TYPES)
+    }
+    names, base = _names(diag, parts, taken)
+    lines = Lines(text)
+    new_class, has_base = _parts_text(lines, diag, node, parts, names, base, header_end)
+    region = (lines.line_start(class_reading.first_line(node)), lines.line_start(last_line(node) + 1))
+    # The original call goes to the ACCELERATOR (or single-device) part; CPU / CUDA get new ones.
+    original_for = (
+        Member.ACCELERATOR
+        if Member.ACCELERATOR in parts
+        else (single if single is not None and single in parts else None)
+    )
+    edits: list[SpanEdit] = [(region[0], region[1], new_class)]
+    edits += _instantiation_edits(lines, call, call_stmt, names, original_for, diag.name)
+    moves = _moves(diag, parts, names, original_for)
+    created = [names[v] for v in ORDER if v in parts] + ([base] if has_base else [])
+    return edits, moves, created
 
 
 def _ensure_eol(chunk: str, nl: str) -> str:
     return chunk if chunk.endswith(("\n", "\r")) else chunk + nl
 
 
-def split_class(text: str, tree: ast.Module, diags) -> Step:
-    nodes = diagnosis.class_nodes(tree)
-    calls = _calls(tree)
+def split_class(text: str, tree: ast.Module, diags: Sequence[ClassDiagnosis]) -> Step:
+    nodes = class_nodes(tree)
+    calls = calls_by_class(tree)
     stmts = {
         s.value.lineno: s
-        for s in analysis._module_level(tree.body)
+        for s in analysis.module_level(tree.body)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
     }
-    edits: list[textedit.Edit] = []
+    edits: list[SpanEdit] = []
     moves: list[Move] = []
     created: list[str] = []
     findings = []
@@ -202,16 +273,16 @@ def split_class(text: str, tree: ast.Module, diags) -> Step:
             continue
         call = calls.get(diag.name)
         try:
-            found, found_moves, names, _ = split_one(
+            found, found_moves, names = split_one(
                 text, tree, diag, nodes[diag.line], call, stmts.get(call.lineno) if call else None
             )
         except Refusal as why:
             findings.append(
                 Finding(
-                    f"restructure/{NAME}",
-                    f"{diag.name}: not split: {why}",
-                    diag.line,
-                    WARNING,
+                    rule=f"restructure/{NAME}",
+                    message=f"{diag.name}: not split: {why}",
+                    line=diag.line,
+                    severity=Severity.WARNING,
                     cls=diag.name,
                     data={"refused": str(why)},
                 )
@@ -222,4 +293,6 @@ def split_class(text: str, tree: ast.Module, diags) -> Step:
         created += names
     if not edits:
         return Step(text, findings=findings)
-    return Step(textedit.apply(text, edits), moves, findings, created=tuple(created), resolved=tuple(created))
+    return Step(
+        apply_spans(text, edits), moves=moves, findings=findings, created=tuple(created), resolved=tuple(created)
+    )

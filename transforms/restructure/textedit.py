@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from transforms.source_lines import split_lines
+from transforms.core.source_lines import split_lines
 
-Edit = tuple[int, int, str]  # (start offset, end offset, replacement) in characters
+SpanEdit = tuple[int, int, str]  # (start offset, end offset, replacement) in characters
 
 
 class Lines:
@@ -42,7 +42,7 @@ class Lines:
         return self.starts[min(lineno - 1, len(self.lines))]
 
 
-def apply(text: str, edits: Iterable[Edit]) -> str:
+def apply_spans(text: str, edits: Iterable[SpanEdit]) -> str:
     ordered = sorted(edits, key=lambda e: (e[0], e[1]))
     out, pos = [], 0
     for start, end, new in ordered:

@@ -11,8 +11,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from transforms import analysis, classify
-from transforms.class_reading import FUNCTION_TYPES, is_test_name
+from transforms.core import analysis
+from transforms.core.class_reading import FUNCTION_TYPES, is_test_name
+from transforms.label.classify import Status, infer
 
 DEVICE_TYPE = "torch.testing._internal.common_device_type"
 
@@ -27,15 +28,11 @@ def _dump(node: ast.AST) -> str:
 
 def _class_nodes(tree: ast.Module, names: Iterable[str]) -> list:
     wanted = set(names)
-    return [s for s in analysis._module_level(tree.body) if isinstance(s, ast.ClassDef) and s.name in wanted]
+    return [s for s in analysis.module_level(tree.body) if isinstance(s, ast.ClassDef) and s.name in wanted]
 
 
 def _is_instantiation(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Call)
-        and analysis._call_kind(stmt.value)[0] == analysis.INSTANTIATE_DEVICE
-    )
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and analysis.instantiates_devices(stmt.value)
 
 
 def _rest(stmts: list, skip: set, imports: frozenset = frozenset()) -> list:
@@ -90,9 +87,9 @@ def check_step(
     touched, created = set(touched), set(created)
     old_classes = _class_nodes(old_tree, touched)
     new_classes = _class_nodes(new_tree, touched | created)
-    norm = normalise or (lambda fn: fn)
+    norm: Callable[[ast.AST], ast.AST] = normalise or (lambda fn: fn)
 
-    def tests(classes, fix):
+    def tests(classes: list[ast.ClassDef], fix: Callable[[ast.AST], ast.AST]) -> Counter[str]:
         return Counter(
             _dump(fix(s)) for c in classes for s in c.body if isinstance(s, FUNCTION_TYPES) and is_test_name(s.name)
         )
@@ -105,7 +102,7 @@ def check_step(
             f"test inventory changed: missing or altered {lost or '-'}, unexpected {extra or '-'}"
         )
 
-    def members(classes):
+    def members(classes: list[ast.ClassDef]) -> Counter[str]:
         return Counter(
             _dump(s) for c in classes for s in c.body if not (isinstance(s, FUNCTION_TYPES) and is_test_name(s.name))
         )
@@ -130,8 +127,8 @@ def check_step(
         cls = facts.get(name)
         if cls is None:
             continue  # a test-less base
-        decision = classify.infer(cls)
-        if decision.status != "label":
+        decision = infer(cls)
+        if decision.status != Status.LABEL:
             raise RestructureCheckError(f"{name} still satisfies no classification: {decision.message}")
 
 

@@ -1,3 +1,5 @@
-"""The linter's rules (`linter`), the deliberate deviations from them (`deviations`)
-and the restructuring advice (`advice`), each a registry of small named entries
-that carry their own examples."""
+"""The linter's rules (`linter`: the generation the tool follows, a `RuleSet` of `registry`),
+the deliberate deviations from them (`deviations`) and the names and texts of the
+restructuring advice (`advice`), each a registry of small named entries; rules and
+deviations carry their own examples.  Above `core`, below the diagnosis, the labelling and
+the restructuring that use them."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from transforms.facts import TestClassFacts
-from transforms.members import MEMBERS
+from transforms.core.facts import TestClassFacts
+from transforms.core.members import MEMBERS, Member
+from transforms.rules.advice import Pattern
 from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS
 
 __all__ = ["DEVIATIONS", "Deviation", "Refusal", "deviation", "refusals"]
@@ -23,18 +24,18 @@ __all__ = ["DEVIATIONS", "Deviation", "Refusal", "deviation", "refusals"]
 @dataclass(frozen=True)
 class Refusal:
     deviation: str  # the Deviation's name
-    values: tuple[str, ...]  # the values refused
+    values: tuple[Member, ...]  # the values refused
     message: str  # what was found, where
     line: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Deviation:
     name: str
     why: str  # why the linter's verdict would be wrong (README, messages)
-    pattern: str  # the fitting restructuring, a key of advice.PATTERNS
+    pattern: Pattern  # the fitting restructuring
     find: Callable[[TestClassFacts], Refusal | None]
-    fires: tuple[tuple[str, tuple[str, ...]], ...]  # (module source, values refused)
+    fires: tuple[tuple[str, tuple[Member, ...]], ...]  # (module source, values refused)
     quiet: tuple[str, ...]  # module sources where nothing is refused
 
 
@@ -58,7 +59,7 @@ def _class_only_decorator(cls: TestClassFacts) -> Refusal | None:
         return None
     return Refusal(
         "class-only-decorator",
-        ("ACCELERATOR",),
+        (Member.ACCELERATOR,),
         f"line {cls.line}: class {cls.name} is decorated with @{names[0]}",
         cls.line,
     )
@@ -78,12 +79,12 @@ def _hidden_instantiation(cls: TestClassFacts) -> Refusal | None:
 
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
-        "options-out-of-sight",
-        "the linter reads only_for/except_for/allow_* as keyword arguments only; passed by "
+        name="options-out-of-sight",
+        why="the linter reads only_for/except_for/allow_* as keyword arguments only; passed by "
         "position or through *args/**kwargs they still restrict the devices, so the linter "
         "would check the label against options it cannot see",
-        "keyword-args",
-        _options_out_of_sight,
+        pattern=Pattern.KEYWORD_ARGS,
+        find=_options_out_of_sight,
         fires=(
             (_HEAD + "instantiate_device_type_tests(TestFoo, globals(), None, 'cuda')\n", MEMBERS),
             (_HEAD + "instantiate_device_type_tests(TestFoo, globals(), **OPTS)\n", MEMBERS),
@@ -92,22 +93,25 @@ DEVIATIONS: tuple[Deviation, ...] = (
         quiet=(_HEAD + "instantiate_device_type_tests(TestFoo, globals(), only_for='cuda')\n",),
     ),
     Deviation(
-        "class-only-decorator",
-        "the linter checks @onlyCUDA-style guards on test methods only; on the class they "
+        name="class-only-decorator",
+        why="the linter checks @onlyCUDA-style guards on test methods only; on the class they "
         "still skip every test outside that device, so ACCELERATOR would be false",
-        "cuda-to-accelerator",
-        _class_only_decorator,
+        pattern=Pattern.CUDA_TO_ACCELERATOR,
+        find=_class_only_decorator,
         fires=(
-            ("@onlyOn(['cuda'])\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n", ("ACCELERATOR",)),
+            (
+                "@onlyOn(['cuda'])\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n",
+                (Member.ACCELERATOR,),
+            ),
         ),
         quiet=("@onlyAccelerator\n" + _HEAD + "instantiate_device_type_tests(TestFoo, globals())\n",),
     ),
     Deviation(
-        "hidden-instantiation",
-        "the linter does not look inside try/except* or match blocks; a class instantiated "
+        name="hidden-instantiation",
+        why="the linter does not look inside try/except* or match blocks; a class instantiated "
         "only there would pass as GENERIC although its tests run per device",
-        "move-instantiation",
-        _hidden_instantiation,
+        pattern=Pattern.MOVE_INSTANTIATION,
+        find=_hidden_instantiation,
         fires=(
             (
                 _PLAIN + "try:\n    pass\nexcept* ValueError:\n    instantiate_device_type_tests(TestFoo, globals())\n",

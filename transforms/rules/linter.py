@@ -1,11 +1,5 @@
-"""The upstream test linter's rules, mirrored exactly, each with its own examples.
-
-A rule is a small pure function of a `TestClassFacts` and the value being
-checked; it returns `Violation`s named as the linter prints them.  `@rule(...)`
-registers it for the values it applies to, together with valid and invalid
-examples (Fixit style): modules in which the class `TestFoo`, labelled with the
-given value, passes or breaks exactly this rule.  The test-suite runs every
-example, so a rule and its documentation cannot drift apart.
+"""The upstream test linter's rules, mirrored exactly, each with its own examples: the
+generation of the linter the tool follows today, one `RuleSet` (registry.py).
 
 `lint_module` applies the whole table to a module the way the linter does
 (missing/invalid label, duplicate definitions and instantiations included): it
@@ -15,20 +9,19 @@ compares with the real linter's output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from transforms.facts import UNKNOWN, ModuleFacts, TestClassFacts
-from transforms.members import DEVICE_MEMBERS, MEMBERS, normalise_member
+from transforms.core.facts import UNKNOWN, ModuleFacts, TestClassFacts
+from transforms.core.members import DEVICE_MEMBERS, Member
+from transforms.rules.registry import Check, Example, Rule, RuleSet, Violation
 
 __all__ = [
     "FORBIDDEN_ONLY_DECORATORS",
+    "GENERATION",
     "RULES",
     "REGISTRY",
-    "Example",
     "LinterMessage",
-    "Rule",
-    "Violation",
     "check",
     "lint_module",
 ]
@@ -50,53 +43,12 @@ FORBIDDEN_ONLY_DECORATORS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Violation:
-    """One broken linter rule: `value` is the classification, `rule` the linter's name."""
-
-    value: str
-    rule: str
-    message: str
-    line: int
-
-    @property
-    def code(self) -> str:
-        """The linter's spelling: `ACCELERATOR[decorator]`."""
-        return f"{self.value}[{self.rule}]"
-
-
-@dataclass(frozen=True)
-class Example:
-    """A module in which `TestFoo`, labelled `value`, passes (valid) or breaks (invalid) a rule."""
-
-    value: str
-    source: str
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str  # as the linter prints it, without brackets
-    values: tuple[str, ...]
-    check: Callable[[TestClassFacts, str], list[Violation]]
-    valid: tuple[Example, ...]
-    invalid: tuple[Example, ...]
-
-
-REGISTRY: list[Rule] = []
-
-
-def rule(name: str, *values: str, valid: tuple[Example, ...], invalid: tuple[Example, ...]):
-    """Register a rule function for `values`, with its examples."""
-
-    def register(fn: Callable[[TestClassFacts, str], list[Violation]]):
-        REGISTRY.append(Rule(name, values, fn, valid, invalid))
-        return fn
-
-    return register
+GENERATION = RuleSet()
+rule = GENERATION.rule
 
 
 def _ex(value: str, source: str) -> Example:
-    return Example(value, source)
+    return Example(Member(value), source)
 
 
 _CLS = "class TestFoo(TestCase):\n"
@@ -126,7 +78,7 @@ def _fmt(value: object) -> str:
     valid=(_ex("GENERIC", _PLAIN_TEST), _ex("GENERIC", _PLAIN_TEST + "instantiate_parametrized_tests(TestFoo)\n")),
     invalid=(_ex("GENERIC", _PLAIN_TEST + _inst()), _ex("GENERIC", _PLAIN_TEST + "for _ in range(1):\n    " + _inst())),
 )
-def forbids_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
+def forbids_instantiation(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     if inst is None:
         return []
@@ -156,7 +108,7 @@ def forbids_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("CUDA", _DEVICE_TEST + "instantiate_parametrized_tests(TestFoo)\n"),
     ),
 )
-def requires_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
+def requires_instantiation(cls: TestClassFacts, value: Member) -> list[Violation]:
     if cls.instantiation is not None:
         return []
     extra = ""
@@ -196,7 +148,7 @@ def requires_instantiation(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("GENERIC", _CLS + "    def test_a(self, device, /):\n        pass\n"),
     ),
 )
-def forbids_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
+def forbids_device_param(cls: TestClassFacts, value: Member) -> list[Violation]:
     return [
         Violation(
             value,
@@ -223,7 +175,7 @@ def forbids_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("ACCELERATOR", _DEVICE_TEST + "    def testB(self):\n        pass\n" + _inst()),
     ),
 )
-def requires_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
+def requires_device_param(cls: TestClassFacts, value: Member) -> list[Violation]:
     return [
         Violation(
             value,
@@ -255,7 +207,7 @@ def requires_device_param(cls: TestClassFacts, value: str) -> list[Violation]:
         ),
     ),
 )
-def no_only_decorator(cls: TestClassFacts, value: str) -> list[Violation]:
+def no_only_decorator(cls: TestClassFacts, value: Member) -> list[Violation]:
     return [
         Violation(
             value,
@@ -283,7 +235,7 @@ def no_only_decorator(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("ACCELERATOR", _DEVICE_TEST + _inst(", only_for=[]")),
     ),
 )
-def no_only_for(cls: TestClassFacts, value: str) -> list[Violation]:
+def no_only_for(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     if inst is None or inst.only_for is None:
         return []
@@ -316,7 +268,7 @@ def no_only_for(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("CPU", _DEVICE_TEST + _inst(", only_for=DEVICES")),
     ),
 )
-def only_for_exactly(cls: TestClassFacts, value: str) -> list[Violation]:
+def only_for_exactly(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     want = value.lower()
     if inst is None or inst.only_for == (want,):
@@ -346,7 +298,7 @@ def only_for_exactly(cls: TestClassFacts, value: str) -> list[Violation]:
         _ex("CUDA", _DEVICE_TEST + _inst(", only_for='cuda', except_for=SKIP")),
     ),
 )
-def no_except_for(cls: TestClassFacts, value: str) -> list[Violation]:
+def no_except_for(cls: TestClassFacts, value: Member) -> list[Violation]:
     inst = cls.instantiation
     if inst is None or inst.except_for is None:
         return []
@@ -360,8 +312,8 @@ def no_except_for(cls: TestClassFacts, value: str) -> list[Violation]:
     ]
 
 
-def _allow_flag(flag: str) -> Callable[[TestClassFacts, str], list[Violation]]:
-    def check_flag(cls: TestClassFacts, value: str) -> list[Violation]:
+def _allow_flag(flag: str) -> Check:
+    def check_flag(cls: TestClassFacts, value: Member) -> list[Violation]:
         inst = cls.instantiation
         if inst is None:
             return []
@@ -402,17 +354,10 @@ rule(
 )(_allow_flag("allow_xpu"))
 
 
+REGISTRY: list[Rule] = GENERATION.rules
 # value -> its rules, in registration order (the order the linter reports them in).
-RULES: Mapping[str, tuple[Rule, ...]] = {value: tuple(r for r in REGISTRY if value in r.values) for value in MEMBERS}
-
-
-def check(cls: TestClassFacts, value: str) -> list[Violation]:
-    """Every rule of `value` that `cls` breaks (empty: the linter accepts the label)."""
-    value = normalise_member(value)
-    found: list[Violation] = []
-    for r in RULES[value]:
-        found.extend(r.check(cls, value))
-    return found
+RULES: Mapping[Member, tuple[Rule, ...]] = GENERATION.by_value()
+check = GENERATION.check
 
 
 # --------------------------------------------------------------------------- whole module

@@ -13,7 +13,7 @@ transform rewrites each resolved call in one of three modes:
     ``decouple discover-globals`` found for that call site, importing them.
 ``auto``
     ``safe-globals`` where discovery found only *safe* globals for the call
-    (see transforms/unsafe_globals.py), ``weights_only=False`` otherwise;
+    (see transforms/torch_load/unsafe_globals.py), ``weights_only=False`` otherwise;
     a load that needs nothing (a state_dict) is left alone.
 
 Design notes
@@ -55,10 +55,13 @@ The engine passes ``path=`` (relative or absolute) to :meth:`TorchLoad.run` so
 call sites can be matched with discovery; without it all discovered call sites
 are candidates (matched by source line).
 
-Layout: ``calls`` finds the calls (qualified names) and their sites, ``discovery``
-indexes the discover-globals JSON, ``plan`` decides per call, ``imports`` places
-imports, ``edits`` writes the text, ``verify`` checks the output; ``transform``
-composes them.
+Layout: ``source`` is the file with its LibCST metadata, ``calls`` finds the calls
+(qualified names) and their sites, ``discovery`` indexes the discover-globals JSON,
+``decide`` says what to do with a call and why, ``plan`` turns that into a typed plan per
+call and per file (``keyword`` places ``weights_only``, ``imports`` names the globals and
+places imports), ``edits`` applies a file's plan to its text, ``verify`` checks the output
+against the plan; ``transform`` composes them.  ``unsafe_globals`` is the one list of
+globals never to allowlist.
 """
 
 from __future__ import annotations

@@ -6,36 +6,44 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from transforms.unsafe_globals import normalise
+from transforms.core.strenum import StrEnum
+from transforms.torch_load.unsafe_globals import normalise
 
 
-@dataclass
+class EvidenceSource(StrEnum):
+    CALL = "call"  # records of the call site itself
+    TEST = "test"  # the records of the tests that run it (their calls were not attributed)
+
+
+@dataclass(kw_only=True)
 class Evidence:
     """What discovery knows about one call site."""
 
     globals: list[str] = field(default_factory=list)
     unfixable: str | None = None
     ok: bool = False  # the load succeeded in the final discovery run
-    source: str = "call"  # "call" (attributed call site) or "test" (per test only)
+    source: EvidenceSource = EvidenceSource.CALL
     where: str = ""  # file:line or test id, for messages
 
 
-def _norm_path(p: str) -> list[str]:
+def norm_path(p: str) -> list[str]:
     p = p.replace("\\", "/")
     parts = [x for x in p.split("/") if x not in ("", ".")]
     return parts
 
 
-def _same_file(a: str, b: str) -> bool:
-    pa, pb = _norm_path(a), _norm_path(b)
+def same_file(a: str, b: str) -> bool:
+    pa, pb = norm_path(a), norm_path(b)
     if not pa or not pb:
         return False
     n = min(len(pa), len(pb))
     return pa[-n:] == pb[-n:]
 
 
-@dataclass
-class _CallRec:
+@dataclass(kw_only=True)
+class CallRecord:
+    """One call site as discovery recorded it (the records of every test that ran it merged)."""
+
     file: str
     line: int
     code: str
@@ -56,8 +64,8 @@ class Discovery:
             if isinstance(r, Mapping) and r.get("module") and r.get("qualname"):
                 self.resolved[normalise(name)] = (r["module"], r["qualname"])
                 self.aliases[normalise(name)] = [a for a in r.get("aliases") or [] if isinstance(a, str) and "." in a]
-        merged: dict[tuple[str, int, str], _CallRec] = {}
-        self.tests: list[tuple[str, dict]] = []
+        merged: dict[tuple[str, int, str], CallRecord] = {}
+        self.tests: list[tuple[str, dict[str, Any]]] = []
         for nodeid, t in (data.get("tests") or {}).items():
             t = dict(t or {})
             self.tests.append((nodeid, t))
@@ -70,7 +78,15 @@ class Discovery:
                 ok = c.get("status", "ok" if not c.get("unfixable") else "failed") == "ok"
                 rec = merged.get(key)
                 if rec is None:
-                    merged[key] = _CallRec(key[0], key[1], key[2], names, c.get("unfixable"), ok, [nodeid])
+                    merged[key] = CallRecord(
+                        file=key[0],
+                        line=key[1],
+                        code=key[2],
+                        globals=names,
+                        unfixable=c.get("unfixable"),
+                        ok=ok,
+                        nodeids=[nodeid],
+                    )
                 else:
                     if nodeid not in rec.nodeids:
                         rec.nodeids.append(nodeid)
@@ -80,21 +96,21 @@ class Discovery:
         self.calls = list(merged.values())
 
     # -- lookups
-    def calls_for(self, path: str | None) -> list[_CallRec]:
+    def calls_for(self, path: str | None) -> list[CallRecord]:
         if path is None:
             return list(self.calls)
-        return [c for c in self.calls if _same_file(c.file, path)]
+        return [c for c in self.calls if same_file(c.file, path)]
 
-    def tests_for(self, path: str | None) -> list[tuple[str, dict]]:
+    def tests_for(self, path: str | None) -> list[tuple[str, dict[str, Any]]]:
         out = []
         for nodeid, t in self.tests:
             f = nodeid.split("::", 1)[0]
-            if path is None or _same_file(f, path):
+            if path is None or same_file(f, path):
                 out.append((nodeid, t))
         return out
 
 
-def _test_matches(nodeid: str, func: str | None, cls: str | None) -> bool:
+def runs_function(nodeid: str, func: str | None, cls: str | None) -> bool:
     """Does pytest id `nodeid` run function `func` (of class `cls`)?  Prefix match so
     PyTorch's instantiated device tests (TestFooCPU::test_bar_cpu) still match."""
     if not func:

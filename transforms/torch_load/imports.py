@@ -1,31 +1,41 @@
-"""Import placement: how the file can name a dotted global, and which imports to add."""
+"""Import placement: how the file can name a dotted global, and which imports to add.
+
+`ImportMap` learns the file's imports once; the planner then asks it how the file spells each
+global (`expr_for`, which reserves the name of an import still to be added, so that two globals
+never get the same alias) and tells it which it needs (`need`); `render` gives the import
+lines and in-line extensions that the editor writes.
+"""
 
 from __future__ import annotations
 
 import ast
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import NamedTuple
 
-from transforms.torch_load.calls import _dotted
-from transforms.torch_load.discovery import _norm_path
+import libcst as cst
 
-if TYPE_CHECKING:
-    from transforms.torch_load.transform import _Runner
+from transforms.torch_load.calls import dotted as _dotted
+from transforms.torch_load.discovery import Discovery, norm_path
+from transforms.torch_load.source import LoadSource
 
 
-class _ImportMap:
+class RenderedImports(NamedTuple):
+    lines: list[tuple[int, str]]  # (line number to insert before, statement) per new import line
+    edits: list[tuple[int, str, str]]  # (line, old code, new code) per import extended in place
+
+
+class ImportMap:
     """How the file can name a dotted global, and which imports must be added."""
 
-    def __init__(self, runner: _Runner, module):
-        import libcst as cst
-
-        self.r = runner
-        self.module = module
+    def __init__(self, src: LoadSource, discovery: Discovery | None):
+        self.src = src
+        self.discovery = discovery
         self.bindings: dict[str, str] = {}  # dotted target -> local expression
         self.module_aliases: dict[str, str] = {}  # imported module path -> expression
         self.torch_alias: str | None = None
         self.top_level_defs: set[str] = set()
-        self.from_stmts: dict[str, tuple] = {}  # module -> (line, stmt) first single-line from-import
+        self.from_lines: dict[str, int] = {}  # module -> the line of its first one-line from-import
         self.last_import_line = 0
         # (first line, last line, module) of each module-level import above the first def
         self.anchors: list[tuple[int, int, str]] = []
@@ -40,7 +50,14 @@ class _ImportMap:
         self._dotted_expr: dict[str, str] = {}
         self.reserved: dict[str, tuple[str, str]] = {}  # new-import name -> (module, name)
 
-        tree = ast.parse(runner.text)
+        tree = ast.parse(src.text)
+        self._learn_names(tree)
+        self._learn_module(src.module)
+        if self.torch_alias is None:
+            self._learn_guarded_torch(tree.body)
+
+    # -- learning existing imports
+    def _learn_names(self, tree: ast.Module) -> None:
         for n in ast.walk(tree):
             if isinstance(n, ast.Name):
                 self.taken.add(n.id)
@@ -54,13 +71,14 @@ class _ImportMap:
                 self.assigned.add((n.asname or n.name).split(".")[0])
         self.taken |= self.assigned
 
+    def _learn_module(self, module: cst.Module) -> None:
         for i, stmt in enumerate(module.body):
-            sp = runner.pos(stmt)
+            sp = self.src.pos(stmt)
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 self.top_level_defs.add(stmt.name.value)
                 if self.first_def_line is None:
                     self.first_def_line = (
-                        self.r.pos(stmt.decorators[0]).start.line if stmt.decorators else sp.start.line
+                        self.src.pos(stmt.decorators[0]).start.line if stmt.decorators else sp.start.line
                     )
                 continue
             if isinstance(stmt, cst.SimpleStatementLine):
@@ -85,11 +103,8 @@ class _ImportMap:
                         self._learn(small, sp.start.line, end, stmt)
                         if isinstance(small, cst.ImportFrom) and _dotted(small.module or cst.Name("x")) == "__future__":
                             self.future_end = end
-        if self.torch_alias is None:
-            self._learn_guarded_torch(tree.body)
 
-    # -- learning existing imports
-    def _learn_guarded_torch(self, body, guarded: bool = False):
+    def _learn_guarded_torch(self, body: Sequence[ast.stmt], guarded: bool = False) -> None:
         """`import torch` inside a module-level try/if/with (an optional dependency:
         `try: import torch / except ImportError: torch = None`) binds torch too; adding an
         unconditional `import torch` would defeat the guard."""
@@ -100,23 +115,21 @@ class _ImportMap:
                         bound = a.asname if a.asname and a.name == "torch" else (None if a.asname else "torch")
                         if bound and self.torch_alias is None:
                             self.torch_alias = bound
-            elif isinstance(stmt, (ast.If, ast.With, ast.Try, getattr(ast, "TryStar", ast.Try))):
+            elif isinstance(stmt, (ast.If, ast.With, ast.Try, _TRY_STAR)):
                 self._learn_guarded_torch(stmt.body, True)
                 self._learn_guarded_torch(getattr(stmt, "orelse", []), True)
                 self._learn_guarded_torch(getattr(stmt, "finalbody", []), True)
                 for h in getattr(stmt, "handlers", []):
                     self._learn_guarded_torch(h.body, True)
 
-    def _learn(self, small, start: int, end: int, stmt):
-        import libcst as cst
-
+    def _learn(self, small: cst.Import | cst.ImportFrom, start: int, end: int, stmt: cst.SimpleStatementLine) -> None:
         if isinstance(small, cst.Import):
             for a in small.names:
                 path = _dotted(a.name)
                 if not path:
                     continue
                 if a.asname is not None:
-                    alias = a.asname.name.value
+                    alias = _bound(a.asname)
                     self.module_aliases[path] = alias
                     if path == "torch" and self.torch_alias is None:
                         self.torch_alias = alias
@@ -133,23 +146,29 @@ class _ImportMap:
         if isinstance(small.names, cst.ImportStar):
             return
         for a in small.names:
-            name = _dotted(a.name)
-            bound = a.asname.name.value if a.asname is not None else name
+            name = _dotted(a.name) or ""  # a from-import names a Name
+            bound = _bound(a.asname) if a.asname is not None else name
             self.bindings[f"{mod}.{name}"] = bound
             self.module_aliases.setdefault(f"{mod}.{name}", bound)
-        if mod not in self.from_stmts and start == end and small.lpar is None and len(stmt.body) == 1:
-            self.from_stmts[mod] = (start, stmt)
+        if (
+            mod is not None
+            and mod not in self.from_lines
+            and start == end
+            and small.lpar is None
+            and len(stmt.body) == 1
+        ):
+            self.from_lines[mod] = start
 
     # -- queries
     def torch_name(self) -> str:
         return self.torch_alias or "torch"
 
-    def need_torch(self):
+    def need_torch(self) -> None:
         if self.torch_alias is None:
             self.add_torch = True
 
     def _split(self, dotted: str) -> tuple[str, str]:
-        d = self.r.o.discovery
+        d = self.discovery
         if d is not None and dotted in d.resolved:
             return d.resolved[dotted]
         mod, _, name = dotted.rpartition(".")
@@ -162,9 +181,9 @@ class _ImportMap:
             return False
         if mod == "__main__":
             return True
-        path = self.r.path
+        path = self.src.path
         if path:
-            parts = _norm_path(path)
+            parts = norm_path(path)
             if parts:
                 parts[-1] = parts[-1].rsplit(".", 1)[0]
                 mparts = mod.split(".")
@@ -185,7 +204,7 @@ class _ImportMap:
         re-exports discovery saw (torch.nn.Linear for torch.nn.modules.linear.Linear)."""
         mod, qual = self._split(dotted)
         out = [(mod, qual)]
-        d = self.r.o.discovery
+        d = self.discovery
         for a in d.aliases.get(dotted, []) if d is not None else []:
             am = a[: len(a) - len(qual) - 1] if a.endswith("." + qual) else a.rpartition(".")[0]
             if am and (am, qual) not in out:
@@ -247,7 +266,7 @@ class _ImportMap:
             i += 1
         return f"{head}{i}"
 
-    def need(self, dotted: str):
+    def need(self, dotted: str) -> None:
         mod, qual = self._split(dotted)
         expr = self.expr_for(dotted)
         if mod == "builtins":
@@ -264,8 +283,8 @@ class _ImportMap:
             self.added.append((mod, head, alias))
             self.bindings[f"{mod}.{head}"] = bound
 
-    def render(self):
-        """(new lines as (line number to insert before, text), in-line edits (line, old, new))."""
+    def render(self) -> RenderedImports:
+        """The new import lines and the imports extended in place."""
         lines: list[tuple[str, str]] = []  # (module, text)
         edits = []
         if self.add_torch:
@@ -276,16 +295,16 @@ class _ImportMap:
         for mod, name, alias in self.added:
             by_mod.setdefault(mod, []).append(f"{name} as {alias}" if alias else name)
         for mod, names in by_mod.items():
-            if mod in self.from_stmts:
-                line, stmt = self.from_stmts[mod]
-                body = self.r.T.line_body(line)
+            if mod in self.from_lines:
+                line = self.from_lines[mod]
+                body = self.src.lines.line_body(line)
                 code = body.split("#", 1)[0].rstrip()
                 if not code.rstrip().endswith((",", "\\")) and "(" not in code:
                     edits.append((line, code, code + ", " + ", ".join(names)))
                     continue
             lines.append((mod, f"from {mod} import {', '.join(names)}"))
         inserts = sorted(((self._place(mod), mod.lower(), text) for mod, text in lines), key=lambda x: (x[0], x[1]))
-        return [(at, text) for at, _, text in inserts], edits
+        return RenderedImports([(at, text) for at, _, text in inserts], edits)
 
     def _place(self, mod: str) -> int:
         """The line a new import of `mod` goes before: beside the imports of the same
@@ -304,11 +323,18 @@ class _ImportMap:
         return related[-1][1] + 1
 
 
-def _imported_module(small) -> str | None:
+# try/except* (Python 3.11+), whose imports may bind torch conditionally too.
+_TRY_STAR: type[ast.Try] = getattr(ast, "TryStar", ast.Try)
+
+
+def _bound(asname: cst.AsName) -> str:
+    """The name an `import ... as NAME` binds."""
+    return cst.ensure_type(asname.name, cst.Name).value
+
+
+def _imported_module(small: cst.Import | cst.ImportFrom) -> str | None:
     """The module an import statement names (its first, for `import a, b`); None for
     relative imports."""
-    import libcst as cst
-
     if isinstance(small, cst.Import):
         return _dotted(small.names[0].name)
     if small.relative or small.module is None:

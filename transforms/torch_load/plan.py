@@ -1,36 +1,125 @@
-"""Planning: per call, what to do (mode and auto decisions, discovery evidence) and
-which keyword edits, with-blocks and comments that takes."""
+"""Planning: per call, a `CallPlan` (what was decided and why, as findings, and the edits
+that takes: the weights_only keyword, a with-block, an --explain comment), and per file
+the plans combined into a `FilePlan`.
+
+Calls are planned outer statements first: a with-block planned for a compound statement
+(a load in its header) covers the loads in its body, which then add only what it lacks;
+a second load in the same statement extends the same block.  `ImportMap` is the one
+piece of state planning shares across calls: it reserves the names of the imports it
+will add, in the order the calls are planned.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from transforms.base import ERROR, INFO, WARNING
-from transforms.torch_load.calls import _dotted, _Site
-from transforms.torch_load.discovery import Evidence, _CallRec, _test_matches
-from transforms.torch_load.modes import _DOTTED_RE
-from transforms.unsafe_globals import DANGEROUS, normalise, tier
+import libcst as cst
+from libcst.metadata import ClassScope, GlobalScope
+
+from transforms.core.base import Finding, Severity
+from transforms.torch_load.calls import Site, dotted, site_of
+from transforms.torch_load.decide import (
+    Action,
+    LoadOptions,
+    Verdict,
+    decide,
+    evidence_for,
+    explain_false,
+    explain_wrap,
+    finding,
+)
+from transforms.torch_load.discovery import Evidence
+from transforms.torch_load.imports import ImportMap
+from transforms.torch_load.keyword import call_end, weights_only_edits
+from transforms.torch_load.modes import LoadRule, Mode
+from transforms.torch_load.source import LoadSource
+from transforms.torch_load.text import TextEdit
+
+__all__ = ["CallPlan", "FilePlan", "KeywordChange", "Wrap", "merge_wraps", "plan_file"]
 
 
-@dataclass
-class _Wrap:
-    block_id: int
-    index: int
-    first: int
+@dataclass(kw_only=True)
+class Wrap:
+    """A `with torch.serialization.safe_globals([...]):` block around statements of one block
+    (mutable: a second load in the same statement adds its entries)."""
+
+    block_id: int  # id() of the block (module or indented block) holding the statements
+    index: int  # the (last) statement's index in it
+    first: int  # the first and last line wrapped
     last: int
-    entries: list[str]  # expressions
+    entries: list[str]  # the expressions the block lists
     reason: str
-    comment: str | None
+    comment: str | None  # the --explain comment above the block
     dotted: list[str] = field(default_factory=list)  # the dotted names of `entries`
-    stmt: Any = None  # the wrapped statement (libcst node)
+    stmt: cst.CSTNode | None = None  # the wrapped statement
 
 
-def merge_wraps(wraps: list[_Wrap]) -> list[_Wrap]:
+@dataclass(frozen=True, kw_only=True)
+class KeywordChange:
+    """`weights_only=<value>` set on one call."""
+
+    value: str  # "True" or "False"
+    edits: tuple[TextEdit, ...]
+    end: tuple[int, int]  # the call's end as `ast` records it: how the output check finds it
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallPlan:
+    """What becomes of one call, and why (its findings)."""
+
+    line: int
+    findings: tuple[Finding, ...]
+    manual: int = 0  # left for a human
+    keyword: KeywordChange | None = None
+    wrap: Wrap | None = None
+    needs: tuple[str, ...] = ()  # the dotted globals the block names, imported where the file lacks them
+    comment: tuple[int, str] | None = None  # an --explain comment: (the line it goes above, its text)
+
+
+@dataclass(kw_only=True)
+class FilePlan:
+    findings: list[Finding] = field(default_factory=list)
+    manual: int = 0
+    keywords: list[KeywordChange] = field(default_factory=list)
+    wraps: list[Wrap] = field(default_factory=list)  # as planned (one per statement), before merge_wraps
+    comments: dict[int, str] = field(default_factory=dict)  # line -> --explain comment above it
+
+    @property
+    def edits(self) -> bool:
+        return bool(self.keywords or self.wraps)
+
+    def add(self, plan: CallPlan, imports: ImportMap) -> None:
+        self.findings.extend(plan.findings)
+        self.manual += plan.manual
+        if plan.keyword is not None:
+            self.keywords.append(plan.keyword)
+        if plan.wrap is not None:
+            for d in plan.needs:
+                imports.need(d)
+            imports.need_torch()
+            self._add_wrap(plan.wrap)
+        if plan.comment is not None:
+            self.comments.setdefault(*plan.comment)
+
+    def _add_wrap(self, w: Wrap) -> None:
+        """A second load in the same statement extends the same block."""
+        for old in self.wraps:
+            if old.block_id == w.block_id and old.index == w.index:
+                for e, d in zip(w.entries, w.dotted, strict=False):
+                    if e not in old.entries:
+                        old.entries.append(e)
+                        old.dotted.append(d)
+                old.last = max(old.last, w.last)
+                return
+        self.wraps.append(w)
+
+
+def merge_wraps(wraps: list[Wrap]) -> list[Wrap]:
     """The with-blocks to write: consecutive wraps of one block with identical entries
     share one block; two calls in one statement get the union of their entries."""
-    merged: list[_Wrap] = []
+    merged: list[Wrap] = []
     for w in sorted(wraps, key=lambda w: (w.block_id, w.index)):
         if (
             merged
@@ -48,427 +137,321 @@ def merge_wraps(wraps: list[_Wrap]) -> list[_Wrap]:
                     merged[-1].entries.append(e)
             merged[-1].last = max(merged[-1].last, w.last)
             continue
-        merged.append(_Wrap(w.block_id, w.index, w.first, w.last, list(w.entries), w.reason, w.comment))
+        merged.append(
+            Wrap(
+                block_id=w.block_id,
+                index=w.index,
+                first=w.first,
+                last=w.last,
+                entries=list(w.entries),
+                reason=w.reason,
+                comment=w.comment,
+            )
+        )
     return merged
 
 
-class Planner:
-    """Mixin of the per-file run: decide each call and record the planned edits."""
+# --------------------------------------------------------------------------- the file
 
-    # ------------------------------------------------------------------ one call
-    def _handle(self, call):
-        import libcst as cst
 
-        p = self.pos(call)
-        line = p.start.line
-        code = self.T.line_body(line).strip()
-        kws = {a.keyword.value: a for a in call.args if a.keyword is not None}
-        stars = [a for a in call.args if a.star in ("*", "**")]
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        wo = kws.get("weights_only")
-        wo_none = wo is not None and isinstance(wo.value, cst.Name) and wo.value.value == "None"
-        if wo is not None and not wo_none:
-            self.find("skip-explicit", "torch.load already passes weights_only: left alone", line, call=code)
-            return
-        if "pickle_module" in kws or len(positional) >= 3:
-            self.find(
-                "skip-pickle-module",
-                "torch.load passes pickle_module (the default is then weights_only=False and "
-                "weights_only=True would raise): left alone",
-                line,
-                call=code,
-            )
-            return
-        if stars:
-            kind = "**kwargs" if any(a.star == "**" for a in stars) else "*args"
-            self.find(
-                "skip-kwargs",
-                f"torch.load passes {kind}, which may already carry weights_only (adding it can raise "
-                "'got multiple values'): left alone, review by hand",
-                line,
-                WARNING,
-                call=code,
-            )
-            self.manual += 1
-            return
+def plan_file(src: LoadSource, options: LoadOptions, imports: ImportMap, calls: Sequence[cst.Call]) -> FilePlan:
+    """Every call planned, outer statements first (findings in that order)."""
+    # Every load call in the file with its span (for call-site matching).
+    spans = [_span(src, call) for call in calls]
+    plan = FilePlan()
+    for i in sorted(range(len(calls)), key=lambda i: (src.depth(calls[i]), i)):
+        plan.add(_plan_call(_Context(src, options, imports, spans, plan.wraps), calls[i]), imports)
+    return plan
 
-        site = self._site(call)
-        evidence = self._evidence(site, call)
-        action, reason, entries_dotted = self._decide(site, evidence)
-        data = {"call": code, "reason": reason}
-        if evidence is not None:
-            data["globals"] = list(evidence.globals)
-            data["evidence"] = evidence.where
-        if action == "leave":
-            self.find("skip-state-dict", f"left alone: {reason}", line, **data)
-            return
-        if action == "covered":
-            self.find("skip-covered", f"left alone: {reason}", line, **data)
-            return
-        if action == "invalid":
-            self.find("invalid-global", f"not rewritten: {reason}", line, ERROR, **data)
-            self.manual += 1
-            return
-        if action == "refuse":
-            self.find("no-discovery", f"not rewritten: {reason}", line, ERROR, **data)
-            self.manual += 1
-            return
-        if action == "wrap":
-            exprs = [self.imports.expr_for(d) for d in entries_dotted]
-            covered = self._covered(site, entries_dotted, exprs)
-            missing = [(d, e) for d, e in zip(entries_dotted, exprs, strict=False) if not covered(d, e)]
-            needs_true = self.o.torch_version is not None and tuple(self.o.torch_version) < (2, 6)
-            planned = self._planned_cover(site) if site.no_wrap is None else None
-            if missing and planned is not None:
-                # a wrap planned for an enclosing statement (a load in its header)
-                missing = [(d, e) for d, e in missing if d not in planned.dotted]
-                if not missing:
-                    msg = (
-                        f"covered by the safe_globals block added around the enclosing statement (line {planned.first})"
-                    )
-                    if needs_true or wo_none:
-                        if not self._try_set_kw(call, "True", line, code):
-                            return
-                        self.find("safe-globals", msg + "; added weights_only=True", line, fix="safe_globals", **data)
-                        return
-                    self.find("skip-covered", msg, line, **data)
-                    return
-            if not missing:
-                self.find(
-                    "skip-covered", "already inside a safe_globals block that lists the needed globals", line, **data
-                )
-                return
-            shadowed = (
-                []
-                if site.no_wrap
-                else self._shadowed(site.stmt, [e.split(".")[0] for _, e in missing], self.imports.torch_name())
-            )
-            if site.no_wrap:
-                action = "fallback"
-                reason = f"cannot wrap in a with block ({site.no_wrap}); {reason}"
-            elif shadowed:
-                action = "fallback"
-                reason = (
-                    f"{', '.join(f'`{n}`' for n in shadowed)} is rebound in the enclosing "
-                    f"function, so the with block cannot name the global; {reason}"
-                )
-            else:
-                if (needs_true or wo_none) and not self._try_set_kw(call, "True", line, code):
-                    return
-                for d, _ in missing:
-                    self.imports.need(d)
-                self.imports.need_torch()
-                exprs_missing = [e for _, e in missing]
-                comment = None
-                if self.o.explain:
-                    comment = _explain_wrap([d for d, _ in missing])
-                self._plan_wrap(
-                    _Wrap(
-                        id(site.block),
-                        site.index,
-                        site.stmt_lines[0],
-                        site.stmt_lines[1],
-                        exprs_missing,
-                        reason,
-                        comment,
-                        [d for d, _ in missing],
-                        site.stmt,
-                    )
-                )
-                data["entries"] = exprs_missing
-                msg = f"wrapped in safe_globals([{', '.join(exprs_missing)}])"
-                if needs_true:
-                    msg += " and added weights_only=True (the default is False before torch 2.6)"
-                self.find("safe-globals", msg, line, fix="safe_globals", **data)
-                return
-        # weights_only=False: plain, or as a fallback
-        if not self._try_set_kw(call, "False", line, code):
-            return
-        if self.o.explain:
-            self.comments.setdefault(site.comment_line, _explain_false(reason, evidence))
-        if action == "fallback":
-            self.find(
-                "fallback",
-                f"weights_only=False instead of safe_globals: {reason}",
-                line,
-                WARNING if self.o.mode == "safe-globals" else INFO,
-                fix="weights_only=False",
-                **data,
-            )
-        else:
-            self.find(
-                "weights-only-false", f"added weights_only=False: {reason}", line, fix="weights_only=False", **data
-            )
 
-    def _try_set_kw(self, call, value: str, line: int, code: str) -> bool:
-        try:
-            self._set_kw(call, value)
-            end = self.pos(call).end
-            # keyed as ast records the call's end: line, UTF-8 byte column
-            self.kw_values[(end.line, len(self.T.line_body(end.line)[: end.column].encode("utf-8")))] = value
-            return True
-        except ValueError as exc:
-            self.find(
-                "unresolved",
-                f"cannot place weights_only={value} in this call's text "
-                f"({exc}): not rewritten, make it explicit by hand",
-                line,
-                WARNING,
-                call=code,
-            )
-            self.manual += 1
-            return False
+def _span(src: LoadSource, call: cst.Call) -> tuple[int, set[str]]:
+    p = src.pos(call)
+    return p.start.line, {src.lines.line_body(n).strip() for n in range(p.start.line, p.end.line + 1)}
 
-    def _plan_wrap(self, w: _Wrap):
-        """Record a wrap; a second load in the same statement extends the same block."""
-        for old in self.wraps:
-            if old.block_id == w.block_id and old.index == w.index:
-                for e, d in zip(w.entries, w.dotted, strict=False):
-                    if e not in old.entries:
-                        old.entries.append(e)
-                        old.dotted.append(d)
-                old.last = max(old.last, w.last)
-                return
-        self.wraps.append(w)
 
-    def _planned_cover(self, site: _Site) -> _Wrap | None:
-        """A planned wrap around a statement strictly enclosing `site`'s statement (their
-        entries merged), or None.  Loads of the same statement share its wrap instead.
-        Like an existing block, it counts as covering a def nested in it too: a second
-        block with the same entry inside it would remove the entry from it on exit."""
-        ancestors = set()
-        node = self.parents.get(site.stmt) if site.stmt is not None else None
-        while node is not None:
-            if self._is_stmt(node):
-                ancestors.add(id(node))
-            node = self.parents.get(node)
-        found = [w for w in self.wraps if w.stmt is not None and id(w.stmt) in ancestors]
-        if not found:
-            return None
-        merged = _Wrap(0, 0, min(w.first for w in found), 0, [], "", None, [], None)
-        for w in found:
-            merged.dotted += [d for d in w.dotted if d not in merged.dotted]
-        return merged
+class _Context(NamedTuple):
+    src: LoadSource
+    options: LoadOptions
+    imports: ImportMap
+    spans: list[tuple[int, set[str]]]
+    wraps: list[Wrap]  # planned so far
 
-    def _shadowed(self, stmt, names: Sequence[str], torch_name: str) -> list[str]:
-        """Names among `names` + [torch_name] that a function (or class body) around
-        `stmt` rebinds, so the module-level binding the with block relies on is not the
-        one seen there.  A local `import torch` still binds torch: not shadowing."""
-        import libcst as cst
-        from libcst.metadata import ClassScope, GlobalScope
 
-        def binds_torch(a) -> bool:
-            node = getattr(a, "node", None)
-            if not isinstance(node, cst.Import):
-                return False
-            for al in node.names:
-                path = _dotted(al.name) or ""
-                if al.asname is not None:
-                    if path == "torch" and getattr(al.asname.name, "value", None) == torch_name:
-                        return True
-                elif path.split(".")[0] == "torch" and torch_name == "torch":
-                    return True
-            return False
+# --------------------------------------------------------------------------- one call
 
-        out: list[str] = []
-        scope = self.scopes.get(stmt)
-        first = True
-        while scope is not None and not isinstance(scope, GlobalScope):
-            if first or not isinstance(scope, ClassScope):
-                for n in list(names) + [torch_name]:
-                    if not n or n in out:
-                        continue
-                    assigned = scope.assignments[n]
-                    if n == torch_name and assigned and all(binds_torch(a) for a in assigned):
-                        continue
-                    if assigned:
-                        out.append(n)
-            first = False
-            scope = getattr(scope, "parent", None)
-        return out
 
-    # ------------------------------------------------------------------ decision
-    def _decide(self, site: _Site, ev: Evidence | None):
-        mode = self.o.mode
-        if mode == "weights-only-false":
-            if ev and ev.globals:
-                return "false", "the checkpoint pickles " + ", ".join(ev.globals), []
-            return "false", "explicit weights_only=False requested (--torch-load weights-only-false)", []
-        if ev is None:
-            if site.enclosing_entries:
-                return "covered", "already inside a safe_globals block; discovery has no record of it", []
-            if mode == "safe-globals":
-                if self.o.discovery is None:
-                    return (
-                        "refuse",
-                        "no discovery data: run `decouple discover-globals` and pass "
-                        "--globals FILE (or use --torch-load weights-only-false/auto)",
-                        [],
-                    )
-                return "fallback", "discovery has no record of this call", []
-            if self.o.discovery is None:
-                return "false", "no discovery data for this call", []
-            code = self.T.line_body(site.line).strip()
-            self.find(
-                "not-discovered",
-                f"`{code}`: the --globals file has no record of this call (discovery did not "
-                "see it run), so auto cannot choose: weights_only=False; run `decouple "
-                "discover-globals` on the test that reaches it for a safe_globals block",
-                site.line,
-                WARNING,
-                call=code,
-            )
-            return "false", NOT_DISCOVERED, []
-        if ev.unfixable:
-            return ("fallback" if mode == "safe-globals" else "false", f"no allowlist can fix it: {ev.unfixable}", [])
-        local = [g for g in ev.globals if ".<locals>." in g]
-        if local:
-            return (
-                "fallback" if mode == "safe-globals" else "false",
-                f"{', '.join(local)} is defined inside a function and cannot be imported for a safe_globals list",
-                [],
-            )
-        bad = [g for g in ev.globals if not _DOTTED_RE.fullmatch(g)]
-        if bad:
-            return (
-                "invalid",
-                "the discovery data names globals that are not dotted Python "
-                f"names ({', '.join(repr(b) for b in bad[:3])}): check the --globals file",
-                [],
-            )
-        if not ev.globals:
-            if ev.ok:
-                return "leave", "discovery saw it load with weights_only=True (no globals needed)", []
-            return (
-                "fallback" if mode == "safe-globals" else "false",
-                "the load failed under weights_only=True without naming a global",
-                [],
-            )
-        danger = {g: tier(g).reason for g in ev.globals if tier(g).level == DANGEROUS}
-        for g, why in danger.items():
-            if mode == "auto":
-                self.find(
-                    "dangerous-global",
-                    f"{g} is dangerous to allowlist ({why}); using weights_only=False",
-                    site.line,
-                    INFO,
-                    name=g,
-                )
-            else:
-                self.find(
-                    "dangerous-global",
-                    f"{g} is dangerous to allowlist ({why}); allowlisted as requested by "
-                    "--torch-load safe-globals: consider weights_only=False",
-                    site.line,
-                    WARNING,
-                    name=g,
-                )
-        if danger and mode == "auto":
-            return "false", "the checkpoint needs " + ", ".join(danger) + " (unsafe to allowlist)", []
-        v = self.o.torch_version
-        if v is not None and tuple(v) < (2, 5):
-            return (
-                "fallback" if mode == "safe-globals" else "false",
-                f"torch {v[0]}.{v[1]} has no safe_globals context manager",
-                [],
-            )
-        return "wrap", "the checkpoint needs " + ", ".join(ev.globals), list(ev.globals)
+def _plan_call(ctx: _Context, call: cst.Call) -> CallPlan:
+    line = ctx.src.pos(call).start.line
+    code = ctx.src.lines.line_body(line).strip()
+    kws = {a.keyword.value: a for a in call.args if a.keyword is not None}
+    wo = kws.get("weights_only")
+    wo_none = wo is not None and isinstance(wo.value, cst.Name) and wo.value.value == "None"
+    skipped = _skipped(call, "pickle_module" in kws, wo is not None and not wo_none, line, code)
+    if skipped is not None:
+        return skipped
+    site = site_of(ctx.src, call)
+    evidence = evidence_for(ctx.src, ctx.options.discovery, ctx.spans, site)
+    verdict = decide(ctx.src, ctx.options, site, evidence)
+    data: dict[str, Any] = {"call": code, "reason": verdict.reason}
+    if evidence is not None:
+        data["globals"] = list(evidence.globals)
+        data["evidence"] = evidence.where
+    left = _left_alone(verdict, line, data)
+    if left is not None:
+        return left
+    if verdict.action == Action.WRAP:
+        wrapped = _plan_wrap(ctx, call, site, verdict, data, wo_none)
+        if isinstance(wrapped, CallPlan):
+            return wrapped
+        verdict = wrapped
+    return _plan_false(ctx, call, site, verdict, evidence, data)
 
-    def _evidence(self, site: _Site, call) -> Evidence | None:
-        d = self.o.discovery
-        if d is None:
-            return None
-        chosen = self._match_records(site, d.calls_for(self.path))
-        if chosen:
-            ev = Evidence(source="call", ok=all(r.ok for r in chosen))
-            for r in chosen:
-                ev.globals += [g for g in r.globals if g not in ev.globals]
-                ev.unfixable = ev.unfixable or r.unfixable
-            ev.where = ", ".join(f"{r.file}:{r.line}" for r in chosen)
-            return ev
-        tests = [(n, t) for n, t in d.tests_for(self.path) if _test_matches(n, site.func, site.cls)]
-        # Per-test data only helps when the test's calls were not attributed.
-        tests = [(n, t) for n, t in tests if not t.get("calls")]
-        if tests:
-            ev = Evidence(source="test", ok=all(t.get("outcome") == "passed" for _, t in tests))
-            for _, t in tests:
-                ev.globals += [normalise(g) for g in t.get("globals") or [] if normalise(g) not in ev.globals]
-                ev.unfixable = ev.unfixable or t.get("unfixable")
-            ev.where = ", ".join(n for n, _ in tests)
-            return ev
+
+def _skipped(call: cst.Call, pickle_module: bool, explicit: bool, line: int, code: str) -> CallPlan | None:
+    """Calls left alone whatever the mode: weights_only given, pickle_module, *args/**kwargs."""
+    stars = [a for a in call.args if a.star in ("*", "**")]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if explicit:
+        found = finding(LoadRule.SKIP_EXPLICIT, "torch.load already passes weights_only: left alone", line, call=code)
+        return CallPlan(line=line, findings=(found,))
+    if pickle_module or len(positional) >= 3:
+        found = finding(
+            LoadRule.SKIP_PICKLE_MODULE,
+            "torch.load passes pickle_module (the default is then weights_only=False and "
+            "weights_only=True would raise): left alone",
+            line,
+            call=code,
+        )
+        return CallPlan(line=line, findings=(found,))
+    if stars:
+        kind = "**kwargs" if any(a.star == "**" for a in stars) else "*args"
+        found = finding(
+            LoadRule.SKIP_KWARGS,
+            f"torch.load passes {kind}, which may already carry weights_only (adding it can raise "
+            "'got multiple values'): left alone, review by hand",
+            line,
+            Severity.WARNING,
+            call=code,
+        )
+        return CallPlan(line=line, findings=(found,), manual=1)
+    return None
+
+
+def _left_alone(verdict: Verdict, line: int, data: dict[str, Any]) -> CallPlan | None:
+    """The plan of a verdict that edits nothing (bad discovery data and a refusal are left
+    for a human); None for the others."""
+    manual = 0
+    if verdict.action == Action.LEAVE:
+        done = finding(LoadRule.SKIP_STATE_DICT, f"left alone: {verdict.reason}", line, **data)
+    elif verdict.action == Action.COVERED:
+        done = finding(LoadRule.SKIP_COVERED, f"left alone: {verdict.reason}", line, **data)
+    elif verdict.action == Action.INVALID:
+        done = finding(LoadRule.INVALID_GLOBAL, f"not rewritten: {verdict.reason}", line, Severity.ERROR, **data)
+        manual = 1
+    elif verdict.action == Action.REFUSE:
+        done = finding(LoadRule.NO_DISCOVERY, f"not rewritten: {verdict.reason}", line, Severity.ERROR, **data)
+        manual = 1
+    else:
         return None
-
-    def _match_records(self, site: _Site, recs: list[_CallRec]) -> list[_CallRec]:
-        """The discovery records of this call site.  Recorded lines refer to the file as
-        discovery ran it and move when anything is inserted above (a second run over
-        the rewritten file, another transform), so: the source text first, then the
-        enclosing test function/class, then the position among the calls with the same
-        text, and the line only as the last tie-breaker."""
-        span = range(site.line, site.end_line + 1)
-        span_codes = {self.T.line_body(n).strip() for n in span}
-        cands = [r for r in recs if (r.code in span_codes) if r.code] + [
-            r for r in recs if not r.code and r.line in span
-        ]
-        if not cands:
-            return []
-        by_func = [r for r in cands if any(_test_matches(n, site.func, site.cls) for n in r.nodeids)]
-        if by_func:
-            cands = by_func
-        lines = sorted({r.line for r in cands})
-        if len(lines) == 1:
-            return cands
-        # Same text at several recorded lines: pair the k-th such call in this file
-        # with the k-th recorded line (stable when lines shift).
-        codes = {r.code for r in cands if r.code}
-        mine = sorted(ln for ln, codes_ in self.all_spans if codes & codes_)
-        all_lines = sorted({r.line for r in recs if r.code in codes})
-        if len(mine) == len(all_lines) and site.line in mine:
-            want = all_lines[mine.index(site.line)]
-            if want in lines:
-                return [r for r in cands if r.line == want]
-        exact = [r for r in cands if r.line in span]
-        if exact:
-            return exact
-        best = min(abs(r.line - site.line) for r in cands)
-        return [r for r in cands if abs(r.line - site.line) == best]
-
-    def _covered(self, site: _Site, dotted: list[str], exprs: list[str]):
-        codes = {c for c, _ in site.enclosing_entries}
-        qn: set[str] = set()
-        for _, q in site.enclosing_entries:
-            qn |= q
-
-        def covered(d: str, e: str) -> bool:
-            return e in codes or d in qn or d.split(".")[-1] in codes and self.imports.is_local(d)
-
-        return covered
+    return CallPlan(line=line, findings=(*verdict.findings, done), manual=manual)
 
 
-# --------------------------------------------------------------------------- explain texts
+def _keyword(ctx: _Context, call: cst.Call, value: str, line: int, code: str) -> KeywordChange | Finding:
+    """The weights_only change, or the finding that says why the call's text cannot take it."""
+    try:
+        edits = weights_only_edits(ctx.src, call, value)
+        return KeywordChange(value=value, edits=tuple(edits), end=call_end(ctx.src, call))
+    except ValueError as exc:
+        return finding(
+            LoadRule.UNRESOLVED,
+            f"cannot place weights_only={value} in this call's text ({exc}): not rewritten, make it explicit by hand",
+            line,
+            Severity.WARNING,
+            call=code,
+        )
 
 
-def _short(names: Sequence[str], n: int = 3) -> str:
-    short = [x.rsplit(".", 1)[-1] for x in names]
-    return ", ".join(short[:n]) + (", ..." if len(short) > n else "")
+def _plan_false(
+    ctx: _Context, call: cst.Call, site: Site, verdict: Verdict, evidence: Evidence | None, data: dict[str, Any]
+) -> CallPlan:
+    """weights_only=False: as decided, or as the fallback for a block that cannot be written."""
+    line = site.line
+    keyword = _keyword(ctx, call, "False", line, data["call"])
+    if isinstance(keyword, Finding):
+        return CallPlan(line=line, findings=(*verdict.findings, keyword), manual=1)
+    comment = (site.comment_line, explain_false(verdict.reason, evidence)) if ctx.options.explain else None
+    if verdict.action == Action.FALLBACK:
+        severity = Severity.WARNING if ctx.options.mode == Mode.SAFE_GLOBALS else Severity.INFO
+        message = f"weights_only=False instead of safe_globals: {verdict.reason}"
+        done = finding(LoadRule.FALLBACK, message, line, severity, fix="weights_only=False", **data)
+    else:
+        message = f"added weights_only=False: {verdict.reason}"
+        done = finding(LoadRule.WEIGHTS_ONLY_FALSE, message, line, fix="weights_only=False", **data)
+    return CallPlan(line=line, findings=(*verdict.findings, done), keyword=keyword, comment=comment)
 
 
-NOT_DISCOVERED = "the --globals file has no record of this call"
+def _plan_wrap(
+    ctx: _Context, call: cst.Call, site: Site, verdict: Verdict, data: dict[str, Any], wo_none: bool
+) -> CallPlan | Verdict:
+    """A safe_globals block with what the enclosing blocks (existing or planned) lack; or, where
+    no block can be written, the verdict to fall back with."""
+    entries = list(verdict.entries)
+    exprs = [ctx.imports.expr_for(d) for d in entries]
+    covered = _covered(ctx, site)
+    missing = [(d, e) for d, e in zip(entries, exprs, strict=False) if not covered(d, e)]
+    v = ctx.options.torch_version
+    needs_true = v is not None and tuple(v) < (2, 6)  # before 2.6, the default is weights_only=False
+    set_true = needs_true or wo_none
+    planned = _planned_cover(ctx.src, ctx.wraps, site) if site.no_wrap is None else None
+    if missing and planned is not None:
+        # a wrap planned for an enclosing statement (a load in its header)
+        missing = [(d, e) for d, e in missing if d not in planned.dotted]
+        if not missing:
+            return _in_planned_block(ctx, call, site, verdict, data, planned.first, set_true)
+    if not missing:
+        msg = "already inside a safe_globals block that lists the needed globals"
+        return CallPlan(
+            line=site.line, findings=(*verdict.findings, finding(LoadRule.SKIP_COVERED, msg, site.line, **data))
+        )
+    if site.no_wrap:
+        reason = f"cannot wrap in a with block ({site.no_wrap}); {verdict.reason}"
+        return Verdict(action=Action.FALLBACK, reason=reason, findings=verdict.findings)
+    shadowed = _shadowed(ctx.src, site.stmt, [e.split(".")[0] for _, e in missing], ctx.imports.torch_name())
+    if shadowed:
+        reason = (
+            f"{', '.join(f'`{n}`' for n in shadowed)} is rebound in the enclosing "
+            f"function, so the with block cannot name the global; {verdict.reason}"
+        )
+        return Verdict(action=Action.FALLBACK, reason=reason, findings=verdict.findings)
+    return _new_block(ctx, call, site, verdict, data, missing, needs_true, set_true)
 
 
-def _explain_false(reason: str, ev: Evidence | None) -> str:
-    if reason == NOT_DISCOVERED:
-        return "no discovery record for this call: weights_only=False"
-    if ev is not None and ev.unfixable:
-        why = ev.unfixable.split(" (")[0].split(":")[0]
-        # short names, as in the other texts: a comment line stays within 120 columns
-        return f"{_DOTTED_RE.sub(lambda m: m.group(0).rsplit('.', 1)[-1], why)}: weights_only=False"
-    if ev is not None and ev.globals:
-        danger = [g for g in ev.globals if tier(g).level == DANGEROUS]
-        if danger:
-            return f"the checkpoint needs {_short(danger)} (unsafe to allowlist): weights_only=False"
-        return f"the test saves whole objects ({_short(ev.globals, 2)}): weights_only=False"
-    return "trusted test checkpoint: weights_only=False"
+def _in_planned_block(
+    ctx: _Context, call: cst.Call, site: Site, verdict: Verdict, data: dict[str, Any], first: int, set_true: bool
+) -> CallPlan:
+    """A load whose every global a block planned around an enclosing statement lists."""
+    line, found = site.line, verdict.findings
+    msg = f"covered by the safe_globals block added around the enclosing statement (line {first})"
+    if not set_true:
+        return CallPlan(line=line, findings=(*found, finding(LoadRule.SKIP_COVERED, msg, line, **data)))
+    keyword = _keyword(ctx, call, "True", line, data["call"])
+    if isinstance(keyword, Finding):
+        return CallPlan(line=line, findings=(*found, keyword), manual=1)
+    msg += "; added weights_only=True"
+    done = finding(LoadRule.SAFE_GLOBALS, msg, line, fix="safe_globals", **data)
+    return CallPlan(line=line, findings=(*found, done), keyword=keyword)
 
 
-def _explain_wrap(names: Sequence[str]) -> str:
-    return f"the test saves whole objects ({_short(names, 2)}): allowlisted for weights_only"
+def _new_block(
+    ctx: _Context,
+    call: cst.Call,
+    site: Site,
+    verdict: Verdict,
+    data: dict[str, Any],
+    missing: Sequence[tuple[str, str]],
+    needs_true: bool,
+    set_true: bool,
+) -> CallPlan:
+    """A block of its own around the load's statement, listing the (dotted, expression)
+    globals `missing` from the blocks around it."""
+    line, found = site.line, verdict.findings
+    keyword: KeywordChange | None = None
+    if set_true:
+        change = _keyword(ctx, call, "True", line, data["call"])
+        if isinstance(change, Finding):
+            return CallPlan(line=line, findings=(*found, change), manual=1)
+        keyword = change
+    names = [d for d, _ in missing]
+    # One list for the block and the finding: a later load of the same statement extends both.
+    listed = [e for _, e in missing]
+    wrap = Wrap(
+        block_id=id(site.block),
+        index=site.index,
+        first=site.stmt_lines[0],
+        last=site.stmt_lines[1],
+        entries=listed,
+        reason=verdict.reason,
+        comment=explain_wrap(names) if ctx.options.explain else None,
+        dotted=list(names),
+        stmt=site.stmt,
+    )
+    msg = f"wrapped in safe_globals([{', '.join(listed)}])"
+    if needs_true:
+        msg += " and added weights_only=True (the default is False before torch 2.6)"
+    done = finding(LoadRule.SAFE_GLOBALS, msg, line, fix="safe_globals", **data, entries=listed)
+    return CallPlan(line=line, findings=(*found, done), keyword=keyword, wrap=wrap, needs=tuple(names))
+
+
+def _covered(ctx: _Context, site: Site) -> Callable[[str, str], bool]:
+    """Is a global (dotted name, expression) listed by a safe_globals block around the call?"""
+    codes = {c for c, _ in site.enclosing_entries}
+    qn: set[str] = set()
+    for _, q in site.enclosing_entries:
+        qn |= q
+
+    def covered(d: str, e: str) -> bool:
+        return e in codes or d in qn or d.split(".")[-1] in codes and ctx.imports.is_local(d)
+
+    return covered
+
+
+class _Cover(NamedTuple):
+    first: int  # the first line of the outermost planned block
+    dotted: list[str]  # what the planned blocks list
+
+
+def _planned_cover(src: LoadSource, wraps: Sequence[Wrap], site: Site) -> _Cover | None:
+    """The planned wraps around statements strictly enclosing `site`'s statement (their
+    entries merged), or None.  Loads of the same statement share its wrap instead.
+    Like an existing block, it counts as covering a def nested in it too: a second
+    block with the same entry inside it would remove the entry from it on exit."""
+    ancestors = set()
+    node = src.parents.get(site.stmt) if site.stmt is not None else None
+    while node is not None:
+        if src.is_stmt(node):
+            ancestors.add(id(node))
+        node = src.parents.get(node)
+    found = [w for w in wraps if w.stmt is not None and id(w.stmt) in ancestors]
+    if not found:
+        return None
+    merged: list[str] = []
+    for w in found:
+        merged += [d for d in w.dotted if d not in merged]
+    return _Cover(min(w.first for w in found), merged)
+
+
+def _binds_torch(assignment: object, torch_name: str) -> bool:
+    """A local `import torch` (or `import torch.x`, `import torch as <torch_name>`)."""
+    node = getattr(assignment, "node", None)
+    if not isinstance(node, cst.Import):
+        return False
+    for al in node.names:
+        path = dotted(al.name) or ""
+        if al.asname is not None:
+            if path == "torch" and getattr(al.asname.name, "value", None) == torch_name:
+                return True
+        elif path.split(".")[0] == "torch" and torch_name == "torch":
+            return True
+    return False
+
+
+def _shadowed(src: LoadSource, stmt: cst.CSTNode | None, names: Sequence[str], torch_name: str) -> list[str]:
+    """Names among `names` + [torch_name] that a function (or class body) around
+    `stmt` rebinds, so the module-level binding the with block relies on is not the
+    one seen there.  A local `import torch` still binds torch: not shadowing."""
+    out: list[str] = []
+    scope = src.scopes.get(stmt) if stmt is not None else None
+    first = True
+    while scope is not None and not isinstance(scope, GlobalScope):
+        if first or not isinstance(scope, ClassScope):
+            for n in list(names) + [torch_name]:
+                if not n or n in out:
+                    continue
+                assigned = scope.assignments[n]
+                if n == torch_name and assigned and all(_binds_torch(a, torch_name) for a in assigned):
+                    continue
+                if assigned:
+                    out.append(n)
+        first = False
+        scope = getattr(scope, "parent", None)
+    return out

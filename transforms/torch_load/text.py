@@ -9,14 +9,19 @@ import tokenize
 
 COMMENT_LIMIT = 120  # PyTorch's line-length limit (flake8/ruff config)
 
-_NL_RE = re.compile(r"\r\n|\r|\n")
+NL_RE = re.compile(r"\r\n|\r|\n")
+
+# Replace text[start:end] with the string (offsets into the text; start == end inserts).
+TextEdit = tuple[int, int, str]
 
 
-class _Text:
+class SourceText:
+    """The text with the offset of every line's start (lines and columns as LibCST counts them)."""
+
     def __init__(self, text: str):
         self.text = text
         self.starts = [0]
-        for m in _NL_RE.finditer(text):
+        for m in NL_RE.finditer(text):
             self.starts.append(m.end())
 
     def off(self, line: int, col: int) -> int:
@@ -41,11 +46,11 @@ class _Text:
         return self.line(n).rstrip("\r\n")
 
 
-def _indent_of(line: str) -> str:
+def indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
-def _skip_to(text: str, i: int, target: str) -> int:
+def skip_to(text: str, i: int, target: str) -> int:
     """Index of `target` at/after i, skipping only whitespace, comments and
     backslash-newlines; anything else before `target` raises ValueError (the caller
     then refuses the edit instead of writing into the wrong place)."""
@@ -65,15 +70,15 @@ def _skip_to(text: str, i: int, target: str) -> int:
     raise ValueError(f"{target!r} not found")
 
 
-def _skip_rpar(text: str, i: int, node) -> int:
+def skip_rpar(text: str, i: int, node: object) -> int:
     """Offset just after the closing parentheses of `node` (an expression whose
     LibCST position excludes its own ``(``...``)``), starting at its end offset `i`."""
     for _ in getattr(node, "rpar", ()) or ():
-        i = _skip_to(text, i, ")") + 1
+        i = skip_to(text, i, ")") + 1
     return i
 
 
-def _string_interior_lines(text: str) -> set[int]:
+def string_interior_lines(text: str) -> set[int]:
     """Lines that start inside a multi-line string (must not be re-indented)."""
     inside: set[int] = set()
     fstack: list[int] = []

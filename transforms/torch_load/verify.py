@@ -9,6 +9,7 @@ import io
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def strip_tree(tree: ast.Module) -> ast.Module:
@@ -78,7 +79,7 @@ class _Stripper(ast.NodeTransformer):
     def __init__(self, names: _AstNames):
         self.names = names
 
-    def visit_Call(self, node: ast.Call):
+    def visit_Call(self, node: ast.Call) -> ast.Call:
         self.generic_visit(node)
         if self.names.is_load(node.func):
             node.keywords = [
@@ -92,7 +93,7 @@ class _Stripper(ast.NodeTransformer):
             ]
         return node
 
-    def _unwrap(self, node):
+    def _unwrap(self, node: ast.With | ast.AsyncWith) -> ast.AST | list[ast.stmt]:
         self.generic_visit(node)
         keep = [
             it
@@ -121,7 +122,7 @@ class EditCheckError(Exception):
     """The edited source is not exactly the input plus the planned edits."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class PlannedEdits:
     """What the plan adds, in terms of the input (lines and columns of the old text).
 
@@ -169,8 +170,11 @@ def expected_tree(old_text: str, plan: PlannedEdits) -> ast.Module:
     wraps = [(_locate(tree, first, last), entries) for first, last, entries, _ in plan.wraps]
     todo = dict(plan.keywords)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (node.end_lineno, node.end_col_offset) in todo:
-            value = ast.Constant(todo.pop((node.end_lineno, node.end_col_offset)) == "True")
+        if not isinstance(node, ast.Call):
+            continue
+        end = (node.end_lineno or 0, node.end_col_offset or 0)  # `ast` records both for every call
+        if end in todo:
+            value = ast.Constant(todo.pop(end) == "True")
             kw = next((k for k in node.keywords if k.arg == "weights_only"), None)
             if kw is None:
                 node.keywords.append(ast.keyword(arg="weights_only", value=value))
@@ -189,18 +193,19 @@ def expected_tree(old_text: str, plan: PlannedEdits) -> ast.Module:
         block = ast.parse(f"with {plan.torch_name}.serialization.safe_globals([{', '.join(entries)}]):\n    pass").body[
             0
         ]
+        assert isinstance(block, ast.With)
         block.body = body[i : j + 1]
         body[i : j + 1] = [block]
     return tree
 
 
-def _with_inserts(originals: list, imports: list[tuple[int, str]]) -> list:
+def _with_inserts(originals: list[ast.stmt], imports: list[tuple[int, str]]) -> list[ast.stmt]:
     """The module body with the planned import lines: each before the first statement
     at or after its line, in plan order."""
-    by_line: dict[int, list] = {}
+    by_line: dict[int, list[ast.stmt]] = {}
     for line, code in imports:
         by_line.setdefault(line, []).extend(ast.parse(code).body)
-    out = []
+    out: list[ast.stmt] = []
     placed: set[int] = set()
     for s in originals:
         for line in sorted(by_line):
@@ -214,14 +219,15 @@ def _with_inserts(originals: list, imports: list[tuple[int, str]]) -> list:
     return out
 
 
-def _index(body: list, stmt) -> int:
+def _index(body: list[Any], stmt: ast.AST) -> int:
     return next(i for i, s in enumerate(body) if s is stmt)
 
 
-def _locate(tree: ast.Module, first: int, last: int):
+def _locate(tree: ast.Module, first: int, last: int) -> tuple[list[Any], ast.AST, ast.AST]:
     """(statement list, first statement, last statement) that a wrap of lines
-    first..last covers: the outermost list with a statement starting on `first`."""
-    stack = [tree]
+    first..last covers: the outermost list with a statement starting on `first`
+    (the lists are bodies of statements, except handlers and match cases)."""
+    stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop(0)
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
@@ -229,7 +235,7 @@ def _locate(tree: ast.Module, first: int, last: int):
             if not isinstance(body, list) or not body or not isinstance(body[0], ast.AST):
                 continue
             inside = [s for s in body if first <= getattr(s, "lineno", 0) <= last]
-            if inside and inside[0].lineno == first:
+            if inside and getattr(inside[0], "lineno", 0) == first:
                 return body, inside[0], inside[-1]
             stack.extend(body)
     raise EditCheckError(f"the planned block around lines {first}-{last} matches no statement")

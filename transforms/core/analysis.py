@@ -3,7 +3,7 @@
 This module is pure and cheap: it never imports LibCST (about 15x slower to
 parse) and never edits anything.  `analyse(tree)` turns a parsed module into a
 `ModuleFacts` value (the plain frozen dataclasses of `facts.py`), which
-`classify.py` checks against the linter's rules and the CLI can dump as JSON
+`label/classify.py` checks against the linter's rules and the CLI can dump as JSON
 (`dataclasses.asdict`).  This module decides which classes and calls the linter
 sees and reads the instantiation calls; each test class's own body is read by
 `class_reading.py`.
@@ -30,26 +30,39 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
 
-from transforms.class_reading import FUNCTION_TYPES, class_facts, defines_tests, dotted_name
-from transforms.facts import UNKNOWN, DeviceList, Flag, IgnoredClass, Instantiation, ModuleFacts
+from transforms.core.class_reading import FUNCTION_TYPES, class_facts, defines_tests, dotted_name
+from transforms.core.facts import (
+    UNKNOWN,
+    CallForm,
+    DeviceList,
+    Flag,
+    IgnoredClass,
+    IgnoredReason,
+    Instantiation,
+    ModuleFacts,
+    Option,
+)
 
-__all__ = ["analyse", "may_have_test_class"]
+__all__ = [
+    "INSTANTIATE_DEVICE",
+    "INSTANTIATE_PARAMETRIZED",
+    "POSITIONAL_SLOTS",
+    "analyse",
+    "call_kind",
+    "device_list",
+    "instantiates_devices",
+    "may_have_test_class",
+    "module_level",
+]
 
 INSTANTIATE_DEVICE = "instantiate_device_type_tests"
 INSTANTIATE_PARAMETRIZED = "instantiate_parametrized_tests"
 
-# Reasons given for classes that are not test classes.
-REASON_HELPER = "no test methods (helper base)"
-REASON_NESTED = "nested in function/class"
-REASON_UNSCANNED = "under try/except* or match (the linter does not scan there)"
-REASON_REDEFINED = "redefined later in the file (only the last definition is linted)"
-
 # Positional slots of instantiate_device_type_tests(generic_test_class, scope,
 # except_for=None, only_for=None, include_lazy=False, allow_mps=False,
 # allow_xpu=False).  The linter reads these options as keywords only.
-_POSITIONAL_SLOTS = {2: "except_for", 3: "only_for", 5: "allow_mps", 6: "allow_xpu"}
+POSITIONAL_SLOTS = {2: Option.EXCEPT_FOR, 3: Option.ONLY_FOR, 5: Option.ALLOW_MPS, 6: Option.ALLOW_XPU}
 
 # Blocks the linter does not enter although module-level code runs there.
 _UNSCANNED_TYPES: tuple[type, ...] = (ast.Match,)
@@ -79,29 +92,29 @@ def may_have_test_class(text: str) -> bool:
 # --------------------------------------------------------------------------- the linter's scan
 
 
-def _module_level(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+def module_level(stmts: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
     """The statements the linter scans, in its order: module level, and at any depth
     the bodies of if/else, try (body, else, finally, then handlers), with, for/else
     and while/else."""
     for stmt in stmts:
         yield stmt
         if isinstance(stmt, (ast.If, ast.For, ast.While)):
-            yield from _module_level(stmt.body)
-            yield from _module_level(stmt.orelse)
+            yield from module_level(stmt.body)
+            yield from module_level(stmt.orelse)
         elif isinstance(stmt, ast.With):
-            yield from _module_level(stmt.body)
+            yield from module_level(stmt.body)
         elif isinstance(stmt, ast.Try):
-            yield from _module_level(stmt.body)
-            yield from _module_level(stmt.orelse)
-            yield from _module_level(stmt.finalbody)
+            yield from module_level(stmt.body)
+            yield from module_level(stmt.orelse)
+            yield from module_level(stmt.finalbody)
             for handler in stmt.handlers:
-                yield from _module_level(handler.body)
+                yield from module_level(handler.body)
 
 
 # --------------------------------------------------------------------------- calls
 
 
-def _device_list(node: ast.expr) -> DeviceList:
+def device_list(node: ast.expr) -> DeviceList:
     if isinstance(node, ast.Constant):
         if node.value is None:
             return None
@@ -125,42 +138,55 @@ def _flag(node: ast.expr) -> Flag:
     return UNKNOWN
 
 
-def _call_kind(call: ast.Call) -> tuple[str | None, str]:
-    """(function name, form) for instantiate_* calls, else (None, "")."""
+def call_kind(call: ast.Call) -> tuple[str, CallForm] | None:
+    """(function name, form) of a call by name or by attribute (`f(...)`, `mod.f(...)`), else None."""
     func = call.func
     if isinstance(func, ast.Name):
-        return func.id, "name"
+        return func.id, CallForm.NAME
     if isinstance(func, ast.Attribute):
-        return func.attr, "attribute"
-    return None, ""
+        return func.attr, CallForm.ATTRIBUTE
+    return None
 
 
-def _instantiation(call: ast.Call, form: str) -> Instantiation | None:
+def instantiates_devices(call: ast.Call) -> bool:
+    """Is `call` an instantiate_device_type_tests(...) call, as the linter spots them?"""
+    kind = call_kind(call)
+    return kind is not None and kind[0] == INSTANTIATE_DEVICE
+
+
+def _option(name: str, node: ast.expr) -> DeviceList | Flag:
+    return device_list(node) if name.endswith("_for") else _flag(node)
+
+
+def _instantiation(call: ast.Call, form: CallForm) -> Instantiation | None:
     if not call.args or not isinstance(call.args[0], ast.Name):
         return None
-    values: dict[str, Any] = {"except_for": None, "only_for": None, "allow_mps": None, "allow_xpu": None}
+    lists: dict[str, DeviceList] = {"except_for": None, "only_for": None}
+    flags: dict[str, Flag] = {"allow_mps": None, "allow_xpu": None}
     positional = []
     given = []
     star = False
     for index, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
             star = True
-        elif index in _POSITIONAL_SLOTS:
-            slot = _POSITIONAL_SLOTS[index]
+        elif index in POSITIONAL_SLOTS:
+            slot = POSITIONAL_SLOTS[index]
             positional.append(slot)
-            given.append((slot, _device_list(arg) if slot.endswith("_for") else _flag(arg)))
+            given.append((slot, _option(slot, arg)))
     for kw in call.keywords:
         if kw.arg is None:
             star = True
-        elif kw.arg in values:
-            values[kw.arg] = _device_list(kw.value) if kw.arg.endswith("_for") else _flag(kw.value)
+        elif kw.arg in lists:
+            lists[kw.arg] = device_list(kw.value)
+        elif kw.arg in flags:
+            flags[kw.arg] = _flag(kw.value)
     return Instantiation(
         line=call.lineno,
         target=call.args[0].id,
-        only_for=values["only_for"],
-        except_for=values["except_for"],
-        allow_mps=values["allow_mps"],
-        allow_xpu=values["allow_xpu"],
+        only_for=lists["only_for"],
+        except_for=lists["except_for"],
+        allow_mps=flags["allow_mps"],
+        allow_xpu=flags["allow_xpu"],
         form=form,
         text=ast.unparse(call),
         positional=tuple(positional),
@@ -205,9 +231,9 @@ def _hidden_instantiations(block: ast.stmt) -> Iterator[Instantiation]:
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            name, form = _call_kind(stmt.value)
-            if name == INSTANTIATE_DEVICE:
-                inst = _instantiation(stmt.value, form)
+            kind = call_kind(stmt.value)
+            if kind is not None and kind[0] == INSTANTIATE_DEVICE:
+                inst = _instantiation(stmt.value, kind[1])
                 if inst is not None:
                     yield inst
         elif not isinstance(stmt, (ast.ClassDef,) + FUNCTION_TYPES):
@@ -231,22 +257,23 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     lines = _LINE_END.split(text) if text is not None else None
     class_nodes = []
     helper_nodes = []
-    nested: list[tuple[ast.ClassDef, str]] = []
+    nested: list[tuple[ast.ClassDef, IgnoredReason]] = []
     instantiations = []
     hidden: list = []
     parametrized: dict = {}
 
-    for stmt in _module_level(tree.body):
+    for stmt in module_level(tree.body):
         if isinstance(stmt, ast.ClassDef):
             if defines_tests(stmt):
                 class_nodes.append(stmt)
             else:
                 helper_nodes.append(stmt)
-            nested.extend((c, REASON_NESTED) for c in _nested_test_classes(stmt))
+            nested.extend((c, IgnoredReason.NESTED) for c in _nested_test_classes(stmt))
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            name, form = _call_kind(stmt.value)
-            if name == INSTANTIATE_DEVICE:
-                inst = _instantiation(stmt.value, form)
+            kind = call_kind(stmt.value)
+            name = kind[0] if kind is not None else None
+            if kind is not None and name == INSTANTIATE_DEVICE:
+                inst = _instantiation(stmt.value, kind[1])
                 if inst is not None:
                     instantiations.append(inst)
             elif name == INSTANTIATE_PARAMETRIZED:
@@ -254,9 +281,9 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
                 if args and isinstance(args[0], ast.Name):
                     parametrized.setdefault(args[0].id, []).append(stmt.lineno)
         elif isinstance(stmt, FUNCTION_TYPES):
-            nested.extend((c, REASON_NESTED) for c in _nested_test_classes(stmt))
+            nested.extend((c, IgnoredReason.NESTED) for c in _nested_test_classes(stmt))
         elif isinstance(stmt, _UNSCANNED_TYPES):
-            nested.extend((c, REASON_UNSCANNED) for c in _nested_test_classes(stmt))
+            nested.extend((c, IgnoredReason.UNSCANNED) for c in _nested_test_classes(stmt))
             hidden.extend(_hidden_instantiations(stmt))
 
     # A class defined twice: the linter checks the last definition only.
@@ -285,12 +312,12 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     test_names = {c.name for c in classes}
     base_names = {b.rsplit(".", 1)[-1] for c in classes for b in c.bases}
     ignored = [
-        IgnoredClass(node.name, node.lineno, REASON_HELPER)
+        IgnoredClass(node.name, node.lineno, IgnoredReason.HELPER)
         for node in helper_nodes
         if _looks_like_test_helper(node, base_names, test_names)
     ]
     ignored += [IgnoredClass(node.name, node.lineno, reason) for node, reason in nested]
-    ignored += [IgnoredClass(node.name, node.lineno, REASON_REDEFINED) for node in redefined]
+    ignored += [IgnoredClass(node.name, node.lineno, IgnoredReason.REDEFINED) for node in redefined]
     ignored.sort(key=lambda c: c.line)
 
     return ModuleFacts(

@@ -25,10 +25,9 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import TypeGuard
 
-from transforms.class_reading import first_line
-from transforms.import_merge import merge_edit
-from transforms.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
-from transforms.source_lines import (
+from transforms.core.class_reading import first_line
+from transforms.core.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
+from transforms.core.source_lines import (
     WS,
     Edit,
     EditError,
@@ -46,6 +45,7 @@ from transforms.source_lines import (
     split_lines,
     without_eol,
 )
+from transforms.label.import_merge import merge_edit
 
 __all__ = [
     "ATTRIBUTE",
@@ -289,7 +289,7 @@ def add_labels(
     edits: list[Edit] = []
     for lineno, value in sorted(labels.items()):
         if value not in MEMBERS:
-            raise ValueError(f"unknown {ENUM_NAME} member {value!r} (expected one of {list(MEMBERS)})")
+            raise ValueError(f"unknown {ENUM_NAME} member {value!r} (expected one of {[str(m) for m in MEMBERS]})")
         cls = classes.get(lineno)
         if cls is None:
             raise ValueError(f"no class definition starts on line {lineno}")

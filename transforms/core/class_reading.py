@@ -16,10 +16,10 @@ import ast
 import re
 from dataclasses import replace
 
-from transforms.facts import ExistingLabel, Instantiation, TestClassFacts, TestMethod
-from transforms.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
+from transforms.core.facts import ExistingLabel, Instantiation, TestClassFacts, TestMethod
+from transforms.core.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
-__all__ = ["FUNCTION_TYPES", "class_facts", "defines_tests", "dotted_name", "first_line", "is_test_name"]
+__all__ = ["FUNCTION_TYPES", "class_facts", "defines_tests", "dotted_name", "first_line", "is_test_name", "last_line"]
 
 # Device strings worth flagging when a test hard-codes them ("cpu" is left out:
 # device-agnostic tests legitimately move results to the CPU).
@@ -48,6 +48,11 @@ def _render_decorator(node: ast.expr) -> str:
     target = node.func if isinstance(node, ast.Call) else node
     name = dotted_name(target)
     return name if name is not None else ast.unparse(target)
+
+
+def last_line(node: ast.stmt | ast.expr | ast.keyword) -> int:
+    """The last line of a node (`ast` records it for every node it parses)."""
+    return node.end_lineno if node.end_lineno is not None else node.lineno
 
 
 def first_line(node: ast.stmt) -> int:
@@ -80,8 +85,8 @@ def _needs_gpu(test: ast.expr) -> bool:
     if isinstance(test, ast.Call):
         name = dotted_name(test.func) or ""
         return name.endswith("cuda.is_available") or name.endswith("cuda.device_count")
-    name = dotted_name(test)
-    return name is not None and name.rsplit(".", 1)[-1] in _GPU_FLAGS
+    flag = dotted_name(test)
+    return flag is not None and flag.rsplit(".", 1)[-1] in _GPU_FLAGS
 
 
 def _gpu_guards(decorators: list[ast.expr]) -> tuple[str, ...]:

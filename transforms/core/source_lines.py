@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from transforms.class_reading import first_line
+from transforms.core.class_reading import first_line
 
 __all__ = [
     "BOM",

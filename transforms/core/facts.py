@@ -1,7 +1,7 @@
 """The facts `analysis.analyse` reads about a module's test classes: plain frozen dataclasses.
 
-These are what the rule table (`classify.py`, `rules/`), the restructuring advice
-(`diagnosis.py`) and the editor see of a module, and what the CLI dumps as JSON
+These are what the rule table (`rules/`, `label/classify.py`), the restructuring advice
+(`diagnosis/`) and the editor see of a module, and what the CLI dumps as JSON
 (`dataclasses.asdict`).  They hold values only: reading them from the AST is
 `analysis.py` (the module) and `class_reading.py` (one class).
 """
@@ -10,35 +10,71 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transforms.members import HW_ATTRIBUTE
+from transforms.core.members import HW_ATTRIBUTE
+from transforms.core.strenum import StrEnum
 
 __all__ = [
     "DEVICE_PARAMS",
     "UNKNOWN",
+    "CallForm",
     "DeviceList",
     "ExistingLabel",
     "Flag",
     "IgnoredClass",
+    "IgnoredReason",
     "Instantiation",
     "ModuleFacts",
+    "Option",
     "TestClassFacts",
     "TestMethod",
+    "Unread",
 ]
 
 # Parameter names through which instantiate_device_type_tests passes the device.
 DEVICE_PARAMS = ("device", "devices")
 
-# Marker for an argument whose value cannot be read statically.
-UNKNOWN = "unknown"
+
+class Unread(StrEnum):
+    """An argument whose value cannot be read statically (a name, a call, ...)."""
+
+    UNKNOWN = "unknown"
+
+
+UNKNOWN = Unread.UNKNOWN
 
 # only_for / except_for: None (absent or literal None), a tuple of strings, or UNKNOWN.
-DeviceList = None | tuple[str, ...] | str
+DeviceList = None | tuple[str, ...] | Unread
 # allow_mps / allow_xpu: None (absent), a bool literal, or UNKNOWN (anything else,
 # a literal None included: the linter skips the check then).
-Flag = None | bool | str
+Flag = None | bool | Unread
 
 
-@dataclass(frozen=True)
+class Option(StrEnum):
+    """The options of instantiate_device_type_tests the rules read (each an `Instantiation` field)."""
+
+    EXCEPT_FOR = "except_for"
+    ONLY_FOR = "only_for"
+    ALLOW_MPS = "allow_mps"
+    ALLOW_XPU = "allow_xpu"
+
+
+class CallForm(StrEnum):
+    """How an instantiate_device_type_tests call names the function."""
+
+    NAME = "name"  # instantiate_device_type_tests(...)
+    ATTRIBUTE = "attribute"  # module.instantiate_device_type_tests(...)
+
+
+class IgnoredReason(StrEnum):
+    """Why the linter does not check a class that looks like a test class."""
+
+    HELPER = "no test methods (helper base)"
+    NESTED = "nested in function/class"
+    UNSCANNED = "under try/except* or match (the linter does not scan there)"
+    REDEFINED = "redefined later in the file (only the last definition is linted)"
+
+
+@dataclass(frozen=True, kw_only=True)
 class TestMethod:
     """A method whose name starts with `test`, defined directly in a test class body."""
 
@@ -70,7 +106,7 @@ class TestMethod:
         return f"{self.name}({', '.join(self.params)})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Instantiation:
     """A module-level `instantiate_device_type_tests(Cls, ...)` statement.
 
@@ -84,19 +120,26 @@ class Instantiation:
     except_for: DeviceList = None
     allow_mps: Flag = None
     allow_xpu: Flag = None
-    form: str = "name"  # "name" or "attribute" (module.instantiate_device_type_tests)
+    form: CallForm = CallForm.NAME
     text: str = ""  # the call, as `ast.unparse` renders it
-    positional: tuple[str, ...] = ()
+    positional: tuple[Option, ...] = ()
     star: bool = False
     # What Python passes for the options given by position (the linter does not see these).
-    positional_values: tuple[tuple[str, object], ...] = ()
+    positional_values: tuple[tuple[Option, DeviceList | Flag], ...] = ()
 
-    def actual(self, option: str) -> object:
+    def actual(self, option: Option) -> DeviceList | Flag:
         """The value Python uses for `option`: positional if given so, else the keyword's."""
-        return dict(self.positional_values).get(option, getattr(self, option))
+        value: DeviceList | Flag = dict(self.positional_values).get(option, getattr(self, option))
+        return value
+
+    def actual_devices(self, option: Option) -> DeviceList:
+        """`actual` of only_for / except_for, which are read as device lists (never as flags)."""
+        value = self.actual(option)
+        assert not isinstance(value, bool), option
+        return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExistingLabel:
     """A `hw_classification` assignment found in a class body."""
 
@@ -118,10 +161,10 @@ class IgnoredClass:
 
     name: str
     line: int
-    reason: str
+    reason: IgnoredReason
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TestClassFacts:
     """Everything the rule table needs to know about one test class."""
 
@@ -159,7 +202,7 @@ class TestClassFacts:
         return tuple(d.rsplit(".", 1)[-1] for d in self.decorators)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModuleFacts:
     classes: tuple[TestClassFacts, ...]
     ignored: tuple[IgnoredClass, ...] = ()

@@ -15,10 +15,16 @@ and by the discover-globals summary.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
-SAFE = "safe"
-DANGEROUS = "dangerous"
+from transforms.core.strenum import StrEnum
+
+
+class Level(StrEnum):
+    SAFE = "safe"
+    DANGEROUS = "dangerous"
+
 
 # Exact dotted names.
 DANGEROUS_NAMES: dict[str, str] = {
@@ -64,7 +70,7 @@ DANGEROUS_MODULES: dict[str, str] = {
 
 
 class Tier(NamedTuple):
-    level: str  # SAFE or DANGEROUS
+    level: Level
     reason: str
 
 
@@ -83,20 +89,20 @@ def tier(name: str) -> Tier:
     """Classify one dotted global: ``Tier("dangerous", why)`` or ``Tier("safe", "")``."""
     full = normalise(name)
     if full in DANGEROUS_NAMES:
-        return Tier(DANGEROUS, f"{full}: {DANGEROUS_NAMES[full]}")
+        return Tier(Level.DANGEROUS, f"{full}: {DANGEROUS_NAMES[full]}")
     module = full
     while "." in module:
         module = module.rsplit(".", 1)[0]
         if module in DANGEROUS_MODULES:
-            return Tier(DANGEROUS, f"{full}: member of {module}: {DANGEROUS_MODULES[module]}")
-    return Tier(SAFE, "")
+            return Tier(Level.DANGEROUS, f"{full}: member of {module}: {DANGEROUS_MODULES[module]}")
+    return Tier(Level.SAFE, "")
 
 
-def dangerous(names) -> dict[str, str]:
+def dangerous(names: Iterable[str]) -> dict[str, str]:
     """The dangerous subset of `names`, name -> reason (input order)."""
     out: dict[str, str] = {}
     for n in names:
         t = tier(n)
-        if t.level == DANGEROUS:
+        if t.level == Level.DANGEROUS:
             out[normalise(n)] = t.reason
     return out

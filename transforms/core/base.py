@@ -10,13 +10,18 @@ import ast
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-# Severities, in increasing order of weight.
-INFO = "info"
-WARNING = "warning"
-ERROR = "error"
+from transforms.core.strenum import StrEnum
 
 
-@dataclass(frozen=True)
+class Severity(StrEnum):
+    """How much a finding weighs, in increasing order."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Finding:
     """One statement a transform makes about a file, a class or a call.
 
@@ -28,7 +33,7 @@ class Finding:
     rule: str
     message: str
     line: int
-    severity: str = INFO
+    severity: Severity = Severity.INFO
     cls: str | None = None
     fix: str | None = None
     path: str = ""
@@ -48,7 +53,7 @@ class TransformResult:
 
 
 class Transform(Protocol):
-    """What the engine needs from a transform (hw_label, torch_load)."""
+    """What the engine needs from a transform (label, restructure, torch_load)."""
 
     @property
     def name(self) -> str:

@@ -1,0 +1,300 @@
+"""A precise diagnosis of a test class that no label fits, and the advice that follows.
+
+For every test of a class it records: whether it takes `device`, its guards, the
+`torch.cuda.*` APIs it uses (with their equivalent, or none) and the device set it runs on
+today (`reading.py`, `devices.py`); for the class: how it is instantiated and the device set
+that gives.  `advise` turns that into the names of the restructuring transforms
+(transforms/restructure/, described in `rules/advice.py`) that fit, never one that would
+silently drop a device a test runs on today, and says why the rest stays manual.
+
+Pure and `ast`-only, like the core scan.  `diagnose(tree, text)` is the precise entry point;
+`diagnose_facts(cls)` works from a `TestClassFacts` alone (no access to the method bodies),
+for callers that only have the facts.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from transforms.core import analysis
+from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, Option, TestClassFacts
+from transforms.core.members import Member
+from transforms.diagnosis.devices import (
+    ACCELERATOR_GUARD,
+    ACCELERATORS,
+    GENERIC,
+    NOT_INSTANTIATED,
+    UNREAD,
+    class_devices,
+    guarded,
+    instantiated_devices,
+)
+from transforms.diagnosis.reading import (
+    CudaUse,
+    cuda_uses,
+    keyword_value,
+    module_literals,
+    positional_slots,
+    read_guards,
+)
+from transforms.rules.advice import Pattern
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestDiagnosis:
+    __test__ = False
+
+    name: str
+    line: int
+    takes_device: bool
+    guards: tuple[str, ...]  # decorators that restrict devices, as written (callee)
+    guard_devices: tuple[str, ...] | None  # devices the guards keep; None: unrestricted
+    machine_guards: tuple[str, ...]  # skipIf(not TEST_CUDA) & co.: need a CUDA machine
+    cuda_uses: tuple[CudaUse, ...] | None  # None: unknown (diagnosed from facts)
+    devices: tuple[str, ...]  # where it runs today
+    parametrized: bool = False  # has a parametrize/dtypes-style decorator
+
+    @property
+    def cuda_only_apis(self) -> tuple[str, ...]:
+        return tuple(sorted({u.api for u in self.cuda_uses or () if u.equivalent is None}))
+
+    @property
+    def accelerator_guarded(self) -> bool:
+        return ACCELERATOR_GUARD in self.guards
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClassDiagnosis:
+    name: str
+    line: int
+    instantiation: str | None  # the call's text, None when not instantiated
+    positional: tuple[Option, ...]  # the options passed by position
+    only_for: DeviceList
+    only_for_name: str | None  # `only_for=NAME`: the name
+    only_for_literal: tuple[str, ...] | None  # ... and the literal it is bound to once
+    devices: tuple[str, ...]  # the class's device set today ("generic" when not instantiated)
+    tests: tuple[TestDiagnosis, ...]
+    advice: tuple[Pattern, ...] = ()  # in the order the transforms apply
+    manual: tuple[str, ...] = ()  # why (part of) the class stays manual
+    widening: tuple[str, ...] = ()  # the advice adds devices: which and why
+
+
+# --------------------------------------------------------------------------- diagnosis
+
+
+def _instantiation_calls(tree: ast.Module) -> dict[int, ast.Call]:
+    return {
+        stmt.value.lineno: stmt.value
+        for stmt in analysis.module_level(tree.body)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and analysis.instantiates_devices(stmt.value)
+    }
+
+
+def class_nodes(tree: ast.Module) -> dict[int, ast.ClassDef]:
+    return {s.lineno: s for s in analysis.module_level(tree.body) if isinstance(s, ast.ClassDef)}
+
+
+def diagnose(tree: ast.Module, text: str | None = None) -> tuple[ClassDiagnosis, ...]:
+    """A diagnosis, with advice, for every test class of the module."""
+    facts = analysis.analyse(tree, text)
+    nodes = class_nodes(tree)
+    calls = _instantiation_calls(tree)
+    literals = module_literals(tree)
+    return tuple(_diagnose(cls, nodes.get(cls.line), calls, literals) for cls in facts.classes)
+
+
+def diagnose_facts(cls: TestClassFacts) -> ClassDiagnosis:
+    """The same from the facts alone: no method bodies (CUDA API uses unknown), guards by
+    name only, no module constants."""
+    return _diagnose(cls, None, {}, None)
+
+
+def _diagnose(
+    cls: TestClassFacts,
+    node: ast.ClassDef | None,
+    calls: Mapping[int, ast.Call],
+    literals: Mapping[str, tuple[ast.Assign, tuple[str, ...]]] | None,
+) -> ClassDiagnosis:
+    """`literals` None: the module is unknown (facts only); a name passed as only_for may
+    then be a literal bound once, and inline-only-for is advised for the transform to check."""
+    inst = cls.instantiations[-1] if cls.instantiations else None
+    call = calls.get(inst.line) if inst is not None else None
+    if call is None and inst is not None and inst.text:
+        try:
+            parsed = ast.parse(inst.text).body[0]
+            call = parsed.value if isinstance(parsed, ast.Expr) and isinstance(parsed.value, ast.Call) else None
+        except SyntaxError:
+            call = None
+    only_for = inst.actual_devices(Option.ONLY_FOR) if inst is not None else None  # positional ones too
+    except_for = inst.actual_devices(Option.EXCEPT_FOR) if inst is not None else None
+    name = literal = None
+    if call is not None:
+        arg = keyword_value(call, "only_for")
+        if isinstance(arg, ast.Name):
+            name = arg.id
+            if literals is not None and name in literals:
+                literal = literals[name][1]
+                only_for = literal
+        arg = keyword_value(call, "except_for")
+        if isinstance(arg, ast.Name) and literals is not None and arg.id in literals:
+            except_for = literals[arg.id][1]
+    devices = (
+        class_devices(inst)
+        if inst is None
+        else instantiated_devices(only_for, except_for, inst.actual(Option.ALLOW_MPS), inst.actual(Option.ALLOW_XPU))
+    )
+    fns = {}
+    if node is not None:
+        fns = {s.lineno: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    tests = []
+    for m in cls.test_methods:
+        fn = fns.get(m.line)
+        if fn is not None:
+            guards, keep, machine, param = read_guards(fn.decorator_list)
+            uses: tuple[CudaUse, ...] | None = cuda_uses(fn)
+        else:
+            guards, keep, machine, param = read_guards(ast.Name(d) for d in m.decorators)
+            uses = None
+        if inst is not None:
+            test_devices = guarded(devices, keep, ACCELERATOR_GUARD in guards)
+        else:
+            test_devices = (NOT_INSTANTIATED,) if m.takes_device else (GENERIC,)
+        tests.append(
+            TestDiagnosis(
+                name=m.name,
+                line=m.line,
+                takes_device=m.takes_device,
+                guards=guards,
+                guard_devices=keep,
+                machine_guards=machine,
+                cuda_uses=uses,
+                devices=test_devices,
+                parametrized=param,
+            )
+        )
+    diag = ClassDiagnosis(
+        name=cls.name,
+        line=cls.line,
+        instantiation=inst.text if inst is not None else None,
+        positional=positional_slots(call) if call is not None else (),
+        only_for=inst.actual_devices(Option.ONLY_FOR) if inst else None,
+        only_for_name=name,
+        only_for_literal=literal,
+        devices=devices or (UNREAD,),
+        tests=tuple(tests),
+    )
+    return advise(diag, inst, module_known=literals is not None)
+
+
+# --------------------------------------------------------------------------- advice
+
+
+def test_target(t: TestDiagnosis, single: Member | None = None, convert_cuda: bool = True) -> Member | None:
+    """The class value a test belongs in after restructuring, or None (manual). `single`:
+    the value of a one-device only_for (every device test goes there); `convert_cuda`:
+    an @onlyCUDA test without CUDA-only APIs counts as ACCELERATOR (cuda-to-accelerator
+    will convert it); split-class, which runs after it, passes False."""
+    if not t.takes_device:
+        return Member.GENERIC
+    if single is not None:
+        return single
+    if t.guard_devices is None:
+        return None if (t.accelerator_guarded and t.cuda_only_apis) else Member.ACCELERATOR
+    if t.guard_devices == ("cpu",):
+        return Member.CPU
+    if t.guard_devices == ("cuda",) and t.cuda_uses is not None:
+        return Member.ACCELERATOR if convert_cuda and not t.cuda_only_apis else Member.CUDA
+    return None
+
+
+def _drop_only_for(listed: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """(None or why not, widening notes) for dropping a whitelist of several devices."""
+    lowered = tuple(d.lower() for d in listed)
+    off = [d for d in lowered if d not in ("cpu",) + ACCELERATORS]
+    if off:
+        return f"only_for lists {', '.join(off)}, which no default device list carries", ()
+    before = instantiated_devices(lowered, None, "mps" in lowered or None, "xpu" in lowered or None)
+    after = instantiated_devices(
+        None, None if "cpu" in lowered else ("cpu",), "mps" in lowered or None, "xpu" in lowered or None
+    )
+    added = [d for d in after or () if d not in (before or ())]
+    note = f"drop-only-for widens only_for={listed!r}: adds {', '.join(added)}" if added else ""
+    return None, ((note,) if note else ())
+
+
+def advise(diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool = True) -> ClassDiagnosis:
+    advice: list[Pattern] = []
+    manual: list[str] = []
+    widening: list[str] = []
+    if diag.positional:
+        advice.append(Pattern.KEYWORD_ARGS)
+    only_for = diag.only_for
+    if only_for == UNKNOWN:
+        if diag.only_for_literal is not None:
+            advice.append(Pattern.INLINE_ONLY_FOR)
+            only_for = diag.only_for_literal
+        elif diag.only_for_name is not None and not module_known:
+            advice.append(Pattern.INLINE_ONLY_FOR)  # if the name is bound once to a literal
+        elif diag.only_for_name is not None:
+            manual.append(f"only_for={diag.only_for_name} is not bound once, at module level, to a literal")
+        else:
+            manual.append("only_for is not a literal; cannot tell which devices the tests run on")
+    if isinstance(only_for, tuple) and len(only_for) > 1:
+        why_not, notes = _drop_only_for(only_for)
+        if why_not:
+            manual.append(why_not)
+        else:
+            advice.append(Pattern.DROP_ONLY_FOR)
+            widening += notes
+    tests = diag.tests
+    device_tests = [t for t in tests if t.takes_device]
+    free = [t for t in tests if not t.takes_device]
+    if inst is None and device_tests:
+        manual.append("tests take `device` but the class is not passed to instantiate_device_type_tests")
+    if inst is not None and not device_tests:
+        manual.append("instantiated, but no test takes `device` (inject-device)")
+        advice.append(Pattern.INJECT_DEVICE)
+    if inst is not None and device_tests:
+        single = isinstance(only_for, tuple) and len(only_for) == 1
+        # Where each device test goes: with a one-device only_for, the class itself.
+        targets: dict[str, str | None] = {t.name: (diag.name if single else test_target(t)) for t in device_tests}
+        for t in device_tests:
+            if targets[t.name] is None:
+                manual.append(_why_manual(t))
+            elif not t.devices and UNREAD not in diag.devices:
+                manual.append(f"{t.name}: its guards leave no device of the class ({', '.join(t.guards)})")
+        if not single:
+            converts = [
+                t for t in device_tests if t.guard_devices == ("cuda",) and targets[t.name] == Member.ACCELERATOR
+            ]
+            if converts:
+                advice.append(Pattern.CUDA_TO_ACCELERATOR)
+                added = [d for d in diag.devices if d not in ("cpu", "cuda")]
+                if added:
+                    widening.append(
+                        f"cuda-to-accelerator widens {', '.join(t.name for t in converts)}: adds {', '.join(added)}"
+                    )
+            kinds = {targets[t.name] for t in device_tests}
+            if None not in kinds and (free or len(kinds) > 1 or kinds & {Member.CPU, Member.CUDA}):
+                advice.append(Pattern.SPLIT_CLASS)
+        elif free:
+            advice.append(Pattern.SPLIT_CLASS)
+        if free and any(t.parametrized for t in free):
+            manual.append(
+                "device-free tests are parametrized: a GENERIC class would need instantiate_parametrized_tests"
+            )
+    return dataclasses.replace(diag, advice=tuple(advice), manual=tuple(manual), widening=tuple(widening))
+
+
+def _why_manual(t: TestDiagnosis) -> str:
+    if t.guard_devices == ("cuda",) and t.cuda_uses is None:
+        return (
+            f"{t.name}: @onlyCUDA; whether it becomes @onlyAccelerator or moves to a CUDA class "
+            "depends on the torch.cuda APIs it uses (run with --restructure to see)"
+        )
+    if t.accelerator_guarded:
+        return f"{t.name}: @onlyAccelerator but uses CUDA-only {', '.join(t.cuda_only_apis)}"
+    return f"{t.name}: guard {', '.join(t.guards)} keeps {', '.join(t.guard_devices or ())}; no transform fits"

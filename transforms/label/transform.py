@@ -1,0 +1,88 @@
+"""The hw_classification transform: analyse, classify, edit, check.
+
+Composition only: the facts come from `core.analysis`, the decisions from the rule
+table in `classify` (refined by `diagnosis`), the byte-minimal edits from `hw_edit`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import ClassVar
+
+# By module: the engine's tests swap in a faulty editor to see its output refused.
+import transforms.label.hw_edit as hw_edit
+from transforms.core.analysis import analyse, may_have_test_class
+from transforms.core.base import TransformResult
+from transforms.core.facts import ModuleFacts
+from transforms.core.members import Member
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
+from transforms.label.classify import (
+    Status,
+    decide,
+    decision_findings,
+    keep_deviation_advice,
+    module_findings,
+    refine,
+)
+
+# Decisions that leave a class for a human.
+_MANUAL = {Status.NEEDS_MANUAL, Status.REFUSED, Status.INVALID_LABEL}
+
+
+class LabelCheckError(Exception):
+    """The edited source does not carry exactly the intended labels."""
+
+
+@dataclass(frozen=True)
+class HwLabel:
+    name: ClassVar[str] = "hw-label"
+
+    classification: str | None = None  # one value for every unlabelled class
+    per_class: tuple[tuple[str, str], ...] = ()  # (class name, value) overrides
+    force: bool = False  # apply overrides that break a rule
+
+    def triage(self, text: str) -> bool:
+        return may_have_test_class(text)
+
+    def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
+        facts = analyse(tree, text)
+        findings = module_findings(facts)
+        overrides = dict(self.per_class)
+        labels: dict[int, Member] = {}
+        # A duplicate class or instantiation fails the linter whatever the labels: a human's job.
+        manual = len(findings)
+        precise: dict[int, ClassDiagnosis] | None = None
+        for cls in facts.classes:
+            decision = decide(cls, overrides.get(cls.name, self.classification), self.force)
+            if decision.status in _MANUAL | {Status.FORCED}:  # advice from the method bodies too
+                precise = precise or {d.line: d for d in diagnose(tree, text)}
+                decision = keep_deviation_advice(refine(decision, precise[cls.line]))
+            findings.extend(decision_findings(decision))
+            if decision.edits and decision.value is not None:
+                labels[cls.line] = decision.value
+            elif decision.status in _MANUAL or (
+                decision.status in (Status.ALREADY, Status.ALREADY_DISAGREES) and decision.violations
+            ):
+                # An existing label that breaks its own rules fails the linter all the same.
+                manual += 1
+        if not labels:
+            return TransformResult(text, findings, manual)
+        new_text = hw_edit.add_labels(text, tree, labels)
+        _check_labels(facts, labels, new_text)
+        return TransformResult(new_text, findings, manual)
+
+    def strip(self, tree: ast.Module) -> ast.Module:
+        return hw_edit.strip_hw_edits(tree)
+
+
+def _check_labels(before: ModuleFacts, labels: dict[int, Member], new_text: str) -> None:
+    """Every intended class now has its label; every other class kept the one it had."""
+    expected = [
+        (c.name, str(labels[c.line]) if c.line in labels else (c.label.member if c.label else None))
+        for c in before.classes
+    ]
+    after = analyse(ast.parse(new_text), new_text)
+    found = [(c.name, c.label.member if c.label else None) for c in after.classes]
+    if found != expected:
+        raise LabelCheckError(f"labels after the edit {found} differ from the intended {expected}")
