@@ -263,8 +263,7 @@ def _fresh_main_module():
     main.__spec__ = spec
     main.__file__ = spec.origin if spec is not None else ""
     main.__package__ = "pytest"
-    # a module's __builtins__ is set by the interpreter, not declared in ModuleType's stub
-    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    main.__builtins__ = __builtins__  # type: ignore[attr-defined]  # set by the interpreter, not in the stub
     return main
 
 
