@@ -120,9 +120,11 @@ def O(outcome, **kw):  # noqa: N802
     ("passed", "error", "new-failure"),
     ("skipped", "failed", "new-failure"),
     ("failed", "passed", "fixed"),
-    ("passed", "skipped", "no-longer-run"),
-    ("failed", "skipped", "no-longer-run"),
-    ("failed", "not-run", "no-longer-run"),
+    ("passed", "skipped", "coverage-lost"),
+    ("failed", "skipped", "coverage-lost"),
+    ("failed", "not-run", "coverage-lost"),
+    ("passed", "deselected", "coverage-lost"),
+    ("skipped", "deselected", "missing-in-b"),
     ("skipped", "passed", "newly-run"),
     ("skipped", "skipped", "same-skip"),
     ("xfailed", "xpassed", "xfail-to-xpass"),
@@ -139,36 +141,34 @@ def test_categories(a, b, expected):
 # The whole outcome matrix, written out again: kind in A (rows) x kind in B (columns) ->
 # category. "=" is a failure in both arms (decided by the signatures), "~" a crash in both
 # (decided by the signals); "absent" is a test the arm does not have.
-_KINDS = ("pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun", "absent")
+_KINDS = ("pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun", "deselected", "absent")
+LOST = "coverage-lost"
 _EXPECTED = {
-    "pass":    ("same-pass", "new-failure", "no-longer-run", "new-failure", "same-pass", "crash", "timeout",
-                "no-longer-run", "missing-in-b"),
-    "fail":    ("fixed", "=", "no-longer-run", "different-failure", "fixed", "crash", "timeout", "no-longer-run",
-                "missing-in-b"),
+    "pass":    ("same-pass", "new-failure", LOST, "new-failure", "same-pass", "crash", "timeout", LOST, LOST, LOST),
+    "fail":    ("fixed", "=", LOST, "different-failure", "fixed", "crash", "timeout", LOST, LOST, LOST),
     "skip":    ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                "inconclusive", "missing-in-b"),
-    "xfail":   ("fixed", "new-failure", "no-longer-run", "same-pass", "xfail-to-xpass", "crash", "timeout",
-                "no-longer-run", "missing-in-b"),
-    "xpass":   ("same-pass", "new-failure", "no-longer-run", "xpass-to-xfail", "same-pass", "crash", "timeout",
-                "no-longer-run", "missing-in-b"),
-    "crash":   ("fixed", "different-failure", "no-longer-run", "fixed", "fixed", "~", "timeout", "no-longer-run",
-                "missing-in-b"),
-    "timeout": ("fixed", "different-failure", "no-longer-run", "fixed", "fixed", "crash", "pre-existing",
-                "no-longer-run", "missing-in-b"),
+                "inconclusive", "missing-in-b", "missing-in-b"),
+    "xfail":   ("fixed", "new-failure", LOST, "same-pass", "xfail-to-xpass", "crash", "timeout", LOST, LOST, LOST),
+    "xpass":   ("same-pass", "new-failure", LOST, "xpass-to-xfail", "same-pass", "crash", "timeout", LOST, LOST,
+                LOST),
+    "crash":   ("fixed", "different-failure", LOST, "fixed", "fixed", "~", "timeout", LOST, LOST, LOST),
+    "timeout": ("fixed", "different-failure", LOST, "fixed", "fixed", "crash", "pre-existing", LOST, LOST, LOST),
     "notrun":  ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                "inconclusive", "missing-in-b"),
-    "absent":  ("added-in-b",) * 8 + ("same-skip",),
+                "inconclusive", "missing-in-b", "missing-in-b"),
+    "deselected": ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
+                   "inconclusive", "same-skip", "same-skip"),
+    "absent":  ("added-in-b",) * 9 + ("same-skip",),
 }
 _OUTCOMES_OF = {"pass": ["passed"], "fail": ["failed", "error"], "skip": ["skipped"], "xfail": ["xfailed"],
                 "xpass": ["xpassed"], "crash": ["crashed"], "timeout": ["timeout"], "notrun": ["not-run"],
-                "absent": [None]}
+                "deselected": ["deselected"], "absent": [None]}
 
 
 def test_the_outcome_matrix_has_every_cell():
     assert set(_OUTCOMES_OF) == set(_KINDS) == {str(k) for k in C.OutcomeKind}
     assert sorted(x for xs in _OUTCOMES_OF.values() for x in xs if x) == sorted(OutcomeValue)
     assert set(C.MATRIX) == set(itertools.product(C.OutcomeKind, C.OutcomeKind))
-    assert len(C.MATRIX) == 81
+    assert len(C.MATRIX) == 100
 
 
 @pytest.mark.parametrize("ka,kb", list(itertools.product(_KINDS, _KINDS)))
@@ -195,13 +195,49 @@ def test_every_cell_of_the_outcome_matrix(ka, kb):
 def test_same_and_different_failures():
     assert C.categorize(O("failed", message="a"), O("failed", message="a"))[0] == "pre-existing"
     assert C.categorize(O("failed", message="a"), O("failed", exc_type="KeyError", message="a"))[0] == "different-failure"
-    assert C.categorize(O("passed"), None)[0] == "missing-in-b"
+    assert C.categorize(O("passed"), None) == ("coverage-lost", "not collected in B")
+    assert C.categorize(O("skipped"), None)[0] == "missing-in-b"
     assert C.categorize(None, O("passed"))[0] == "added-in-b"
 
 
 def test_never_fixed_by_skipping():
-    for b in ("skipped", "not-run"):
+    for b in ("skipped", "not-run", "deselected"):
         assert C.categorize(O("failed"), O(b))[0] != "fixed"
+
+
+def test_coverage_lost_says_how_b_leaves_the_test_out():
+    assert C.categorize(O("passed"), O("skipped", message="no GPU")) == ("coverage-lost", "skipped in B: no GPU")
+    assert C.categorize(O("passed"), O("skipped", phase="collect", message="SkipTest: x")) == (
+        "coverage-lost", "module skipped in B: SkipTest: x")
+    assert C.categorize(O("crashed"), O("deselected", message="-k not x")) == (
+        "coverage-lost", "crashed in A; not run in B: -k not x")
+    assert C.categorize(O("skipped"), O("deselected", message="-k not x")) == ("missing-in-b", "not run in B: -k not x")
+
+
+def test_a_map_to_a_device_this_machine_lacks_is_not_run_here():
+    from codemod.ab.coverage import mark_not_run_here
+    from codemod.ab.model import Environment
+    a = _arm("A", {"t.py::TestFoo::test_x": O("passed"), "t.py::TestFoo::test_y": O("passed")})
+    b = _arm("B", {})
+    mapping = {"t.py::TestFoo::test_x": "t.py::TestFooCUDA::test_x_cuda", "t.py::TestFoo::test_y": "t.py::TestFooCPU::test_y_cpu"}
+    rows = C.compare_arms(a, b, mapping)
+    mark_not_run_here(rows, Environment())
+    got = {r.nodeid: (r.category, r.note) for r in rows}
+    assert got["t.py::TestFooCUDA::test_x_cuda"][0] == "not-run-here"
+    assert "to cuda, which this machine lacks" in got["t.py::TestFooCUDA::test_x_cuda"][1]
+    assert got["t.py::TestFooCPU::test_y_cpu"][0] == "coverage-lost"   # this machine has a CPU: a loss
+    rows = C.compare_arms(a, b, mapping)
+    mark_not_run_here(rows, Environment(cuda="12.4"))
+    assert {r.category for r in rows} == {"coverage-lost"}   # a CUDA machine would have run it
+    del a.outcomes["t.py::TestFoo::test_y"]
+    result = ABResult(arms=[a, b])
+    result.tests = C.compare_arms(a, b, mapping)
+    mark_not_run_here(result.tests, Environment())
+    result.counts = C.count(result.tests)
+    v, reason = verdict(result)
+    assert v == "INCONCLUSIVE" and "moved to a device this machine lacks (not-run-here: cuda)" in reason, reason
+    assert C.device_of("t.py::TestFooCUDA::test_x_float32_cuda") == "cuda"
+    assert C.device_of("t.py::TestFoo::test_x") is None and C.device_of("t.py::TestCUDA::test_x") is None
 
 
 def _arm(name, outcomes, errors=None):
@@ -251,7 +287,7 @@ def test_compare_with_mapping():
     assert len(rows) == 1
     assert rows[0].category == "pre-existing" and rows[0].mapped_from == "t.py::TestOld::test_a"
     unmapped = sorted(r.category for r in C.compare_arms(a, b))
-    assert unmapped == ["added-in-b", "missing-in-b"]
+    assert unmapped == ["added-in-b", "pre-existing"] or unmapped == ["added-in-b", "coverage-lost"]
 
 
 # -- flaky, verdict, diagnostics, merge ------------------------------------------
@@ -420,13 +456,13 @@ def test_flaky_verdict_reason_names_the_tests():
     assert v == "SAFE" and "1 flaky" in reason and "t::x" in reason
 
 
-def test_module_level_skip_in_b_is_no_longer_run():
+def test_module_level_skip_in_b_is_coverage_lost():
     a = _arm("A", {"m.py::t1": O("passed"), "m.py::t2": O("passed")})
     b = _arm("B", {})
     b.collection_skips["m.py"] = Outcome(nodeid="m.py", outcome="skipped", phase="collect", message="Skipped: no gpu")
     rows = {r.nodeid: r for r in C.compare_arms(a, b)}
     assert set(rows) == {"m.py::t1", "m.py::t2"}
-    assert rows["m.py::t1"].category == "no-longer-run" and "no gpu" in rows["m.py::t1"].note
+    assert rows["m.py::t1"].category == "coverage-lost" and "no gpu" in rows["m.py::t1"].note
 
 
 def test_per_arm_tmpdir_paths_compare_equal():

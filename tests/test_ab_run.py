@@ -85,7 +85,8 @@ def test_mixed_verdict_and_counts(mixed):
     r = mixed["result"]
     assert r.verdict == "REGRESSION"
     assert r.counts["new-failure"] == 4       # becomes_failure, 2 x import error, subtests
-    assert r.counts["crash"] == 1 and r.counts["missing-in-b"] == 1
+    # test_removed and test_gets_skipped ran in A: coverage lost
+    assert r.counts["crash"] == 1 and r.counts["coverage-lost"] == 2 and "missing-in-b" not in r.counts
     assert r.base_ref == "HEAD" and r.normaliser_version
 
 
@@ -110,12 +111,13 @@ def test_new_failure_fixed_and_skip(mixed):
     assert nf.a.reruns == ["passed"] and nf.b.reruns == ["failed"]       # --confirm 1
     assert row(r, "tests/test_change.py::test_gets_fixed").category == "fixed"
     skip = row(r, "tests/test_change.py::test_gets_skipped")
-    assert skip.category == "no-longer-run" and skip.b.outcome == "skipped"
+    assert skip.category == "coverage-lost" and skip.b.outcome == "skipped" and skip.note.startswith("skipped in B")
 
 
 def test_removed_added_and_xfail(mixed):
     r = mixed["result"]
-    assert row(r, "tests/test_change.py::test_removed").category == "missing-in-b"
+    removed = row(r, "tests/test_change.py::test_removed")
+    assert (removed.category, removed.note) == ("coverage-lost", "not collected in B")
     assert row(r, "tests/test_change.py::test_added").category == "added-in-b"
     x = row(r, "tests/test_change.py::test_xfail_to_xpass")
     assert x.category == "xfail-to-xpass" and (x.a.outcome, x.b.outcome) == ("xfailed", "xpassed")
@@ -380,7 +382,12 @@ def test_every_event_line_has_the_shape_the_plugin_declares(tmp_path):
         "def test_xfail():\n    assert False\n"
         "def test_subtests(subtests):\n"
         "    with subtests.test(msg='m', i=1):\n        assert False\n"
+        "def test_dropped():\n    pass\n"
     )
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_collection_modifyitems(items, config):\n"
+        "    config.hook.pytest_deselected(items=[i for i in items if 'dropped' in i.nodeid])\n"
+        "    items[:] = [i for i in items if 'dropped' not in i.nodeid]\n")
     (tmp_path / "test_broken.py").write_text("import no_such_module_here\n")
     (tmp_path / "test_skipped.py").write_text("import pytest\npytest.skip('not here', allow_module_level=True)\n")
     events = tmp_path / "events.jsonl"
@@ -394,6 +401,9 @@ def test_every_event_line_has_the_shape_the_plugin_declares(tmp_path):
         shape = shapes[record["ev"]]
         assert shape.__required_keys__ <= set(record) <= shape.__required_keys__ | shape.__optional_keys__, record
         seen.add(record["ev"])
+        if record["ev"] == "deselected":   # who dropped it, and its census
+            assert record["reason"] == "deselected by pytest_collection_modifyitems (conftest.py)", record
+            assert record["hw"] == {"test_kinds.py::test_dropped": None}
     assert seen == set(shapes) - {"plugin-error"}
 
 
@@ -528,8 +538,9 @@ def test_module_skip_deleted_new_paths_and_private_tmpdir(tmp_path):
                           b_root=b, cwd=str(tmp_path), jobs=2, env={"AB_MARK": f"{os.getpid()}-{time.time_ns()}"}))
     assert r.arm("A").ran and r.arm("B").ran, (r.arm("A").error, r.arm("B").error)
     m1 = row(r, "test_modskip.py::test_m1")
-    assert m1.category == "no-longer-run" and "no backend" in m1.note, m1
-    assert row(r, "test_gone.py::test_g").category == "missing-in-b"
+    assert m1.category == "coverage-lost" and "no backend" in m1.note, m1
+    gone = row(r, "test_gone.py::test_g")
+    assert gone.category == "coverage-lost" and "B collects no test of test_gone.py" in gone.note
     assert row(r, "test_new.py::test_n").category == "added-in-b"
     assert row(r, "test_tmp.py::test_private_tmpdir").category == "same-pass"   # no collision between arms
     res = CliRunner().invoke(ab, ["nope.py", "--a-root", a, "--b-root", b, "-q"])

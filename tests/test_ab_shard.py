@@ -121,7 +121,7 @@ def test_whole_run_sees_every_category(whole):
     assert categories["tests/test_big.py::TestBig::test_becomes_failure"] == "new-failure"
     assert categories["tests/test_big.py::TestBig::test_same_failure"] == "pre-existing"
     assert categories["tests/test_fixed.py::test_was_broken"] == "fixed"
-    assert categories["tests/test_moves.py::test_removed_in_b"] == "missing-in-b"
+    assert categories["tests/test_moves.py::test_removed_in_b"] == "coverage-lost"
     assert categories["tests/test_moves.py::test_added_in_b"] == "added-in-b"
     assert sum(counts.values()) == len(categories) == 16
 

@@ -48,6 +48,7 @@ class OutcomeKind(StrEnum):
     CRASH = "crash"
     TIMEOUT = "timeout"
     NOTRUN = "notrun"
+    DESELECTED = "deselected"  # collected, not run by a session that went to its end
     ABSENT = "absent"  # the arm has no such test
 
 
@@ -61,6 +62,7 @@ KIND_OF = {
     OutcomeValue.CRASHED: OutcomeKind.CRASH,
     OutcomeValue.TIMEOUT: OutcomeKind.TIMEOUT,
     OutcomeValue.NOT_RUN: OutcomeKind.NOTRUN,
+    OutcomeValue.DESELECTED: OutcomeKind.DESELECTED,
 }
 # Kinds that are a failure of the test (a crash and a timeout included).
 FAILING_KINDS = frozenset({OutcomeKind.FAIL, OutcomeKind.CRASH, OutcomeKind.TIMEOUT})
@@ -76,8 +78,9 @@ def kind(o: Outcome | None) -> OutcomeKind:
 Cell = tuple[Category, str]  # the category and its note
 
 
-def _failures(a: Outcome, b: Outcome) -> Cell:
+def _failures(a: Outcome | None, b: Outcome | None) -> Cell:
     """Both fail: as identical as their signatures."""
+    assert a is not None and b is not None
     if a.signature is not None and a.signature == b.signature:
         return Category.PRE_EXISTING, ""
     if a.loose_signature is not None and a.loose_signature == b.loose_signature:
@@ -85,46 +88,72 @@ def _failures(a: Outcome, b: Outcome) -> Cell:
     return Category.DIFFERENT_FAILURE, ""
 
 
-def _crashes(a: Outcome, b: Outcome) -> Cell:
+def _crashes(a: Outcome | None, b: Outcome | None) -> Cell:
     """Both crash: by the same signal or not."""
+    assert a is not None and b is not None
     if a.signal == b.signal:
         return Category.PRE_EXISTING, "crashes in both"
     return Category.DIFFERENT_FAILURE, f"crashes in both ({a.signal} vs {b.signal})"
 
 
+def _not_run_in_b(b: Outcome | None) -> str:
+    """How B does not run a test: skipped (and why), deselected (by what), absent."""
+    if b is None:
+        return "not collected in B"
+    if b.outcome == OutcomeValue.SKIPPED:
+        where = "module skipped in B" if b.phase == Phase.COLLECT else "skipped in B"
+        return f"{where}: {b.message}" if b.message else where
+    return f"not run in B: {b.message}" if b.message else "not run in B"
+
+
+_A_NOTES = {OutcomeValue.CRASHED: "crashed in A; ", OutcomeValue.TIMEOUT: "timeout in A; "}
+
+
+def _lost(a: Outcome | None, b: Outcome | None) -> Cell:
+    """Ran in A, not run in B: coverage lost, and how."""
+    return Category.COVERAGE_LOST, (_A_NOTES.get(a.outcome, "") if a else "") + _not_run_in_b(b)
+
+
+def _gone(a: Outcome | None, b: Outcome | None) -> Cell:
+    """Not run in A (skipped, or its file stopped), gone from B's run: a removed test."""
+    return Category.MISSING_IN_B, "" if b is None else _not_run_in_b(b)
+
+
 C = Category
 K = OutcomeKind
 _NEW_IN_B_NOTES = {K.FAIL: "fails in B", K.CRASH: "fails in B", K.TIMEOUT: "fails in B"}
+# Kinds of a test that ran (to any end), and of one a B does not run.
+RAN = (K.PASS, K.FAIL, K.XFAIL, K.XPASS, K.CRASH, K.TIMEOUT)
+NOT_RUN = (K.SKIP, K.DESELECTED, K.NOTRUN, K.ABSENT)
 
-# (kind in A, kind in B) -> (category, note), or the function that decides the two cells
+# (kind in A, kind in B) -> (category, note), or the function that decides the cells
 # that depend on more than the kinds.  tests/test_ab_compare.py checks every cell.
-MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome], Cell]] = {
+MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome | None, Outcome | None], Cell]] = {
     # a crash or a timeout in B that A did not have is its own category, whatever A did
     **{(a, K.CRASH): (C.CRASH, "") for a in K if a not in (K.CRASH, K.ABSENT)},
     **{(a, K.TIMEOUT): (C.TIMEOUT, "") for a in K if a not in (K.TIMEOUT, K.ABSENT)},
     (K.CRASH, K.CRASH): _crashes,
     (K.TIMEOUT, K.TIMEOUT): (C.PRE_EXISTING, "times out in both"),
-    # absent from one arm
+    # coverage: a test that ran in A and does not run in B, however B leaves it out
+    **{(a, b): _lost for a in RAN for b in NOT_RUN},
+    # absent from A
     **{(K.ABSENT, b): (C.ADDED_IN_B, _NEW_IN_B_NOTES.get(b, "")) for b in K if b is not K.ABSENT},
-    **{(a, K.ABSENT): (C.MISSING_IN_B, "") for a in K if a is not K.ABSENT},
     (K.ABSENT, K.ABSENT): (C.SAME_SKIP, "absent from both arms"),
     # passed in A
     (K.PASS, K.PASS): (C.SAME_PASS, ""),
     (K.PASS, K.FAIL): (C.NEW_FAILURE, ""),
     (K.PASS, K.XFAIL): (C.NEW_FAILURE, "marked as an expected failure in B"),
     (K.PASS, K.XPASS): (C.SAME_PASS, "passes in both (marked xfail in B)"),
-    (K.PASS, K.SKIP): (C.NO_LONGER_RUN, ""),
-    (K.PASS, K.NOTRUN): (C.NO_LONGER_RUN, ""),
     # failed in A
     (K.FAIL, K.PASS): (C.FIXED, ""),
     (K.FAIL, K.FAIL): _failures,
     (K.FAIL, K.XFAIL): (C.DIFFERENT_FAILURE, "still fails, now marked as an expected failure in B"),
     (K.FAIL, K.XPASS): (C.FIXED, "passes in B (marked xfail)"),
-    (K.FAIL, K.SKIP): (C.NO_LONGER_RUN, ""),
-    (K.FAIL, K.NOTRUN): (C.NO_LONGER_RUN, ""),
     # skipped in A
     (K.SKIP, K.SKIP): (C.SAME_SKIP, ""),
     (K.SKIP, K.NOTRUN): (C.INCONCLUSIVE, "skipped in A, never run in B (the file was stopped before it)"),
+    (K.SKIP, K.DESELECTED): _gone,
+    (K.SKIP, K.ABSENT): _gone,
     (K.SKIP, K.FAIL): (C.NEW_FAILURE, "skipped in A"),
     (K.SKIP, K.PASS): (C.NEWLY_RUN, ""),
     (K.SKIP, K.XFAIL): (C.NEWLY_RUN, ""),
@@ -136,27 +165,30 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     # the expected-failure marking is gone: the suite now fails (consistent with
     # passed -> xfailed and xpassed -> failed)
     (K.XFAIL, K.FAIL): (C.NEW_FAILURE, "expected failure in A (xfail), fails in B"),
-    (K.XFAIL, K.SKIP): (C.NO_LONGER_RUN, ""),
-    (K.XFAIL, K.NOTRUN): (C.NO_LONGER_RUN, ""),
     # an unexpected pass in A
     (K.XPASS, K.XFAIL): (C.XPASS_TO_XFAIL, ""),
     (K.XPASS, K.XPASS): (C.SAME_PASS, ""),
     (K.XPASS, K.PASS): (C.SAME_PASS, ""),
     (K.XPASS, K.FAIL): (C.NEW_FAILURE, ""),
-    (K.XPASS, K.SKIP): (C.NO_LONGER_RUN, ""),
-    (K.XPASS, K.NOTRUN): (C.NO_LONGER_RUN, ""),
     # crashed or timed out in A, not in B
     **{(K.CRASH, b): (C.FIXED, "crashed in A") for b in (K.PASS, K.XPASS, K.XFAIL)},
     (K.CRASH, K.FAIL): (C.DIFFERENT_FAILURE, "crashed in A"),
-    **{(K.CRASH, b): (C.NO_LONGER_RUN, "crashed in A") for b in (K.SKIP, K.NOTRUN)},
     **{(K.TIMEOUT, b): (C.FIXED, "timeout in A") for b in (K.PASS, K.XPASS, K.XFAIL)},
     (K.TIMEOUT, K.FAIL): (C.DIFFERENT_FAILURE, "timeout in A"),
-    **{(K.TIMEOUT, b): (C.NO_LONGER_RUN, "timeout in A") for b in (K.SKIP, K.NOTRUN)},
     # not run in A (its file was stopped before it)
     (K.NOTRUN, K.NOTRUN): (C.INCONCLUSIVE, "run in neither arm (the file was stopped before it)"),
     (K.NOTRUN, K.FAIL): (C.NEW_FAILURE, "not run in A"),
     (K.NOTRUN, K.SKIP): (C.SAME_SKIP, "not run in A"),
+    (K.NOTRUN, K.DESELECTED): _gone,
+    (K.NOTRUN, K.ABSENT): _gone,
     **{(K.NOTRUN, b): (C.NEWLY_RUN, "not run in A") for b in (K.PASS, K.XFAIL, K.XPASS)},
+    # deselected in A: not part of A's run
+    (K.DESELECTED, K.DESELECTED): (C.SAME_SKIP, "deselected in both arms"),
+    (K.DESELECTED, K.SKIP): (C.SAME_SKIP, "deselected in A"),
+    (K.DESELECTED, K.ABSENT): (C.SAME_SKIP, "deselected in A, absent from B"),
+    (K.DESELECTED, K.NOTRUN): (C.INCONCLUSIVE, "deselected in A, never run in B (the file was stopped before it)"),
+    (K.DESELECTED, K.FAIL): (C.NEW_FAILURE, "deselected in A"),
+    **{(K.DESELECTED, b): (C.NEWLY_RUN, "deselected in A") for b in (K.PASS, K.XFAIL, K.XPASS)},
 }
 del C, K
 
@@ -165,7 +197,6 @@ def categorize(a: Outcome | None, b: Outcome | None) -> Cell:
     """Category of one test and an optional note."""
     cell = MATRIX[kind(a), kind(b)]
     if callable(cell):
-        assert a is not None and b is not None  # the decided cells are failures in both arms
         cell = cell(a, b)
     cat, note = cell
     for side, o in (("A", a), ("B", b)):
@@ -212,7 +243,7 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = No
     rows: list[TestComparison] = []
     seen_b = set()
     for nodeid in sorted(oa):
-        if pairs.get(nodeid) == "" and kind(oa[nodeid]) == OutcomeKind.SKIP:
+        if pairs.get(nodeid) == "" and kind(oa[nodeid]) in (OutcomeKind.SKIP, OutcomeKind.DESELECTED):
             # A restructuring map retired it: its guard skipped it in A, B no longer generates it.
             note = "skipped in A; not generated in B (its class moved, see --map)"
             rows.append(TestComparison(nodeid=nodeid, category=Category.SAME_SKIP, a=oa[nodeid], b=None, note=note))
@@ -221,6 +252,10 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = No
         bo = ob.get(bid)
         seen_b.add(bid)
         cat, note = categorize(oa[nodeid], bo)
+        if bo is None and pairs.get(nodeid) == "" and cat == Category.COVERAGE_LOST:
+            note = "not generated in B (--map retires it), although it ran in A"
+        elif bo is None and not any(file_of(n) == file_of(bid) for n in ob):
+            note = f"{note}: B collects no test of {file_of(bid)}"
         row = TestComparison(nodeid=bid, category=cat, a=oa[nodeid], b=bo, note=note)
         if bid != nodeid:
             row.mapped_from = nodeid
@@ -246,6 +281,19 @@ def count(rows: Iterable[TestComparison]) -> dict[Category, int]:
 # --map OLD=NEW and --map-file: the B-side node id of a renamed or moved A-side test
 
 _DEVICE_SUFFIXES = ("CPU", "CUDA", "MPS", "XPU", "META", "LAZY", "HPU", "NPU", "MTIA", "PRIVATEUSE1")
+
+
+def device_of(nodeid: str) -> str | None:
+    """The device of an instantiated test (`TestFooCUDA::test_x_float32_cuda` -> "cuda"):
+    its class ends with the device's suffix and its name with `_<device>`; None otherwise."""
+    parts = nodeid.split("::")
+    if len(parts) < 3:
+        return None
+    cls, name = parts[-2], parts[-1].split("[", 1)[0]
+    for suffix in _DEVICE_SUFFIXES:
+        if cls.endswith(suffix) and len(cls) > len(suffix) and name.endswith("_" + suffix.lower()):
+            return suffix.lower()
+    return None
 
 
 def _mapped_pairs(outcomes: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
@@ -342,6 +390,11 @@ def verdict(result: ABResult) -> tuple[Verdict, str]:
         return Verdict.REGRESSION, ", ".join(
             f"{n} {c}" for c, n in sorted(bad.items(), key=lambda kv: CATEGORY_RANK[kv[0]])
         )
+    unexercised = (
+        "; not exercised on this machine: " + ", ".join(result.not_exercised) + " (the device set widened in B)"
+        if result.not_exercised
+        else ""
+    )
     flaky = [t.nodeid for t in result.tests if t.category == Category.FLAKY]
     flaky_text = (
         f"; {len(flaky) or result.counts.get(Category.FLAKY, 0)} flaky (inconsistent on reruns, not counted "
@@ -349,6 +402,18 @@ def verdict(result: ABResult) -> tuple[Verdict, str]:
         if (flaky or result.counts.get(Category.FLAKY))
         else ""
     )
+    elsewhere = [t for t in result.tests if t.category == Category.NOT_RUN_HERE]
+    if elsewhere or result.counts.get(Category.NOT_RUN_HERE):
+        n = len(elsewhere) or result.counts.get(Category.NOT_RUN_HERE, 0)
+        devices = sorted({d for t in elsewhere if (d := device_of(t.nodeid))})
+        return Verdict.INCONCLUSIVE, (
+            f"{n} test{'s' if n != 1 else ''} that ran in A moved to a device this machine lacks "
+            f"(not-run-here{': ' + ', '.join(devices) if devices else ''}): "
+            + ", ".join(t.nodeid for t in elsewhere[:3])
+            + (", ..." if len(elsewhere) > 3 else "")
+            + unexercised
+            + flaky_text
+        )
     unknown = [t.nodeid for t in result.tests if t.category == Category.INCONCLUSIVE]
     if unknown or result.counts.get(Category.INCONCLUSIVE):
         n = len(unknown) or result.counts.get(Category.INCONCLUSIVE, 0)
@@ -364,7 +429,7 @@ def verdict(result: ABResult) -> tuple[Verdict, str]:
     reason = "no test regressed"
     if fails:
         reason += f" ({fails} failing in both arms)"
-    return Verdict.SAFE, reason + flaky_text
+    return Verdict.SAFE, reason + unexercised + flaky_text
 
 
 def exit_code(v: Verdict) -> int:

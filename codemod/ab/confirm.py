@@ -26,7 +26,7 @@ DISCORDANT = frozenset(
         Category.FIXED,
         Category.CRASH,
         Category.TIMEOUT,
-        Category.NO_LONGER_RUN,
+        Category.COVERAGE_LOST,
         Category.NEWLY_RUN,
         Category.XFAIL_TO_XPASS,
         Category.XPASS_TO_XFAIL,

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpret
         CollectedEvent,
         CollectErrorEvent,
         CollectSkipEvent,
+        DeselectedEvent,
         Event,
         ExcInfo,
         FinishEvent,
@@ -48,7 +49,7 @@ _OUTPUT_TAIL = 4000
 COLLECT_TIMEOUT_MIN = 120.0
 # The event kinds of the plugin (plugin.Event); a line of any other kind is ignored.
 _EVENT_KINDS = frozenset(
-    {"session", "collected", "collecterror", "collectskip", "start", "report", "finish", "end", "plugin-error"}
+    "session deselected collected collecterror collectskip start report finish end plugin-error".split()
 )
 
 
@@ -209,6 +210,10 @@ class _FileEvents:
         self.collected: list[str] = []  # node ids, in collection order
         self.excluded: set[str] = set(deselect)  # the node ids another shard runs, then finished tests
         self.ever_collected = False
+        self.census: dict[str, str | None] = {}  # node id -> its class's label at run time
+        self.dropped: dict[str, str] = {}  # node id -> why the collection dropped it (-k, a hook...)
+        self.runs = True  # the last session runs its tests (not --collect-only)
+        self.ended: int | None = None  # the last process's exit status, when it reached its end
 
     def _known(self, nodeid: str) -> _TestAcc:
         acc = self.accs.get(nodeid)
@@ -223,6 +228,8 @@ class _FileEvents:
                 watch.saw_session = True
             elif ev["ev"] == "collected":
                 self._collected(watch, ev)
+            elif ev["ev"] == "deselected":
+                self._deselected(ev)
             elif ev["ev"] == "collecterror":
                 self._collect_error(ev)
             elif ev["ev"] == "collectskip":
@@ -235,11 +242,20 @@ class _FileEvents:
                 self._finish(watch, ev)
             elif ev["ev"] == "end":
                 watch.saw_end = True
+                self.ended = ev.get("exitstatus", 0)
 
     def _collected(self, watch: _ProcessWatch, ev: CollectedEvent) -> None:
         watch.collected = self.ever_collected = True
+        self.ended = None
+        self.runs = ev.get("runs", True)
+        self.census.update(ev.get("hw") or {})
         for nid in ev.get("nodeids", []):
             self._known(nid)
+
+    def _deselected(self, ev: DeselectedEvent) -> None:
+        self.census.update(ev.get("hw") or {})
+        for nid in ev.get("nodeids", []):
+            self.dropped.setdefault(nid, ev.get("reason") or "deselected")
 
     def _collect_error(self, ev: CollectErrorEvent) -> None:
         key = ev.get("nodeid") or self.res.file
@@ -312,23 +328,30 @@ class _FileEvents:
         )
 
     def fold(self) -> None:
-        """The outcomes, in collection order."""
+        """The outcomes, in collection order, then the tests the collection dropped."""
         special = self.res.outcomes
         self.res.outcomes = {}
         for nid in self.collected:
             if nid in special:
                 self.res.outcomes[nid] = special[nid]
-                continue
-            acc = self.accs[nid]
-            if acc.finished or acc.reports:
-                self.res.outcomes[nid] = build_outcome(acc)
+            elif self.accs[nid].finished or self.accs[nid].reports:
+                self.res.outcomes[nid] = build_outcome(self.accs[nid])
             else:
-                self.res.outcomes[nid] = Outcome(
-                    nodeid=nid,
-                    outcome=OutcomeValue.NOT_RUN,
-                    phase=Phase.SETUP,
-                    message="not run (the file was stopped before it)",
-                )
+                self.res.outcomes[nid] = self._never_started(nid)
+        for nid, why in self.dropped.items():
+            o = Outcome(nodeid=nid, outcome=OutcomeValue.DESELECTED, phase=Phase.COLLECT, message=why)
+            self.res.outcomes.setdefault(nid, o)
+        for nid, o in self.res.outcomes.items():
+            o.hw_classification = self.census.get(nid)
+
+    def _never_started(self, nid: str) -> Outcome:
+        if self.ended is not None and not self.runs:
+            why = "the session runs no test (--collect-only)"
+            return Outcome(nodeid=nid, outcome=OutcomeValue.DESELECTED, phase=Phase.COLLECT, message=why)
+        why = "not run (the file was stopped before it)"
+        if self.ended is not None:
+            why = f"not run: the pytest session ended before it (exit status {self.ended})"
+        return Outcome(nodeid=nid, outcome=OutcomeValue.NOT_RUN, phase=Phase.SETUP, message=why)
 
 
 class _EventReader:

@@ -16,11 +16,13 @@ from typing import Any, Literal, Optional, get_args, get_origin, get_type_hints
 from codemod.ab.notices import Notice
 from transforms.core.strenum import StrEnum
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Older results still read: 2 added fields only (their defaults fill the gaps); 3 made
 # the runner's warnings structured notices (the plain strings of 1 and 2 read back as
-# verbatim notices).
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)
+# verbatim notices); 4 added the arms' totals (computed from the outcomes when an older
+# result is read), the runtime classification census, coverage-lost / not-run-here, the
+# label filter, the test plan and the structure of the diff.
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
 
 
 class OutcomeValue(StrEnum):
@@ -34,7 +36,12 @@ class OutcomeValue(StrEnum):
     XPASSED = "xpassed"
     CRASHED = "crashed"
     TIMEOUT = "timeout"
-    NOT_RUN = "not-run"
+    NOT_RUN = "not-run"  # collected, never started: its file was stopped before it (a crash, --file-timeout)
+    # collected, never run by a session that went to its end: deselected by an option or a
+    # hook (-k, -m, --deselect, a conftest filter), left out of pytest's directory walk
+    # (collect_ignore, --ignore), or a session that runs nothing (--collect-only); the
+    # message says which
+    DESELECTED = "deselected"
 
 
 # Outcomes that count as failing (a failure in the reports, a group for the cause table).
@@ -56,13 +63,18 @@ class Category(StrEnum):
     NEW_FAILURE = "new-failure"  # passed (or skipped) in A, fails/errors in B
     CRASH = "crash"  # crashed in B, not in A
     TIMEOUT = "timeout"  # timed out in B, not in A
-    MISSING_IN_B = "missing-in-b"  # collected in A, absent from B
-    NO_LONGER_RUN = "no-longer-run"  # ran in A, skipped / not run in B (never counted as fixed)
+    # ran in A (passed, failed, xfail, crashed...), does not run in B: skipped (any
+    # mechanism), deselected, not collected, missing; the note says how
+    COVERAGE_LOST = "coverage-lost"
+    MISSING_IN_B = "missing-in-b"  # in A but not run there (skipped), gone from B's run (absent, deselected)
+    NO_LONGER_RUN = "no-longer-run"  # results of schema <= 3 only: what coverage-lost was then (SAFE)
     XFAIL_TO_XPASS = "xfail-to-xpass"
     XPASS_TO_XFAIL = "xpass-to-xfail"
     DIFFERENT_FAILURE = "different-failure"  # fails in both, signatures differ
     SIMILAR_FAILURE = "similar-failure"  # fails in both, only the loose signatures match
     FLAKY = "flaky"  # discordant, inconsistent on alternating reruns
+    # ran in A; B moved it (--map) to a device this machine lacks, so B never generated it here
+    NOT_RUN_HERE = "not-run-here"
     INCONCLUSIVE = "inconclusive"  # ran in neither arm (its file was stopped before it): no evidence
     PRE_EXISTING = "pre-existing"  # fails in both with identical signature
     FIXED = "fixed"  # fails in A, passes in B
@@ -78,8 +90,17 @@ CATEGORY_RANK = {c: i for i, c in enumerate(CATEGORIES)}
 
 # Categories that make the verdict REGRESSION.
 REGRESSING = frozenset(
-    {Category.NEW_FAILURE, Category.CRASH, Category.TIMEOUT, Category.MISSING_IN_B, Category.XPASS_TO_XFAIL}
+    {
+        Category.NEW_FAILURE,
+        Category.CRASH,
+        Category.TIMEOUT,
+        Category.COVERAGE_LOST,
+        Category.MISSING_IN_B,
+        Category.XPASS_TO_XFAIL,
+    }
 )
+# Categories that make the verdict INCONCLUSIVE (when nothing regresses): no evidence here.
+UNPROVEN = frozenset({Category.NOT_RUN_HERE, Category.INCONCLUSIVE})
 
 
 class Verdict(StrEnum):
@@ -165,6 +186,62 @@ class Outcome:
     # outcomes of reruns of the file up to this test (only when the arms agree
     # alone but differed in the file: order dependence vs flakiness)
     suite_reruns: list[OutcomeValue] = field(default_factory=list)
+    # The census: the `hw_classification` the test's class carries at run time (getattr,
+    # so inherited), the member's name; None when it has none (or the run took no census:
+    # results of schema <= 3, and file-level entries); "?<repr>" for a value that is not a
+    # HardwareClassification member.
+    hw_classification: str | None = None
+
+
+# The key of `classification_counts` for tests whose class carries no label at run time,
+# and for a value that is not a member.
+UNCLASSIFIED = "unclassified"
+INVALID_LABEL = "invalid"
+
+
+@dataclass(kw_only=True)
+class Totals:
+    """One arm's counts, as pytest and reviewers quote them.  `collected` counts tests;
+    run = passed + failed + errors + xfailed + xpassed, where errors include crashes,
+    timeouts and each file that failed to collect, and skipped each module-level skip (as
+    pytest counts them): collected + those files = run + skipped + deselected + not_run."""
+
+    collected: int = 0
+    run: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+    deselected: int = 0
+    not_run: int = 0  # its file was stopped before it
+
+    @classmethod
+    def of(cls, arm: ArmResult) -> Totals:
+        t = cls()
+        for o in arm.outcomes.values():
+            t.collected += 1
+            if o.outcome == OutcomeValue.PASSED:
+                t.passed += 1
+            elif o.outcome == OutcomeValue.FAILED:
+                t.failed += 1
+            elif o.outcome in (OutcomeValue.ERROR, OutcomeValue.CRASHED, OutcomeValue.TIMEOUT):
+                t.errors += 1
+            elif o.outcome == OutcomeValue.SKIPPED:
+                t.skipped += 1
+            elif o.outcome == OutcomeValue.XFAILED:
+                t.xfailed += 1
+            elif o.outcome == OutcomeValue.XPASSED:
+                t.xpassed += 1
+            elif o.outcome == OutcomeValue.DESELECTED:
+                t.deselected += 1
+            else:
+                t.not_run += 1
+        t.errors += len(arm.collection_errors)
+        t.skipped += len(arm.collection_skips)
+        t.run = t.passed + t.failed + t.errors + t.xfailed + t.xpassed
+        return t
 
 
 @dataclass(kw_only=True)
@@ -184,6 +261,10 @@ class ArmResult:
     ran: bool = True  # False: the arm could not run at all
     error: str = ""  # why it could not run
     duration: float = 0.0
+    totals: Totals = field(default_factory=Totals)  # schema 4 (computed for older results)
+    # schema 4: tests per runtime label (member name, UNCLASSIFIED, INVALID_LABEL); empty
+    # when the run took no census (an older result)
+    classification_counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -261,13 +342,41 @@ class ClassChange:
 
 
 @dataclass(kw_only=True)
+class InstantiationChange:
+    """An `instantiate_device_type_tests(Cls, ...)` whose options differ between the arms."""
+
+    cls: str
+    before: str = ""  # the call's options in A (`only_for=('cpu', 'cuda')`); "" = no call
+    after: str = ""  # ... in B
+    removed: list[str] = field(default_factory=list)  # options A has that B has not (or changed)
+    added: list[str] = field(default_factory=list)
+    devices_before: list[str] = field(default_factory=list)  # empty: not instantiated or unknown
+    devices_after: list[str] = field(default_factory=list)
+    widened: list[str] = field(default_factory=list)  # devices B adds
+
+
+@dataclass(kw_only=True)
+class TestMove:
+    """A test function that lives in another class in B."""
+
+    test: str
+    old_class: str
+    new_class: str
+
+
+@dataclass(kw_only=True)
 class FileChange:
     path: str
     added: int = 0
     removed: int = 0
     classes: list[ClassChange] = field(default_factory=list)
     torch_load: list[str] = field(default_factory=list)  # torch.load edits outside any class
-    imports: list[str] = field(default_factory=list)  # import lines added
+    imports: list[str] = field(default_factory=list)  # import statements added (whole, from schema 4)
+    imports_extended: list[str] = field(
+        default_factory=list
+    )  # schema 4: existing imports extended (B's whole statement)
+    instantiations: list[InstantiationChange] = field(default_factory=list)  # schema 4
+    moves: list[TestMove] = field(default_factory=list)  # schema 4
 
 
 @dataclass(kw_only=True)
@@ -278,6 +387,56 @@ class Changes:
     stat: str = ""  # `git diff --stat` text
     files: list[FileChange] = field(default_factory=list)
     error: str = ""  # why the diff could not be read
+
+
+@dataclass(kw_only=True)
+class RuntimeFinding:
+    """What the census shows that the source does not: a file that carries labels in B
+    whose tests run unclassified (a label on a template the module deletes, classes built
+    by a factory or copy_tests): PyTorch's --hw-classification filter drops them."""
+
+    kind: Literal["unclassified-at-runtime"] = "unclassified-at-runtime"
+    file: str
+    classes: list[str] = field(default_factory=list)  # the classes whose tests run unclassified
+    tests: int = 0
+    labelled: list[str] = field(default_factory=list)  # the classes the source labels
+
+
+@dataclass(kw_only=True)
+class FilterRun:
+    """One file of B run again under PyTorch's own filter, `--hw-classification` with the
+    values its source writes, as the checkout's conftest.py offers it (the numbers are
+    those reviewers quote: total, passed = selected, unclassified, mismatched)."""
+
+    file: str
+    values: list[str] = field(default_factory=list)
+    total: int = 0  # tests B collects in the file
+    selected: int = 0  # ... that the filter keeps
+    passed: int = 0  # ... of those, passed
+    unclassified: int = 0  # dropped: no label at run time
+    mismatched: int = 0  # dropped: another label
+    error: str = ""  # the filtered run could not run the file
+
+
+class PlanShape(StrEnum):
+    """How a test file is meant to be run directly (its `__main__` block and the checkout)."""
+
+    PYTEST = "pytest"  # no run_tests() of its own, or the conftest offers --hw-classification
+    RUN_TESTS = "run-tests"  # `python test/x.py` runs run_tests(): it accepts --hw-classification
+    UNITTEST_MAIN = "unittest-main"  # unittest.main() rejects --hw-classification
+    RUNNER = "runner"  # raise_on_run_directly(...): the runner it names runs it
+
+
+@dataclass(kw_only=True)
+class PlanRun:
+    """One command of the PR's Test Plan, run in B as printed."""
+
+    file: str
+    shape: PlanShape
+    command: str  # shell-quoted, from the arm root (the repository top)
+    returncode: int | None = None  # None: not run
+    summary: str = ""  # the summary line(s) it printed (`Ran 3 tests ...`, `OK`, `3 passed in ...`)
+    note: str = ""  # why it was not run, or what its shape means
 
 
 @dataclass(kw_only=True)
@@ -304,6 +463,12 @@ class ABResult:
     warnings: list[Notice] = field(default_factory=list)  # added by the A/B runner: non-fatal problems
     causes: list[CauseFinding] = field(default_factory=list)  # schema 2: per failure group (codemod.ab.causes)
     changes: Changes | None = None  # schema 2: what differs between git arms
+    runtime: list[RuntimeFinding] = field(default_factory=list)  # schema 4: the census's findings
+    label_filter: list[FilterRun] = field(default_factory=list)  # schema 4: B under the label filter
+    test_plan: list[PlanRun] = field(default_factory=list)  # schema 4: the Test Plan, run in B
+    # schema 4: devices of a widened device set (instantiate options changed) that this
+    # machine lacks: nothing this run shows holds there
+    not_exercised: list[str] = field(default_factory=list)
     # Measured by the run, not part of the JSON: the wall seconds of each file (the
     # slower of arms A and B), for --durations-out.
     file_durations: dict[str, float] = field(default_factory=dict, metadata={"json": False})
@@ -332,6 +497,9 @@ class ABResult:
             result = _build(cls, data)
         except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:
             raise ValueError(f"wrong shape: {type(err).__name__}: {err}") from None
+        if version < 4:
+            for arm in result.arms:
+                arm.totals = Totals.of(arm)
         result.schema_version = SCHEMA_VERSION
         return result
 

@@ -16,23 +16,27 @@ Environment variables read by the plugin:
                           prefixes, which is wrong for ``test_x`` vs ``test_x2``).
 ``DECOUPLE_AB_ONLY``      path of a file with node ids to keep (all others
                           are deselected).
+``DECOUPLE_AB_WALKED``    path of a file with the directories the user
+                          selected (one a line, "." for the invocation
+                          directory): a file below one is left out when
+                          ``pytest DIR`` would leave it out (collect_ignore...).
 ``DECOUPLE_AB_FSYNC``     ``none`` (default), ``start`` (fsync test starts,
                           collection and the sentinel) or ``all``.  Every line
-                          is one os.write(2) on an O_APPEND descriptor, so it
-                          is in the kernel's page cache (visible to the
-                          runner, kept when this process dies) before the
-                          next test starts; fsync only adds protection
-                          against the whole machine going down, at ~1 ms a
-                          call on an ordinary disk.
+                          is one os.write(2) on an O_APPEND descriptor (kept
+                          when this process dies); fsync only adds protection
+                          against the machine going down (~1 ms a call).
 ``DECOUPLE_AB_PARENT``    pid of the runner that started this process: on
-                          Linux the process asks to be killed when its
-                          parent dies (PR_SET_PDEATHSIG), and exits at once
-                          when the parent is already gone.  (Processes forked
-                          by the warm interpreter arrange this themselves.)
+                          Linux it dies with its parent (PR_SET_PDEATHSIG),
+                          or exits at once when the parent is gone (forked
+                          processes of the warm interpreter do it themselves).
 
 Events (key ``ev``; their shapes are the ``*Event`` TypedDicts below, which the
-runner reads the lines as): ``session`` (first line), ``collected`` (node ids
-after deselection), ``collecterror``, ``collectskip`` (a module-level
+runner reads the lines as): ``session`` (first line), ``deselected`` (tests
+the collection dropped, with the reason: an option such as ``-k``, a hook, the
+directory walk; the runner's own ONLY / DESELECT lists are not recorded),
+``collected`` (node ids after deselection, whether the session runs them, and
+the census: the ``hw_classification`` each test's class carries at run time),
+``collecterror``, ``collectskip`` (a module-level
 ``pytest.skip(allow_module_level=True)``, with the reason), ``start``,
 ``report`` (one per phase and per subtest), ``finish``, ``end`` (sentinel,
 with the exit status); ``plugin-error`` when an event could not be encoded.
@@ -46,8 +50,10 @@ the arm root.  The ONLY / DESELECT lists use the rewritten form too.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import pathlib
 import posixpath
 import sys
 import time
@@ -90,9 +96,18 @@ class SessionEvent(_Stamped):
     nodeid_prefix: str
 
 
-class CollectedEvent(_Stamped):
+class CollectedEvent(_Stamped, total=False):
     ev: Literal["collected"]
     nodeids: List[str]
+    runs: bool  # False: the session runs no test (--collect-only)
+    hw: Dict[str, Optional[str]]  # node id -> its class's label at run time (the census)
+
+
+class DeselectedEvent(_Stamped):
+    ev: Literal["deselected"]
+    nodeids: List[str]
+    reason: str  # "-k EXPR", "collect_ignore in conftest.py", ...
+    hw: Dict[str, Optional[str]]  # their census
 
 
 class CollectErrorEvent(_Stamped):
@@ -151,6 +166,7 @@ class PluginErrorEvent(_Stamped):
 
 Event = Union[
     SessionEvent,
+    DeselectedEvent,
     CollectedEvent,
     CollectErrorEvent,
     CollectSkipEvent,
@@ -222,6 +238,10 @@ def _longrepr(report) -> str:
     return text
 
 
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def _read_ids(path: str | None):
     if not path:
         return None
@@ -242,12 +262,122 @@ def _prefix(config) -> str:
     return "" if rel == "." else rel
 
 
+# ---------------------------------------------------------------------------
+# the census and the tests a collection drops
+
+
+def _label(item) -> Optional[str]:
+    """The label the item's class carries at run time (getattr, as PyTorch's filter reads
+    it): the member's name, None for none, "?<repr>" for anything else."""
+    cls = getattr(item, "cls", None)
+    if cls is None:
+        return None
+    try:
+        value = getattr(cls, "hw_classification", None)
+        if value is None:
+            return None
+        if type(value).__name__ == "HardwareClassification" and isinstance(getattr(value, "name", None), str):
+            return value.name
+        return "?" + repr(value)[:60]
+    except Exception:
+        return "?<unreadable>"
+
+
+def _shown(path: str, config) -> str:
+    """A path relative to the invocation directory when inside it."""
+    try:
+        rel = os.path.relpath(path, str(config.invocation_params.dir))
+    except (ValueError, AttributeError):
+        return path
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")
+
+
+def _deselect_reason(config) -> str:
+    """Who called pytest_deselected: the first frame outside pluggy and this file."""
+    here = os.path.abspath(__file__)
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        name = frame.f_code.co_name
+        norm = path.replace(os.sep, "/")
+        if "/pluggy/" not in norm and os.path.abspath(path) != here:
+            if norm.endswith("/_pytest/mark/__init__.py") and name == "deselect_by_keyword":
+                return f"-k {config.getoption('keyword')}"
+            if norm.endswith("/_pytest/mark/__init__.py") and name == "deselect_by_mark":
+                return f"-m {config.getoption('markexpr')}"
+            if norm.endswith("/_pytest/main.py"):
+                return "--deselect " + " ".join(config.getoption("deselect") or [])
+            return f"deselected by {name} ({_shown(path, config)})"
+        frame = frame.f_back
+    return "deselected"
+
+
+def _modifiers(config) -> str:
+    """The pytest_collection_modifyitems implementations that are not pytest's own nor ours."""
+    names = []
+    for impl in config.hook.pytest_collection_modifyitems.get_hookimpls():
+        plugin = impl.plugin
+        module = plugin.__name__ if isinstance(plugin, type(sys)) else type(plugin).__module__
+        if module.startswith(("_pytest", "pytest")) or isinstance(plugin, _Recorder):
+            continue
+        names.append(_shown(impl.plugin_name, config) if os.path.isabs(impl.plugin_name) else impl.plugin_name)
+    return ", ".join(dict.fromkeys(names)) or "a pytest_collection_modifyitems hook"
+
+
+def _item_path(item):
+    return pathlib.Path(str(getattr(item, "path", None) or item.fspath)).resolve()
+
+
+def _walk_roots(config) -> list:
+    dirs = _read_ids(os.environ.get("DECOUPLE_AB_WALKED"))
+    base = pathlib.Path(str(config.invocation_params.dir))
+    return [(base / d).resolve() for d in sorted(dirs or ())]
+
+
+def _walk_ignored(session, path, roots) -> Optional[str]:
+    """Why `pytest ROOT` would not collect `path` (a file below a selected ROOT), or None:
+    pytest asks pytest_ignore_collect of every directory and file it walks."""
+    below = [r for r in roots if r in path.parents]
+    if not below:
+        return None  # named on the command line: never ignored
+    root = max(below, key=lambda r: len(r.parts))
+    chain = [d for d in reversed(path.parents) if root in d.parents] + [path]
+    for entry in chain:
+        try:
+            if session.gethookproxy(entry.parent).pytest_ignore_collect(collection_path=entry, config=session.config):
+                return _ignore_reason(session.config, entry)
+        except Exception:
+            return None
+    return None
+
+
+def _ignore_reason(config, entry) -> str:
+    try:
+        if entry in (config._getconftest_pathlist("collect_ignore", path=entry.parent) or []):
+            mod, _ = config.pluginmanager._rget_with_confmod("collect_ignore", entry.parent)
+            return f"collect_ignore in {_shown(mod.__file__, config)}"
+        globs = config._getconftest_pathlist("collect_ignore_glob", path=entry.parent) or []
+        if any(fnmatch.fnmatch(str(entry), str(g)) for g in globs):
+            mod, _ = config.pluginmanager._rget_with_confmod("collect_ignore_glob", entry.parent)
+            return f"collect_ignore_glob in {_shown(mod.__file__, config)}"
+    except Exception:
+        pass
+    if config.getoption("ignore", None) or config.getoption("ignore_glob", None):
+        return "--ignore / --ignore-glob"
+    return "pytest_ignore_collect (norecursedirs, a virtual environment or a hook)"
+
+
 class _Recorder:
-    def __init__(self, path: str, fsync_mode: str, prefix: str = ""):
+    def __init__(self, config, path: str, fsync_mode: str, prefix: str = ""):
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.fsync_mode = fsync_mode
         self.prefix = prefix
         self.last_exc: Optional[tuple] = None  # (nodeid, when, info) from the latest makereport
+        self.config = config
+        self.told: List[tuple] = []  # (node id, reason) of the tests dropped at collection
+        self.census: Dict[str, Optional[str]] = {}  # their labels
+        self.own = False  # the runner's own deselection is under way
+        self.collecting = ""  # the file being collected (none once a test runs)
 
     def nid(self, nodeid: str) -> str:
         """pytest's rootdir-relative node id -> invocation-dir-relative."""
@@ -276,8 +406,47 @@ class _Recorder:
 
     # -- hooks -------------------------------------------------------------
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        # Around every other implementation: what they drop without telling
+        # (items[:] = kept, as PyTorch's --hw-classification filter does) is seen here.
+        before = list(items)
+        yield
+        kept = {id(item) for item in items}
+        told = {nid for nid, _ in self.told}
+        silent = [it for it in before if id(it) not in kept and self.nid(it.nodeid) not in told]
+        if silent:
+            self._record(silent, "removed from the collection by " + _modifiers(config))
+        walked = _walk_roots(config)
+        if walked:
+            ignored = {}
+            for item in items:
+                why = _walk_ignored(session, _item_path(item), walked)
+                if why:
+                    ignored.setdefault(why, []).append(item)
+            for why, dropped in ignored.items():
+                self._record(dropped, "left out of pytest's directory walk: " + why)
+            gone = {id(it) for dropped in ignored.values() for it in dropped}
+            items[:] = [it for it in items if id(it) not in gone]
+        self._own_selection(config, items)
+        for reason in dict.fromkeys(r for _, r in self.told):
+            ids = [nid for nid, r in self.told if r == reason]
+            hw = {nid: self.census.get(nid) for nid in ids}
+            self.emit(DeselectedEvent(ev="deselected", nodeids=ids, reason=reason, hw=hw), sync=True)
+        self.told = []
+
+    def _record(self, items, reason: str) -> None:
+        for item in items:
+            nid = self.nid(item.nodeid)
+            self.census[nid] = _label(item)
+            self.told.append((nid, reason))
+
+    def pytest_deselected(self, items):
+        if not self.own:
+            self._record(items, _deselect_reason(self.config))
+
+    def _own_selection(self, config, items) -> None:
+        """The runner's ONLY / DESELECT lists (shards, resumes, reruns): not recorded."""
         only = _read_ids(os.environ.get("DECOUPLE_AB_ONLY"))
         drop = _read_ids(os.environ.get("DECOUPLE_AB_DESELECT")) or set()
         if only is None and not drop:
@@ -290,11 +459,18 @@ class _Recorder:
             else:
                 keep.append(item)
         if gone:
-            config.hook.pytest_deselected(items=gone)
+            self.own = True
+            try:
+                config.hook.pytest_deselected(items=gone)
+            finally:
+                self.own = False
             items[:] = keep
 
     def pytest_collection_finish(self, session):
-        self.emit(CollectedEvent(ev="collected", nodeids=[self.nid(it.nodeid) for it in session.items]), sync=True)
+        ids = [self.nid(it.nodeid) for it in session.items]
+        hw = {nid: _label(it) for nid, it in zip(ids, session.items)}
+        runs = not session.config.getoption("collectonly", False)
+        self.emit(CollectedEvent(ev="collected", nodeids=ids, runs=runs, hw=hw), sync=True)
 
     def pytest_exception_interact(self, node, call, report):
         # Called for collection failures (and test failures) with the real
@@ -309,31 +485,34 @@ class _Recorder:
             self.last_exc = (report.nodeid, "collect", info)
 
     def pytest_collectreport(self, report):
+        nodeid = self.nid(report.nodeid)
         if report.skipped:
             # module-level pytest.skip(allow_module_level=True): the module's
             # tests are never collected; record why
             reason = ""
             if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
                 reason = str(report.longrepr[2])
-            nodeid = self.nid(report.nodeid)
-            self.emit(
-                CollectSkipEvent(ev="collectskip", nodeid=nodeid, file=nodeid.split("::", 1)[0], reason=reason),
-                sync=True,
-            )
-            return
-        if not report.failed:
-            return
-        info = None
-        if self.last_exc and self.last_exc[0] == report.nodeid and self.last_exc[1] == "collect":
-            info = self.last_exc[2]
-        nodeid = self.nid(report.nodeid)
-        path = nodeid.split("::", 1)[0]
-        self.emit(
-            CollectErrorEvent(ev="collecterror", nodeid=nodeid, file=path, exc=info, longrepr=_longrepr(report)),
-            sync=True,
-        )
+            self.emit(CollectSkipEvent(ev="collectskip", nodeid=nodeid, file=_file(nodeid), reason=reason), sync=True)
+        elif report.failed:
+            last = self.last_exc
+            info = last[2] if last and last[0] == report.nodeid and last[1] == "collect" else None
+            self._collect_error(nodeid, info, _longrepr(report))
+
+    def _collect_error(self, nodeid: str, info: Optional[ExcInfo], longrepr: str) -> None:
+        event = CollectErrorEvent(ev="collecterror", nodeid=nodeid, file=_file(nodeid), exc=info, longrepr=longrepr)
+        self.emit(event, sync=True)
+
+    def pytest_collectstart(self, collector):
+        self.collecting = _file(self.nid(collector.nodeid)) or self.collecting
+
+    def pytest_internalerror(self, excrepr, excinfo):
+        # a SystemExit while a module is imported ends pytest's collection as an internal
+        # error: it is that file's collection error (its tests never run)
+        if self.collecting.endswith(".py"):
+            self._collect_error(self.collecting, _exc_info(excinfo), str(excrepr)[-_LONGREPR_CHARS:])
 
     def pytest_runtest_logstart(self, nodeid, location):
+        self.collecting = ""
         self.emit(StartEvent(ev="start", nodeid=self.nid(nodeid)), sync=True)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -404,7 +583,7 @@ def pytest_configure(config):
     parent = os.environ.get("DECOUPLE_AB_PARENT")
     if parent:
         _die_with_parent(parent)
-    rec = _Recorder(path, os.environ.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
+    rec = _Recorder(config, path, os.environ.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
     rec.emit(
         SessionEvent(
             ev="session",

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codemod.ab import arms as _arms
+from codemod.ab import changes as _changes
 from codemod.ab import compare as _cmp
+from codemod.ab import coverage as _coverage
 from codemod.ab import interpreter as _interp
 from codemod.ab import processes
 from codemod.ab import shard as _shard
@@ -40,7 +42,7 @@ from codemod.ab.arms import ArmSpec, Sources
 from codemod.ab.confirm import confirm_discordant
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
 from codemod.ab.interpreter import SERVER_MODULE, ForkServer
-from codemod.ab.model import ABResult, ArmResult, Environment
+from codemod.ab.model import ABResult, ArmResult, Environment, file_of
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
 from codemod.ab.processes import Interrupted, SlotPool, kill_all_children, wait_all
@@ -138,6 +140,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     base_env = dict(os.environ)
     arm_env = _arm_environment(opts, base_env, sources, result, say)
     specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
+    _walked_dirs(specs, sources.sel, work)
     files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
 
     # warm interpreters: they import in the background while the probe and the
@@ -162,7 +165,6 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     if opts.confirm > 0 and a.ran and b.ran:
         confirm_discordant(rows, runners["A"], runners["B"], a, b, opts.confirm, pool, stop, say)
     result.tests = rows
-    result.counts = _cmp.count(rows)
     arms.update(jobs.results([n for n in specs if n not in arms], work))
     result.arms = [arms[n] for n in specs]
     for d in opts.diags:
@@ -172,9 +174,50 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     reason_given = any(w.code.startswith("hw-classification.") for w in result.warnings)
     if opts.hw_classification and not b.extra_args and not reason_given:
         result.warnings.append(Notice("hw-classification.not-passed"))
-    result.verdict, result.verdict_reason = _cmp.verdict(result)
+    _conclude(result, opts, cwd, specs["B"].root)
     result.duration = round(time.monotonic() - t0, 3)
     return result
+
+
+def _conclude(result: ABResult, opts: RunOptions, cwd: Path, b_root: Path) -> None:
+    """What the comparison adds up to: the moves to devices this machine lacks, the counts,
+    every arm's totals and census, the census's findings, the diff between git arms, the
+    devices a widened device set does not exercise here, and the verdict."""
+    _coverage.mark_not_run_here(result.tests, result.environment)
+    _cmp.sort_rows(result.tests)
+    result.counts = _cmp.count(result.tests)
+    for arm in result.arms:
+        _coverage.count_arm(arm)
+    b = result.arm("B")
+    if b is not None and b.ran:
+        files = sorted({file_of(n) for n in b.outcomes})
+        result.runtime = _coverage.runtime_findings(b, _read_sources(b_root, files))
+    if opts.base:
+        result.changes = _changes.git_changes(str(cwd), opts.base, result.paths)
+    result.not_exercised = _coverage.not_exercised(result.changes, result.environment)
+    result.verdict, result.verdict_reason = _cmp.verdict(result)
+
+
+def _read_sources(root: Path, files: list[str]) -> dict[str, str]:
+    out = {}
+    for f in files:
+        try:
+            out[f] = (root / f).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            pass
+    return out
+
+
+def _walked_dirs(specs: dict[str, ArmSpec], sel: _trees.Selection, work: Path) -> None:
+    """Tell every arm's capture plugin which selected paths are directories: pytest's walk of
+    them leaves out what collect_ignore & co. name (the runner names files one by one).  One
+    file for all arms, so the variable does not set their environments apart."""
+    dirs = [p or "." for p in sel.paths if "::" not in p and any((s.root / p).is_dir() for s in specs.values())]
+    if dirs:
+        listed = work / "walked"
+        listed.write_text("".join(d + "\n" for d in dirs), encoding="utf-8")
+        for spec in specs.values():
+            spec.env["DECOUPLE_AB_WALKED"] = str(listed)
 
 
 def _support_files(work: Path, plugin: str, probe: str, server: str) -> Path:

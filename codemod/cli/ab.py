@@ -419,10 +419,6 @@ def run_cmd(**params: Any) -> None:
             from codemod.ab import causes
 
             result.causes = causes.analyse(result)
-        if args.base:
-            from codemod.ab import changes
-
-            result.changes = changes.git_changes(os.getcwd(), args.base, result.paths)
     except _options.UsageError as err:
         click.echo(f"decouple ab: error: {err}", err=True)
         sys.exit(2)
