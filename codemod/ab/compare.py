@@ -375,7 +375,9 @@ def map_nodeid(nodeid: str, mapping: dict[str, str]) -> str | None:
 
 
 def verdict(result: ABResult) -> tuple[Verdict, str]:
-    """SAFE, REGRESSION or INCONCLUSIVE, and the reason."""
+    """SAFE, REGRESSION or INCONCLUSIVE, and the reason; the reason also names what the run
+    could not show (the devices a widened device set adds that this machine lacks) and what
+    the census found (tests whose labels do not reach them at run time)."""
     a, b = result.arm("A"), result.arm("B")
     if a is None or not a.ran:
         return Verdict.INCONCLUSIVE, "arm A could not run" + (f": {a.error}" if a is not None and a.error else "")
@@ -385,51 +387,62 @@ def verdict(result: ABResult) -> tuple[Verdict, str]:
         return Verdict.INCONCLUSIVE, "no test was collected in either arm"
     if not a.outcomes and not b.outcomes:
         return Verdict.INCONCLUSIVE, "no test was collected in either arm (collection errors only)"
+    extra = _not_shown(result)
     bad = {c: n for c, n in result.counts.items() if c in REGRESSING and n}
     if bad:
-        return Verdict.REGRESSION, ", ".join(
-            f"{n} {c}" for c, n in sorted(bad.items(), key=lambda kv: CATEGORY_RANK[kv[0]])
-        )
-    unexercised = (
-        "; not exercised on this machine: " + ", ".join(result.not_exercised) + " (the device set widened in B)"
-        if result.not_exercised
-        else ""
-    )
-    flaky = [t.nodeid for t in result.tests if t.category == Category.FLAKY]
-    flaky_text = (
-        f"; {len(flaky) or result.counts.get(Category.FLAKY, 0)} flaky (inconsistent on reruns, not counted "
-        f"as a regression): " + ", ".join(flaky[:3]) + (", ..." if len(flaky) > 3 else "")
-        if (flaky or result.counts.get(Category.FLAKY))
-        else ""
-    )
-    elsewhere = [t for t in result.tests if t.category == Category.NOT_RUN_HERE]
-    if elsewhere or result.counts.get(Category.NOT_RUN_HERE):
-        n = len(elsewhere) or result.counts.get(Category.NOT_RUN_HERE, 0)
-        devices = sorted({d for t in elsewhere if (d := device_of(t.nodeid))})
-        return Verdict.INCONCLUSIVE, (
-            f"{n} test{'s' if n != 1 else ''} that ran in A moved to a device this machine lacks "
-            f"(not-run-here{': ' + ', '.join(devices) if devices else ''}): "
-            + ", ".join(t.nodeid for t in elsewhere[:3])
-            + (", ..." if len(elsewhere) > 3 else "")
-            + unexercised
-            + flaky_text
-        )
-    unknown = [t.nodeid for t in result.tests if t.category == Category.INCONCLUSIVE]
-    if unknown or result.counts.get(Category.INCONCLUSIVE):
-        n = len(unknown) or result.counts.get(Category.INCONCLUSIVE, 0)
-        return Verdict.INCONCLUSIVE, (
-            f"{n} test{'s' if n != 1 else ''} ran in neither arm (the file was stopped "
-            f"before {'them' if n != 1 else 'it'}: -x/--maxfail, a crash or --file-timeout): "
-            + ", ".join(unknown[:3])
-            + (", ..." if len(unknown) > 3 else "")
-            + flaky_text
-        )
+        ranked = sorted(bad.items(), key=lambda kv: CATEGORY_RANK[kv[0]])
+        return Verdict.REGRESSION, ", ".join(f"{n} {c}" for c, n in ranked) + extra
+    extra += _flaky_text(result)
+    for category, text in ((Category.NOT_RUN_HERE, _elsewhere_text), (Category.INCONCLUSIVE, _unknown_text)):
+        rows = [t for t in result.tests if t.category == category]
+        if rows or result.counts.get(category):
+            return Verdict.INCONCLUSIVE, text(rows, len(rows) or result.counts.get(category, 0)) + extra
     failing = (Category.PRE_EXISTING, Category.SIMILAR_FAILURE, Category.DIFFERENT_FAILURE)
     fails = sum(result.counts.get(c, 0) for c in failing)
-    reason = "no test regressed"
-    if fails:
-        reason += f" ({fails} failing in both arms)"
-    return Verdict.SAFE, reason + unexercised + flaky_text
+    return Verdict.SAFE, "no test regressed" + (f" ({fails} failing in both arms)" if fails else "") + extra
+
+
+def _listed(rows: list[TestComparison]) -> str:
+    return ", ".join(t.nodeid for t in rows[:3]) + (", ..." if len(rows) > 3 else "")
+
+
+def _s(n: int, one: str, other: str) -> str:
+    return one if n == 1 else other
+
+
+def _not_shown(result: ABResult) -> str:
+    out = ""
+    if result.not_exercised:
+        out += f"; not exercised on this machine: {', '.join(result.not_exercised)} (the device set widened in B)"
+    for f in result.runtime:
+        out += (
+            f"; unclassified at run time: {f.tests} {_s(f.tests, 'test', 'tests')} of {f.file} "
+            f"({', '.join(f.classes)}) {_s(f.tests, 'carries', 'carry')} no hw_classification when they run"
+        )
+    return out
+
+
+def _flaky_text(result: ABResult) -> str:
+    flaky = [t for t in result.tests if t.category == Category.FLAKY]
+    n = len(flaky) or result.counts.get(Category.FLAKY, 0)
+    if not n:
+        return ""
+    return f"; {n} flaky (inconsistent on reruns, not counted as a regression): " + _listed(flaky)
+
+
+def _elsewhere_text(rows: list[TestComparison], n: int) -> str:
+    devices = sorted({d for t in rows if (d := device_of(t.nodeid))})
+    return (
+        f"{n} {_s(n, 'test', 'tests')} that ran in A moved to a device this machine lacks "
+        f"(not-run-here{': ' + ', '.join(devices) if devices else ''}): " + _listed(rows)
+    )
+
+
+def _unknown_text(rows: list[TestComparison], n: int) -> str:
+    return (
+        f"{n} {_s(n, 'test', 'tests')} ran in neither arm (the file was stopped before "
+        f"{_s(n, 'it', 'them')}: -x/--maxfail, a crash or --file-timeout): " + _listed(rows)
+    )
 
 
 def exit_code(v: Verdict) -> int:

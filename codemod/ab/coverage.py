@@ -91,6 +91,12 @@ def not_exercised(changes: Changes | None, env: Environment) -> list[str]:
 
 
 _LABEL_LINE = re.compile(r"^\s+hw_classification\s*(?::[^=\n]*)?=", re.M)
+_LABEL_VALUE = re.compile(r"^\s+hw_classification\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?HardwareClassification\.(\w+)", re.M)
+
+
+def label_values(source: str) -> list[str]:
+    """The members a test file's labels write, in the order they first appear."""
+    return list(dict.fromkeys(_LABEL_VALUE.findall(source)))
 
 
 def labelled_classes(source: str) -> list[str]:

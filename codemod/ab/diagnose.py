@@ -122,6 +122,8 @@ def _second_run(opts: RunOptions, paths: list[str], specs: list[DiagSpec], budge
         diags=list(specs),
         confirm=0,
         shard=None,
+        label_filter=False,
+        test_plan=False,
         file_timeout=min(x for x in (opts.file_timeout or budget, budget) if x),
     )
     cwd = opts.cwd or os.getcwd()

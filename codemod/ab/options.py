@@ -100,6 +100,9 @@ class RunOptions:
     keep_temp: bool = False  # debugging only
     fsync: FsyncPolicy = FsyncPolicy.NONE  # when the capture plugin fsyncs its events
     fork: bool = True  # warm interpreters (False: a fresh process per run)
+    # B once more under PyTorch's label filter where the tree's conftest.py offers it
+    label_filter: bool = True
+    test_plan: bool = False  # run each file's Test Plan command in B (the PR body prints them)
 
 
 def check_options(opts: RunOptions) -> None:

@@ -57,6 +57,7 @@ import pathlib
 import posixpath
 import sys
 import time
+import types
 from typing import Dict, List, Literal, Optional, TypedDict, Union
 
 import pytest
@@ -295,7 +296,7 @@ def _shown(path: str, config) -> str:
 def _deselect_reason(config) -> str:
     """Who called pytest_deselected: the first frame outside pluggy and this file."""
     here = os.path.abspath(__file__)
-    frame = sys._getframe(1)
+    frame: Optional[types.FrameType] = sys._getframe(1)
     while frame is not None:
         path = frame.f_code.co_filename
         name = frame.f_code.co_name
@@ -419,7 +420,7 @@ class _Recorder:
             self._record(silent, "removed from the collection by " + _modifiers(config))
         walked = _walk_roots(config)
         if walked:
-            ignored = {}
+            ignored: Dict[str, list] = {}
             for item in items:
                 why = _walk_ignored(session, _item_path(item), walked)
                 if why:
@@ -467,8 +468,8 @@ class _Recorder:
             items[:] = keep
 
     def pytest_collection_finish(self, session):
-        ids = [self.nid(it.nodeid) for it in session.items]
-        hw = {nid: _label(it) for nid, it in zip(ids, session.items)}
+        hw = {self.nid(it.nodeid): _label(it) for it in session.items}
+        ids = list(hw)
         runs = not session.config.getoption("collectonly", False)
         self.emit(CollectedEvent(ev="collected", nodeids=ids, runs=runs, hw=hw), sync=True)
 

@@ -34,9 +34,11 @@ from codemod.ab import changes as _changes
 from codemod.ab import compare as _cmp
 from codemod.ab import coverage as _coverage
 from codemod.ab import interpreter as _interp
+from codemod.ab import labelfilter as _filter
 from codemod.ab import processes
 from codemod.ab import shard as _shard
 from codemod.ab import signature as _sig
+from codemod.ab import testplan as _testplan
 from codemod.ab import trees as _trees
 from codemod.ab.arms import ArmSpec, Sources
 from codemod.ab.confirm import confirm_discordant
@@ -142,6 +144,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
     _walked_dirs(specs, sources.sel, work)
     files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
+    filtered = _label_filter(opts, specs, arm_errors, files, work)
 
     # warm interpreters: they import in the background while the probe and the
     # --hw-classification check run
@@ -170,6 +173,16 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     for d in opts.diags:
         summary = _cmp.diagnostic_summary(d.name, d.based_on, d.variables, arms[d.based_on], arms[d.name])
         result.diagnostics.append(summary)
+    if filtered[0]:
+        result.label_filter = _filter.summarise(arms["B"], arms[_filter.ARM], *filtered)
+    if opts.test_plan and b.ran:
+        spec = specs["B"]
+        b_files = [f for f in files.run if f in files.by_arm["B"]]
+        limit = opts.file_timeout or _testplan.DEFAULT_LIMIT
+        logs = spec.workdir / "logs"
+        result.test_plan = _testplan.run_plan(
+            b_files, spec.root, spec.env, opts.python, support, logs, limit, pool, stop
+        )
     result.environment = _environment(probe_future.result(), opts.python, info)
     reason_given = any(w.code.startswith("hw-classification.") for w in result.warnings)
     if opts.hw_classification and not b.extra_args and not reason_given:
@@ -196,6 +209,21 @@ def _conclude(result: ABResult, opts: RunOptions, cwd: Path, b_root: Path) -> No
         result.changes = _changes.git_changes(str(cwd), opts.base, result.paths)
     result.not_exercised = _coverage.not_exercised(result.changes, result.environment)
     result.verdict, result.verdict_reason = _cmp.verdict(result)
+
+
+def _label_filter(
+    opts: RunOptions, specs: dict[str, ArmSpec], arm_errors: dict[str, str], files: _Files, work: Path
+) -> tuple[list[str], list[str]]:
+    """Add the arm that runs B's labelled files under PyTorch's label filter, where the tree
+    offers it (and --hw-classification does not already filter B itself): (files, values)."""
+    if not opts.label_filter or opts.hw_classification or "B" in arm_errors:
+        return [], []
+    planned, values = _filter.plan(specs["B"], files.by_arm["B"])
+    chosen = [f for f in planned if f in files.run]
+    if chosen:
+        specs[_filter.ARM] = _filter.arm_spec(specs["B"], work, values)
+        files.by_arm[_filter.ARM] = {f: files.by_arm["B"][f] for f in chosen}
+    return chosen, values
 
 
 def _read_sources(root: Path, files: list[str]) -> dict[str, str]:

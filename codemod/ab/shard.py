@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from codemod.ab.compare import count, diagnostic_summary, sort_rows, verdict
+from codemod.ab.coverage import count_arm
 from codemod.ab.model import ABResult, ArmResult, Verdict, file_of
 from codemod.ab.notices import Notice
 
@@ -253,6 +254,8 @@ def merge(results: Sequence[ABResult]) -> ABResult:
                 warnings.append(w)
     sort_rows(out.tests)
     out.counts = count(out.tests)
+    for arm in out.arms:
+        count_arm(arm)
     # recompute diagnostic statements from the merged arms
     for d in out.diagnostics:
         base, diag = out.arm(d.based_on), out.arm(d.name)
@@ -304,6 +307,10 @@ def _merge_result(out: ABResult, r: ABResult) -> None:
     for k, v in r.env_set.items():
         out.env_set.setdefault(k, v)
     out.mapping.update(r.mapping)
+    out.runtime += r.runtime
+    out.label_filter += r.label_filter
+    out.test_plan += r.test_plan
+    out.not_exercised += [d for d in r.not_exercised if d not in out.not_exercised]
     for d in r.diagnostics:
         known_diag = next((x for x in out.diagnostics if x.name == d.name), None)
         if known_diag is None:
