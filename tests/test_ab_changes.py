@@ -94,8 +94,9 @@ def test_changes_per_file_and_class(tmp_path):
     assert classes["TestSave"].torch_load == ["safe_globals([Linear])"]
     assert classes["TestKernels"].labels == ["CPU"] and classes["TestKernels"].torch_load == []
     assert save.torch_load == ["weights_only=False"]                    # in a function outside classes
-    assert save.imports == ["from torch.testing._internal.common_utils import HardwareClassification, TestCase",
-                            "from torch.nn import Linear"]              # a changed import line counts too
+    # imports: the new one, and the one extended, each as a whole statement
+    assert save.imports == ["from torch.nn import Linear"]
+    assert save.imports_extended == ["from torch.testing._internal.common_utils import HardwareClassification, TestCase"]
     assert files["test/test_new.py"].classes[0].labels == ["MPS"]
     # recorded in the result model; survives JSON; shown in both languages
     r = ABResult(verdict="SAFE", changes=c)

@@ -70,6 +70,10 @@ def tables(md: str) -> list[list[list[str]]]:
     return out
 
 
+def category_table(md: str) -> list[list[str]]:
+    return next(t for t in tables(md) if t[0] in (["Category", "Count"], ["类别", "数量"]))
+
+
 def row_for(md: str, nodeid_fragment: str) -> list[str]:
     hits = [r for r in table_rows(md) if nodeid_fragment in r[0]]
     assert len(hits) == 1, (nodeid_fragment, hits)
@@ -129,8 +133,12 @@ def test_markdown_quantization_prepack_case():
     assert md.startswith("## A/B verification: SAFE\n")
     assert ("Verdict: **SAFE**. No test regresses; 2 failures are pre-existing with identical signatures."
             in md)
+    # the report leads with the counts of A and B side by side (computed for a schema 1 result)
+    lead = tables(md)[0]
+    assert lead[0] == ["Tests", "A", "B", "B − A"]
+    assert ["failed", "2", "2", "0"] in lead and ["collected", "2", "2", "0"] in lead
     # counts per category
-    counts = tables(md)[0]
+    counts = category_table(md)
     assert counts[0] == ["Category", "Count"]
     assert ["pre-existing", "2"] in counts and ["**Total**", "**2**"] in counts
     # both failing tests in the table with their outcomes and signature in a code span
@@ -190,7 +198,7 @@ def test_markdown_weights_only_case_with_diagnostic_arm():
            "torch.ao.nn.sparse.quantized.dynamic.linear.Linear was not an allowed global by default.")
     assert (f"`test_qlinear_packed_params_x86` error in both arms with `{sig}`. **Cause confirmed**: the test's "
             "own `torch.load` reads a whole pickled object (`GLOBAL torch.ao.nn.sparse.quantized.dynamic.linear"
-            ".Linear`), which torch &gt;= 2.6 refuses by default (`weights_only=True`; this is torch 2.14.1). "
+            ".Linear`), which torch >= 2.6 refuses by default (`weights_only=True`; this is torch 2.14.1). "
             "Evidence: rerun with `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1` (arm `no-weights-only`, the code of arm "
             "`A`), 3 of 3 tests pass. Remedy: make the call explicit in the test: `decouple apply --torch-load "
             "auto --globals globals.json test/ao/sparsity/test_qlinear_packed_params.py`") in md
@@ -234,7 +242,7 @@ def test_markdown_regression_case_and_escaping():
                             "<br>B: `NameError: name 'HardwareClassification' is not defined`")
     # quiet categories stay out of the differences table, but are counted
     assert not [r_ for r_ in table_rows(md) if "test_case_1`" in r_[0]]
-    assert ["same-pass", "12"] in tables(md)[0]
+    assert ["same-pass", "12"] in category_table(md)
     # the traceback with ``` inside gets a four-backtick fence; control characters are made visible
     assert "````text\n    def test_add_pipe(self):\n        # uses ``` fences" in md
     assert "\x00" not in md and "\x1b" not in md and "\ufffe" not in md
@@ -295,7 +303,7 @@ def test_markdown_constructed_inconclusive_result():
     assert "**This arm could not run: `ImportError: cannot import name 'HardwareClassification'`**" in md
     assert "bash repro.sh B" not in md and "bash repro.sh A" in md    # an arm that did not run has no command
     # counts computed from the tests when the runner gave none
-    assert ["pre-existing", "1"] in tables(md)[0]
+    assert ["pre-existing", "1"] in category_table(md)
     # a traceback with ```` inside: five-backtick fence; clipped to the tail
     assert "`````text\n" in md
     assert "... 8" in md and "characters omitted ..." in md

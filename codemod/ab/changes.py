@@ -1,11 +1,14 @@
 """What differs between the arms, read from git: the diff stat and, per file and class,
-the labels written and the torch.load edits.
+the labels written and the torch.load edits; per file, from both versions
+(`structure.py`), the instantiate options added or removed, the tests moved to another
+class and the imports added or extended (whole statements).
 
 The A/B runner knows nothing about codemods: this module only reads the diff between
 arm A (`git:REF`) and arm B (the work tree) and recognises a few line shapes:
 `hw_classification = HardwareClassification.X` added (or removed) inside a class,
 `weights_only=` and `safe_globals` appearing on added lines (a torch.load edit), and
-import lines added at module level. Everything else counts only in the stat.
+import lines added at module level (when a version does not parse). Everything else
+counts only in the stat.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from codemod.ab.model import Changes, ClassChange, FileChange
+from codemod.ab.structure import read_structure
 
 _LABEL = re.compile(r"^\s+hw_classification\s*(?::[^=]*)?=\s*(?:[\w.]*\.)?HardwareClassification\.(\w+)")
 _WEIGHTS_ONLY = re.compile(r"weights_only\s*=\s*([\w.]+)")
@@ -137,6 +141,10 @@ def read_patch(patch: str, new_sources: dict[str, str], old_sources: dict[str, s
             if label and cls:
                 klass(cls).removed_labels.append(label.group(1))
             old_line += 1
+    for fc in files:
+        lines = fc.imports
+        if not read_structure(fc, old_sources.get(fc.path, ""), new_sources.get(fc.path, "")):
+            fc.imports = lines
     return files
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from codemod.ab.model import (
     CATEGORIES,
     CATEGORY_RANK,
+    DEVICE_SUFFIXES,
     EXIT_CODES,
     REGRESSING,
     ABResult,
@@ -31,6 +32,7 @@ from codemod.ab.model import (
     Phase,
     TestComparison,
     Verdict,
+    device_of,
     file_of,
 )
 from codemod.util.jsonfile import read_option_json
@@ -280,21 +282,6 @@ def count(rows: Iterable[TestComparison]) -> dict[Category, int]:
 # ---------------------------------------------------------------------------
 # --map OLD=NEW and --map-file: the B-side node id of a renamed or moved A-side test
 
-_DEVICE_SUFFIXES = ("CPU", "CUDA", "MPS", "XPU", "META", "LAZY", "HPU", "NPU", "MTIA", "PRIVATEUSE1")
-
-
-def device_of(nodeid: str) -> str | None:
-    """The device of an instantiated test (`TestFooCUDA::test_x_float32_cuda` -> "cuda"):
-    its class ends with the device's suffix and its name with `_<device>`; None otherwise."""
-    parts = nodeid.split("::")
-    if len(parts) < 3:
-        return None
-    cls, name = parts[-2], parts[-1].split("[", 1)[0]
-    for suffix in _DEVICE_SUFFIXES:
-        if cls.endswith(suffix) and len(cls) > len(suffix) and name.endswith("_" + suffix.lower()):
-            return suffix.lower()
-    return None
-
 
 def _mapped_pairs(outcomes: Iterable[str], mapping: dict[str, str]) -> dict[str, str]:
     """A node id -> its B node id, for the A node ids `mapping` renames."""
@@ -362,7 +349,7 @@ def map_nodeid(nodeid: str, mapping: dict[str, str]) -> str | None:
             if name == old:
                 parts[i] = new + bracket + rest
                 changed = True
-            elif name.startswith(old) and name[len(old) :].upper() in _DEVICE_SUFFIXES:
+            elif name.startswith(old) and name[len(old) :].upper() in DEVICE_SUFFIXES:
                 parts[i] = new + name[len(old) :] + bracket + rest
                 changed = True
         if changed:

@@ -13,7 +13,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from codemod.ab.compare import device_of
 from codemod.ab.model import (
     INVALID_LABEL,
     UNCLASSIFIED,
@@ -24,6 +23,7 @@ from codemod.ab.model import (
     RuntimeFinding,
     TestComparison,
     Totals,
+    device_of,
     file_of,
 )
 

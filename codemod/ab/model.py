@@ -166,6 +166,23 @@ def file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+# The class-name suffixes instantiate_device_type_tests gives each device's class.
+DEVICE_SUFFIXES = ("CPU", "CUDA", "MPS", "XPU", "META", "LAZY", "HPU", "NPU", "MTIA", "PRIVATEUSE1")
+
+
+def device_of(nodeid: str) -> str | None:
+    """The device of an instantiated test (`TestFooCUDA::test_x_float32_cuda` -> "cuda"):
+    its class ends with the device's suffix and its name with `_<device>`; None otherwise."""
+    parts = nodeid.split("::")
+    if len(parts) < 3:
+        return None
+    cls, name = parts[-2], parts[-1].split("[", 1)[0]
+    for suffix in DEVICE_SUFFIXES:
+        if cls.endswith(suffix) and len(cls) > len(suffix) and name.endswith("_" + suffix.lower()):
+            return suffix.lower()
+    return None
+
+
 @dataclass(kw_only=True)
 class Outcome:
     """One test's result in one arm."""

@@ -19,8 +19,10 @@ from codemod.ab.model import (
     OutcomeValue,
     Scope,
     Verdict,
+    device_of,
 )
 
+from .ab_coverage import widened_classes
 from .ab_facts import broken_engines, category_counts, compact_signature, failing_sets, ordered_tests
 from .ab_fmt import Fmt
 from .ab_tables import tests_cell
@@ -141,12 +143,21 @@ def analysis(result: ABResult, f: Fmt) -> list[Block]:
             )
         )
     elif result.verdict == Verdict.SAFE:
-        blocks.append(("p", f.say("an.safe", n=total, total=total)))
+        key = "an.safe_here" if result.not_exercised else "an.safe"
+        blocks.append(("p", f.say(key, n=total, total=total)))
     else:
         blocks.append(
             ("p", f.say("an.inconclusive", why=f.text(t("list.sep", f.lang)).join(inconclusive_why(result, f))))
         )
+    if result.not_exercised:
+        classes = f.codes(widened_classes(result)) or f.say("unknown")
+        blocks.append(("p", f.say("an.not_exercised", devices=f.codes(result.not_exercised), classes=classes)))
+    if by_cat.get(Category.NOT_RUN_HERE):
+        here = by_cat[Category.NOT_RUN_HERE]
+        devices = f.codes(sorted({d for n in here if (d := device_of(n))}))
+        blocks.append(("p", f.say("an.not_run_here", n=len(here), devices=devices, tests=f.tests(here))))
     for cat, key in (
+        (Category.COVERAGE_LOST, "an.coverage_lost"),
         (Category.DIFFERENT_FAILURE, "an.different"),
         (Category.SIMILAR_FAILURE, "an.similar"),
         (Category.NO_LONGER_RUN, "an.no_longer_run"),

@@ -3,7 +3,7 @@ changed between the arms, and what the runner set and warned about."""
 
 from __future__ import annotations
 
-from codemod.ab.model import ABResult
+from codemod.ab.model import ABResult, InstantiationChange
 
 from .ab_fmt import Fmt
 
@@ -72,15 +72,49 @@ def change_notes(result: ABResult, f: Fmt) -> list[str]:
     if changes.error:
         return [f.say("changes.error", error=f.code(changes.error))]
     notes = []
-    imports = sorted({i for fc in changes.files for i in fc.imports})
+    for fc in changes.files:
+        notes += [_instantiation_note(fc.path, inst, f) for inst in fc.instantiations]
+        if fc.moves:
+            moves = [
+                f.say("changes.move", test=f.code(m.test), old=f.code(m.old_class), new=f.code(m.new_class))
+                for m in fc.moves
+            ]
+            notes.append(f.say("changes.moved", file=f.code(fc.path), moves=f.sep().join(moves)))
+    imports = list(dict.fromkeys(i for fc in changes.files for i in fc.imports))
     if imports:
         notes.append(f.say("changes.imports", imports=f.codes(imports)))
-    plain = [fc.path for fc in changes.files if not fc.classes and not fc.torch_load]
+    extended = list(dict.fromkeys(i for fc in changes.files for i in fc.imports_extended))
+    if extended:
+        notes.append(f.say("changes.imports_extended", imports=f.codes(extended)))
+    plain = [
+        fc.path
+        for fc in changes.files
+        if not fc.classes and not fc.torch_load and not fc.instantiations and not fc.moves and not fc.imports_extended
+    ]
     if plain:
         notes.append(f.say("changes.other", files=f.codes(plain)))
     if not changes.files:
         notes.append(f.say("changes.none", ref=f.code(changes.ref)))
     return notes
+
+
+def _instantiation_note(path: str, inst: InstantiationChange, f: Fmt) -> str:
+    """One class's instantiate options in A and B and the devices they make it for."""
+    unknown = f.say("changes.devices_unknown")
+    args = {
+        "cls": f.code(inst.cls),
+        "file": f.code(path),
+        "before": f.code(inst.before),
+        "after": f.code(inst.after),
+        "was": f.codes(inst.devices_before) or unknown,
+        "now": f.codes(inst.devices_after) or unknown,
+    }
+    if not inst.before:
+        return f.say("changes.inst_added", **args)
+    if not inst.after:
+        return f.say("changes.inst_removed", **args)
+    widened = f.say("changes.inst_widened", devices=f.codes(inst.widened)) if inst.widened else ""
+    return f.say("changes.inst", **args) + widened
 
 
 def arm_description(arm, result: ABResult, f: Fmt) -> str:

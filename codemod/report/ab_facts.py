@@ -192,8 +192,14 @@ def _own_frame(path: str) -> bool:
 
 
 def _short_entry(entry: str) -> tuple[str, str, list[str]] | None:
-    """(location, raising line, E lines) of one pytest long-style traceback entry."""
+    """(location, raising line, E lines) of one pytest traceback entry: long style (the
+    frame's source, `>` at the raising line, `path:line:` last), or the short style pytest's
+    default `--tb=auto` uses for the frames between the first and the last."""
     lines = entry.strip("\n").split("\n")
+    if _SHORT_STYLE.match(lines[0]):
+        raising = lines[1].strip() if len(lines) > 1 and not lines[1].startswith("E ") else ""
+        errors = ["E   " + _ANSI.sub("", ln[1:].strip()) for ln in lines[1:] if ln.startswith("E ")]
+        return lines[0].rstrip(), raising, errors
     located = next(((i, m) for i in range(len(lines) - 1, -1, -1) if (m := _LOCATION.match(lines[i]))), None)
     if located is None:
         return None
@@ -210,8 +216,8 @@ _SHORT_STYLE = re.compile(r"^\S.*:\d+: in \S+\s*$", re.M)
 
 
 def _short_section(section: str) -> str:
-    if _SHORT_STYLE.search(section):  # already short style (or native): nothing to trim
-        return section.strip("\n")
+    if _SHORT_STYLE.search(section) and not _ENTRY_SEP.search(section):
+        return section.strip("\n")  # already short style (or native): nothing to trim
     entries = [e for e in _ENTRY_SEP.split(section) if e.strip()]
     maybe = [_short_entry(e) for e in entries]
     parsed = [p for p in maybe if p is not None]

@@ -31,6 +31,7 @@ from codemod.ab.model import (
 
 from .ab_analysis import analysis
 from .ab_background import background_items, change_notes, change_rows, runner_env_items, runner_warnings
+from .ab_coverage import census_lines, filter_lines, runtime_lines, totals_rows
 from .ab_environment import environment_facts, prepack_rows
 from .ab_facts import (
     arm_roots,
@@ -533,7 +534,34 @@ def _header(result: ABResult, f: HtmlFmt) -> list[str]:
             f"{f.text(category_label(cat, f.lang))}: <strong>{n}</strong></button></li>"
         )
     out.append(f'<li class="muted">{f.say("kv", k=f.say("total"), v=str(sum(counts.values())))}</li>')
-    out += ["</ul>", "</header>"]
+    out += ["</ul>", *_lead(result, f), "</header>"]
+    return out
+
+
+def _lead(result: ABResult, f: HtmlFmt) -> list[str]:
+    """The counts of A and B side by side, the census, its findings, the label filter."""
+    out = [
+        f'<table id="ab-totals"><caption>{f.say("h.totals")}</caption><thead><tr><th>{f.say("col.totals")}</th>'
+        f"<th>{f.say('col.a')}</th><th>{f.say('col.b')}</th><th>{f.say('col.delta')}</th></tr></thead><tbody>"
+    ]
+    for name, a, b, delta in totals_rows(result):
+        cls = ' class="warn"' if delta not in ("", "0") else ""
+        out.append(
+            f'<tr{cls} data-field="{_e(name)}"><td>{f.say("tot." + name)}</td><td class="num">{"" if a is None else a}'
+            f'</td><td class="num">{"" if b is None else b}</td><td class="num">{_e(delta)}</td></tr>'
+        )
+    out.append("</tbody></table>")
+    census = census_lines(result, f)
+    if census:
+        out += [
+            f'<p class="muted">{f.say("census.intro", attr=f.code("hw_classification"))}</p>',
+            '<ul id="ab-census">',
+        ]
+        out += [f"<li>{line}</li>" for line in census] + ["</ul>"]
+    out += [f'<p class="warn ab-runtime">{line}</p>' for line in runtime_lines(result, f)]
+    filtered = filter_lines(result, f)
+    if filtered:
+        out += [f"<p>{filtered[0]}</p>", '<ul id="ab-filter">'] + [f"<li>{x}</li>" for x in filtered[1:]] + ["</ul>"]
     return out
 
 

@@ -15,6 +15,7 @@ from codemod.ab.model import ABResult, TestComparison
 
 from .ab_analysis import analysis
 from .ab_background import background_items, change_notes, change_rows, runner_env_items, runner_warnings
+from .ab_coverage import census_lines, filter_lines, runtime_lines, totals_rows
 from .ab_environment import environment_facts, prepack_rows
 from .ab_facts import (
     FAILING,
@@ -41,22 +42,13 @@ __all__ = ["render", "md_code", "md_cell", "md_fence"]
 
 
 class MarkdownFmt(Fmt):
-    _SPECIAL = re.compile(r"([\\`*_\[\]<>&])")
+    # Markdown's own marks, a `<` that could open an HTML tag or an autolink, an `&` that
+    # could start an entity, a `>` that would open a quote: escaped with a backslash, so
+    # the raw Markdown reads as the text does (no `&gt;` in it).
+    _SPECIAL = re.compile(r"[\\`*_\[\]]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|^>")
 
     def text(self, s: str) -> str:
-        s = _one_line(s)
-        return self._SPECIAL.sub(
-            lambda m: (
-                "&amp;"
-                if m.group(1) == "&"
-                else "&lt;"
-                if m.group(1) == "<"
-                else "&gt;"
-                if m.group(1) == ">"
-                else "\\" + m.group(1)
-            ),
-            s,
-        )
+        return self._SPECIAL.sub(lambda m: "\\" + m.group(), _one_line(s))
 
     def code(self, s: str) -> str:
         return md_code(s)
@@ -322,6 +314,27 @@ def _section_analysis(result: ABResult, f: Fmt) -> list[str]:
     return lines
 
 
+def lead(result: ABResult, f: Fmt) -> list[str]:
+    """What the report leads with, after the verdict: the counts of A and B side by side,
+    the census, what it found, B under the label filter (the PR body leads with it too)."""
+    rows = totals_rows(result)
+    lines = [f"**{f.say('h.totals')}**", ""]
+    lines += _table(
+        [f.say("col.totals"), f.say("col.a"), f.say("col.b"), f.say("col.delta")],
+        [(f.say(f"tot.{name}"), "" if a is None else str(a), "" if b is None else str(b), d) for name, a, b, d in rows],
+    )
+    census = census_lines(result, f)
+    if census:
+        lines += ["", f.say("census.intro", attr=f.code("hw_classification")), ""] + [f"- {line}" for line in census]
+    found = runtime_lines(result, f)
+    if found:
+        lines += [""] + [f"- {line}" for line in found]
+    filtered = filter_lines(result, f)
+    if filtered:
+        lines += ["", filtered[0], ""] + [f"- {line}" for line in filtered[1:]]
+    return lines
+
+
 _SECTIONS = {
     "background": _section_background,
     "environment": _section_environment,
@@ -334,7 +347,8 @@ _SECTIONS = {
 def render(result: ABResult, lang: str = "en") -> str:
     """The A/B report as GitHub-flavoured Markdown in `lang` ("en" or "zh")."""
     f = MarkdownFmt(lang)
-    lines = [f"## {f.say('title', verdict=f.verdict(result.verdict))}", "", verdict_line(result, f)]
+    lines = [f"## {f.say('title', verdict=f.verdict(result.verdict))}", "", verdict_line(result, f), ""]
+    lines += lead(result, f)
     for name in SECTION_ORDER[lang]:
         lines += [""] + _SECTIONS[name](result, f)
     return visible_controls("\n".join(lines)).rstrip() + "\n"

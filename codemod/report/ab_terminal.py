@@ -7,7 +7,41 @@ import shlex
 
 from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Category, Outcome, TestComparison, Verdict
 
+from .ab_coverage import census_lines, filter_lines, runtime_lines, totals_rows
 from .ab_facts import QUIET, compact_signature, failure_groups, middle_truncate
+from .ab_fmt import Fmt
+
+
+class PlainFmt(Fmt):
+    """Plain text: the terminal shows text and code as they are."""
+
+    def text(self, s: str) -> str:
+        return s
+
+    def code(self, s: str) -> str:
+        return s
+
+    def strong(self, s: str) -> str:
+        return s
+
+
+def lead_lines(result: ABResult) -> list[str]:
+    """The counts of A and B side by side, the census, its findings, the label filter."""
+    f = PlainFmt("en")
+    rows = totals_rows(result)
+    widths = [max(len(f.say("tot." + name)), 4) for name, *_ in rows]
+    out = ["Tests   " + "  ".join(f.say("tot." + name).rjust(w) for (name, *_), w in zip(rows, widths, strict=True))]
+    for label, index in (("A", 1), ("B", 2), ("B-A", 3)):
+        cells = ["" if row[index] is None else str(row[index]) for row in rows]
+        out.append(f"  {label:6}" + "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+    census = census_lines(result, f)
+    if census:
+        out.append("Census (hw_classification at run time): " + "; ".join(census))
+    out += runtime_lines(result, f)
+    filtered = filter_lines(result, f)
+    out += filtered[:1] + ["  " + line for line in filtered[1:]]
+    return out
+
 
 _VERDICT_COLOUR = {Verdict.SAFE: "32", Verdict.REGRESSION: "31", Verdict.INCONCLUSIVE: "33"}
 
@@ -137,6 +171,7 @@ def render(
     if result.shard:
         meta.append(f"shard {result.shard}")
     out.append("  ".join(meta))
+    out += lead_lines(result)
     counts = ", ".join(f"{c} {result.counts[c]}" for c in CATEGORIES if result.counts.get(c))
     out.append("Counts: " + (counts or "no tests"))
     rows = [t for t in result.tests if t.category not in QUIET]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Category, Verdict
+from codemod.ab.model import CATEGORIES, REGRESSING, ABResult, Category, Verdict, device_of
 
 from .ab_facts import category_counts
 from .ab_fmt import Fmt
@@ -23,6 +23,10 @@ def inconclusive_why(result: ABResult, f: Fmt) -> list[str]:
         if not arm.ran:
             why.append(f.say("reason.arm_not_run", arm=f.code(arm.name), error=f.code(arm.error or "?")))
     counts = category_counts(result)
+    if counts.get(Category.NOT_RUN_HERE):
+        here = [t.nodeid for t in result.tests if t.category == Category.NOT_RUN_HERE]
+        devices = sorted({d for n in here if (d := device_of(n))})
+        why.append(f.say("reason.not_run_here", n=counts[Category.NOT_RUN_HERE], devices=f.codes(devices)))
     if counts.get(Category.FLAKY):
         why.append(f.say("reason.flaky", n=counts[Category.FLAKY]))
     if not result.tests:
@@ -46,11 +50,26 @@ def verdict_reason(result: ABResult, f: Fmt) -> str:
     total = len(result.tests) or sum(counts.values())
     if result.verdict == Verdict.REGRESSION:
         n = sum(counts.get(c, 0) for c in REGRESSING)
-        return f.say("reason.regression", n=n, parts=count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING]))
+        parts = count_parts(f, counts, [c for c in CATEGORIES if c in REGRESSING])
+        return f.say("reason.regression", n=n, parts=parts) + not_shown(result, f)
     if result.verdict == Verdict.SAFE:
         pre = counts.get(Category.PRE_EXISTING, 0)
-        return f.say("reason.safe_pre", n=pre) if pre else f.say("reason.safe", n=total, total=total)
-    return f.say("reason.inconclusive", why=f.text(t("list.sep", f.lang)).join(inconclusive_why(result, f)))
+        said = f.say("reason.safe_pre", n=pre) if pre else f.say("reason.safe", n=total, total=total)
+        return said + not_shown(result, f)
+    why = f.text(t("list.sep", f.lang)).join(inconclusive_why(result, f))
+    return f.say("reason.inconclusive", why=why) + not_shown(result, f)
+
+
+def not_shown(result: ABResult, f: Fmt) -> str:
+    """What the verdict does not cover: the devices a widened device set adds that this
+    machine lacks, the tests whose labels do not reach them at run time."""
+    parts = []
+    if result.not_exercised:
+        parts.append(f.say("reason.not_exercised", devices=f.codes(result.not_exercised)))
+    unclassified = sum(r.tests for r in result.runtime)
+    if unclassified:
+        parts.append(f.say("reason.runtime", n=unclassified))
+    return "".join(f.say("sentence.sep") + f.say("kv", k=f.strong("⚠️"), v=p) + f.say("period") for p in parts)
 
 
 def verdict_line(result: ABResult, f: Fmt) -> str:

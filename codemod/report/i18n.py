@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import i18n_coverage
+
 LANGS = ("en", "zh")
 
 _Entry = str | dict[str, str]
@@ -452,6 +454,9 @@ STRINGS: dict[str, dict[str, _Entry]] = {
     "out.timeout": {"en": "timeout", "zh": "超时"},
     "out.not-run": {"en": "not run", "zh": "未运行"},
 }
+
+
+STRINGS.update(i18n_coverage.STRINGS)
 
 
 def check_lang(lang: str) -> str:
