@@ -98,6 +98,8 @@ def instantiate_device_type_tests(generic, scope, **kwargs):
         return f
 
     attrs = {k + "_cpu": bind(v) for k, v in vars(generic).items() if k.startswith("test")}
+    # the class's other members (its hw_classification among them) come along, as the real one copies them
+    attrs.update({k: v for k, v in vars(generic).items() if not k.startswith(("test", "__"))})
     del scope[generic.__name__]
     scope[generic.__name__ + "CPU"] = type(generic.__name__ + "CPU", (unittest.TestCase,), attrs)
 '''
@@ -199,7 +201,9 @@ def test_branch_from_base_with_one_commit_title_body_and_graduation(repo):
     assert set(after[0].splitlines()) - set(before[0].splitlines()) == {
         f"{git(repo, 'rev-parse', branch).strip()} refs/heads/{branch}"}
     body = open(os.path.join(os.path.dirname(repo), "out", "hw-classification-test_alpha", "PR_BODY.md")).read()
-    assert "python test/test_alpha.py --hw-classification GENERIC -v" in body
+    # no A/B run yet: no per-file command is printed that nothing ran; the A/B command runs them
+    assert "python test/test_alpha.py" not in body
+    assert "--test-plan --markdown ab.md" in body and "runs each file's command in B and lists it here" in body
     assert "pytorch/pytorch#185590" in body
 
 
@@ -259,7 +263,7 @@ def test_allow_dirty_keeps_unrelated_changes_out_and_in_place(repo):
 def test_dry_run_changes_nothing(repo):
     before = snapshot(repo)
     code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--group-size", "2", "--dry-run")
-    assert code == 0, out
+    assert code == 1, out   # test_mixed is left for manual work: the code the real run exits with
     assert "would create branch hw-classification/sub-test_gamma-and-1-more" in out
     assert "+    hw_classification = HardwareClassification.GENERIC" in out
     assert "skip test/test_mixed.py: needs manual work" in out
@@ -452,7 +456,7 @@ def test_the_base_commits_linter_gates_what_is_committed_and_graduated(repo):
     git(repo, "commit", "-qm", "the checkout's linter")
     code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--limit", "3", "--group-size", "5",
                          "--no-ab", "--branch", "gated", "--python", sys.executable)
-    assert code == 0, out
+    assert code == 1, out   # test_beta (rejected) and test_mixed are left for manual work
     changed = git(repo, "diff", "--name-only", "gated^", "gated").split()
     assert "test/test_beta.py" not in changed and "test/test_alpha.py" in changed
     assert "test/test_beta.py" in json.loads(blob(repo, "gated", ALLOWLIST))  # not graduated
@@ -497,7 +501,7 @@ def test_configured_excludes_keep_allowlisted_files_out_reported_as_excluded(rep
     git(repo, "commit", "-qm", "exclude a folder")
     code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--group-size", "5", "--no-ab",
                          "--branch", "batch")
-    assert code == 0, out
+    assert code == 1, out   # test_mixed is left for manual work
     assert "1 file(s) excluded by a pattern (listed in the batch summary)" in out
     changed = git(repo, "diff", "--name-only", "batch^", "batch").split()
     assert "test/sub/test_gamma.py" not in changed and "test/test_alpha.py" in changed

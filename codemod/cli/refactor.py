@@ -151,8 +151,9 @@ def refactor(**params: Any) -> None:
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
 
     Your checkout is never touched (the work happens in a temporary linked work tree); nothing
-    is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left or a branch whose base moved;
-    2 usage/input error; 3 INCONCLUSIVE.
+    is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left (a file skipped for it, too; or a
+    graduated file whose tests run unclassified) or a branch whose base moved; 2 usage/input
+    error; 3 INCONCLUSIVE. --dry-run exits as the real run would, but for the verdicts.
     """
     from codemod.ab import processes as _procs
 
@@ -198,13 +199,13 @@ def refactor(**params: Any) -> None:
             err=True,
         )
         sys.exit(143 if e.signame == "SIGTERM" else 130)
-    if opts.dry_run:
+    if opts.dry_run:  # the code the real run would exit with (but for the A/B verdicts it cannot know)
         _print_plan(outcome, outcome.plans)
-        sys.exit(1 if outcome.manual_left else 0)
+        sys.exit(outcome.exit_code())
     if not outcome.branches:
         reasons = [f"{s.path}: {s.reason}" for s in outcome.skipped + outcome.excluded]
         click.echo("nothing to refactor: " + "; ".join(reasons))
-        sys.exit(outcome.exit_code() or (1 if outcome.skipped else 0))
+        sys.exit(outcome.exit_code())
     _report(outcome, current)
     sys.exit(outcome.exit_code())
 

@@ -17,7 +17,7 @@ from typing import Any
 from codemod.ab.model import ABResult
 from codemod.engine.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
 from codemod.engine.process import run_files
-from codemod.engine.result import FAILED, UNCHANGED, FileStatus, Mode
+from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, UNCHANGED, FileStatus, Mode
 from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
@@ -88,6 +88,9 @@ class BranchRecord:
     note: str = ""
     pr_body: str = ""
     reports: dict[str, str] = field(default_factory=dict)
+    # files the commit graduated whose tests the A/B run saw run unclassified (the census):
+    # "path: Class, Class"; manual work, said in the PR body
+    unclassified: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,7 +124,8 @@ class Outcome:
         verdicts = {b.verdict for b in self.branches}
         if BranchStatus.CONFLICT in statuses or any(s.status == FAILED for s in self.skipped):
             return 2  # a branch in the way, or a file that cannot be read or parsed
-        if "REGRESSION" in verdicts or BranchStatus.BASE_MOVED in statuses or self.manual_left:
+        unclassified = any(b.unclassified for b in self.branches)
+        if "REGRESSION" in verdicts or BranchStatus.BASE_MOVED in statuses or self.manual_left or unclassified:
             return 1
         return 3 if "INCONCLUSIVE" in verdicts else 0
 
@@ -258,6 +262,7 @@ def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: d
         confirm=ab.confirm,
         jobs=opts.jobs or os.cpu_count() or 1,
         mapping=mapping,  # restructured tests compared with their old selves
+        test_plan=True,  # the PR body's Test Plan: each command, run in B
     )
     try:
         return _run.run_ab(ropts)
@@ -301,6 +306,10 @@ def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str
         opts.say(f"A/B: {rec.branch} against {rec.base[:12]}")
         result = _run_ab(wt, rec.files, rec.base, opts, _plan.test_map(facts.files))
         rec.verdict = result.verdict
+        graduated = {p.path for p in facts.files if p.graduated_from}
+        rec.unclassified = [f"{r.file}: {', '.join(r.classes)}" for r in result.runtime if r.file in graduated]
+        if rec.unclassified:
+            rec.note = "runs unclassified at run time, although graduated: " + "; ".join(rec.unclassified)
     rec.pr_body, rec.reports = write_outputs(os.path.join(out, _plan.branch_slug(rec.branch)), result, facts, opts.lang)
 
 
@@ -412,6 +421,11 @@ def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
     )
 
 
+def _left_for_manual(p: _plan.FilePlan | None) -> bool:
+    """A skipped file that needs a human (not one with nothing to do, nor one that failed)."""
+    return p is not None and not p.doable and (bool(p.manual) or p.status in (CHANGED, ALREADY, NEEDS_MANUAL))
+
+
 def _branch_name(opts: Options, group: list[str], index: int, count: int) -> str:
     if opts.branch:
         return opts.branch if count == 1 else f"{opts.branch}-{index + 1}"
@@ -440,7 +454,10 @@ def run(repo: Repo, opts: Options) -> Outcome:
         records.append(BranchRecord(branch=name, files=group, base=base, status=BranchStatus.WOULD_CREATE))
     if len({r.branch for r in records}) != len(records):
         raise RefactorError("two groups would get the same branch name: pass distinct --branch names")
-    outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g)
+    # manual work left: in the files picked, and the files skipped for it (a dry run says so too)
+    outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g) + sum(
+        1 for s in plan.skipped if _left_for_manual(plans.get(s.path))
+    )
     if opts.dry_run:
         for rec in records:
             head = repo.branch_head(rec.branch)

@@ -22,10 +22,12 @@ from codemod.engine import linter_gate
 from codemod.engine.process import run_files
 from codemod.engine.result import ALREADY, CHANGED, FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
 from codemod.refactor.gitrepo import Repo
-from transforms.core.base import Severity, Transform
+from transforms.core.base import Finding, Severity, Transform
 
 TRACKING_ISSUE = "pytorch/pytorch#185590"
-TITLE_PREFIX = "[Testcase Refactoring] Add hw_classification in "
+TITLE_MARK = "[Testcase Refactoring] "  # how every commit (and PR) title of the refactor starts
+TITLE_PREFIX = TITLE_MARK + "Add hw_classification in "
+ALLOWLIST_TITLE = TITLE_MARK + "Remove {files} from the test linter allowlist"
 MAX_TITLE = 100
 # torch.load findings that are edits (the rest say why a call was left alone).
 LOAD_EDITS = ("torch-load/weights-only-false", "torch-load/safe-globals", "torch-load/fallback")
@@ -92,6 +94,11 @@ class FilePlan:
         return self.status in (CHANGED, ALREADY) and self.fully_classified and not self.manual
 
     @property
+    def allowlist_only(self) -> bool:
+        """Nothing in the file changes: the branch only removes it from the allowlist."""
+        return bool(self.graduated_from) and not (self.labels or self.loads or self.moves or self.restructured)
+
+    @property
     def skip_reason(self) -> str:
         if self.doable:
             return ""
@@ -124,6 +131,8 @@ def from_result(path: str, fr: FileResult) -> FilePlan:
         elif x.rule == "hw/needs-manual" or x.rule == "hw/refused":
             reason = _one_line(x.message).removeprefix(f"{x.cls}: ")
             plan.manual.append(ManualClass(cls=x.cls or "?", line=x.line, reason=reason, fits=_one_line(x.fix or "")))
+        elif x.rule in BROKEN_LABEL or (x.rule == "hw/already-disagrees" and x.data.get("violations")):
+            plan.manual.append(_broken_label(x))
         elif x.rule in LOAD_EDITS:
             plan.loads.append(LoadEdit(line=x.line, message=_one_line(x.message)))
         elif x.rule == "restructure/moves":
@@ -148,9 +157,49 @@ def from_result(path: str, fr: FileResult) -> FilePlan:
             )
         elif x.rule.startswith("restructure/") and x.severity != Severity.ERROR:
             plan.restructured.append(_one_line(x.message))
-    if fr.manual and not plan.manual:  # e.g. a torch.load call left for a human
-        plan.manual.append(ManualClass(cls="torch.load", line=0, reason=f"{fr.manual} call(s) left for manual work"))
+    left = fr.manual - len(plan.manual)
+    if left > 0:  # the transforms counted manual work no finding above explains: say which findings
+        plan.manual.append(_unexplained(fr, left))
     return plan
+
+
+BROKEN_LABEL = ("hw/invalid-label",)
+
+
+def _broken_label(x: Finding) -> ManualClass:
+    """A class that already carries a label breaking its rules: the label, the rules, why."""
+    violations = [v for vs in (x.data.get("violations") or {}).values() for v in vs]
+    if not violations:  # a label the linter does not read as one: its [hw_classification] rule
+        reason = "its existing label breaks the linter's [hw_classification] rule: " + _one_line(
+            x.message
+        ).removeprefix(f"{x.cls}: ")
+        return ManualClass(cls=x.cls or "?", line=x.line, reason=reason, fits="fix the label by hand")
+    value = violations[0].get("value", "?")
+    rules = ", ".join(dict.fromkeys(f"[{v.get('rule', '?')}]" for v in violations))
+    reason = f"its existing label {value} breaks the linter's {rules} rule(s): " + "; ".join(
+        _one_line(v.get("message", "")) for v in violations
+    )
+    return ManualClass(
+        cls=x.cls or "?", line=x.line, reason=reason, fits=_one_line(x.fix or "") or "fix the label by hand"
+    )
+
+
+def _unexplained(fr: FileResult, n: int) -> ManualClass:
+    loads = [
+        x
+        for x in fr.findings
+        if x.rule.startswith("torch-load/") and x.rule not in LOAD_EDITS and x.severity != Severity.INFO
+    ]
+    if loads:
+        return ManualClass(
+            cls="torch.load",
+            line=loads[0].line,
+            reason=f"{n} call(s) left for manual work: " + _one_line(loads[0].message),
+        )
+    rules = sorted({x.rule for x in fr.findings if x.severity != Severity.INFO})
+    return ManualClass(
+        cls="(file)", line=0, reason=f"{n} item(s) left for manual work ({', '.join(rules) or 'no finding'})"
+    )
 
 
 def plan_at(
@@ -231,7 +280,11 @@ def branch_slug(branch: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", branch).strip("-.") or "branch"
 
 
-def commit_title(files: list[str]) -> str:
+def commit_title(files: list[str], allowlist_only: bool = False) -> str:
+    """The commit's (and the PR's) title; a branch that only removes files from the
+    allowlist says so instead of "Add hw_classification"."""
+    if allowlist_only:
+        return ALLOWLIST_TITLE.format(files=files[0] if len(files) == 1 else f"{len(files)} files")
     if len(files) == 1:
         return TITLE_PREFIX + files[0]
     listed = TITLE_PREFIX + ", ".join(files)
@@ -261,7 +314,8 @@ _BASE = re.compile(r"^Decouple-Base: (?P<sha>[0-9a-f]{40})$")
 
 
 def commit_message(files: list[FilePlan], base: str) -> str:
-    lines = [commit_title([p.path for p in files]), "", _INTRO.format(issue=TRACKING_ISSUE)]
+    only = bool(files) and all(p.allowlist_only for p in files)
+    lines = [commit_title([p.path for p in files], only), "", _INTRO.format(issue=TRACKING_ISSUE)]
     for p in files:
         lines += ["", p.path]
         lines += [f"- {c.cls} = {c.value} (line {c.line}): {c.evidence}" for c in p.labels]
@@ -294,7 +348,7 @@ def parse_commit_message(message: str) -> CommitFacts | None:
     """The facts `commit_message` wrote; None for a commit `decouple refactor` did not make."""
     lines = message.splitlines()
     base = next((m["sha"] for m in map(_BASE.match, lines) if m), None)
-    if not lines or not lines[0].startswith(TITLE_PREFIX) or base is None:
+    if not lines or not lines[0].startswith(TITLE_MARK) or base is None:
         return None
     files: list[FilePlan] = []
     for line in lines[1:]:

@@ -32,6 +32,9 @@ _S = {
         "refactor{loads}{grad}.",
         "summary.loads": ", makes {n} `torch.load` call(s) explicit",
         "summary.grad": " and removes {n} file(s) from the test linter allowlist",
+        "summary.allowlist": "Removes {files} from the test linter allowlist ({allowlist}): every test class in it "
+        "already carries a `hw_classification` the linter accepts, so the linter now checks it. No test source "
+        "changes.",
         "changes": "Changes",
         "col.class": "Class",
         "col.value": "Value",
@@ -44,15 +47,23 @@ _S = {
         "col.before": "Before",
         "col.after": "After",
         "map": "The A/B run compared each moved test with its old self under this test-id map "
-        "(`test-map.json`, for `decouple ab --map-file`):",
+        "(`test-map.json`, attached to this PR: `decouple refactor` writes it next to PR_BODY.md; "
+        "for `decouple ab --map-file`):",
         "no.labels": "No class needed a label (already labelled).",
         "manual": "Still needs manual work",
         "manual.none": "None: every test class in these files carries a label the linter accepts.",
         "manual.item": "{where} (line {line}): {reason}",
         "manual.fits": "fitting restructuring: {fits}",
+        "manual.runtime": "{where}: {classes} run unclassified at run time (the source labels {labelled}): the "
+        "allowlist entry is removed, but PyTorch's `--hw-classification` filter drops these tests",
         "plan": "Test Plan",
-        "plan.text": "Each file under the label filter, then the A/B comparison of the original and the modified "
+        "plan.text": "Each file as its tree runs it, then the A/B comparison of the original and the modified "
         "files (same interpreter, per-test outcomes compared):",
+        "plan.ran": "What each command printed when the A/B run ran it in B:",
+        "plan.result": "{file}: {summary} (exit {rc})",
+        "plan.not_run": "{file}: {note}",
+        "plan.pending": "The A/B run with `--test-plan` runs each file's command in B and lists it here with what it "
+        "printed.",
         "ab": "A/B verification",
         "ab.pending": "Not run yet: run the `decouple ab` command above on the machine that matters, then "
         "`decouple pr-body --ab ab.json` writes the verdict here.",
@@ -67,6 +78,8 @@ _S = {
         "summary.text": "为测试解耦重构在 {files} 个文件中的 {n} 个测试类添加 `hw_classification`{loads}{grad}。",
         "summary.loads": "，将 {n} 处 `torch.load` 调用改为显式",
         "summary.grad": "，并将 {n} 个文件移出测试 linter 白名单",
+        "summary.allowlist": "将 {files} 移出测试 linter 白名单（{allowlist}）：其中每个测试类都已带有 linter 接受的 "
+        "`hw_classification`，linter 现在会检查它。测试源码没有改动。",
         "changes": "改动",
         "col.class": "测试类",
         "col.value": "取值",
@@ -78,15 +91,21 @@ _S = {
         "col.test": "测试",
         "col.before": "之前",
         "col.after": "之后",
-        "map": "A/B 运行按以下测试 ID 映射把每个移动过的测试与其原测试比较（`test-map.json`，供 "
-        "`decouple ab --map-file` 使用）：",
+        "map": "A/B 运行按以下测试 ID 映射把每个移动过的测试与其原测试比较（`test-map.json`，作为附件随本 PR "
+        "提供：`decouple refactor` 将其写在 PR_BODY.md 旁边；供 `decouple ab --map-file` 使用）：",
         "no.labels": "没有需要添加标签的类（已有标签）。",
         "manual": "仍需人工处理",
         "manual.none": "无：这些文件中的每个测试类都带有 linter 接受的标签。",
         "manual.item": "{where}（第 {line} 行）：{reason}",
         "manual.fits": "适用的重构方式：{fits}",
+        "manual.runtime": "{where}：{classes} 在运行时未分类（源码中带标签的是 {labelled}）：白名单条目已移除，"
+        "但 PyTorch 的 `--hw-classification` 过滤会丢弃这些测试",
         "plan": "测试计划",
-        "plan.text": "按标签过滤运行每个文件，然后用同一解释器对比原始文件与修改后文件（逐个测试比较结果）：",
+        "plan.text": "按目录树的方式运行每个文件，然后用同一解释器对比原始文件与修改后文件（逐个测试比较结果）：",
+        "plan.ran": "A/B 运行在 B 组中执行各命令时的输出：",
+        "plan.result": "{file}：{summary}（退出码 {rc}）",
+        "plan.not_run": "{file}：{note}",
+        "plan.pending": "带 `--test-plan` 的 A/B 运行会在 B 组中执行每个文件的命令，并在此列出其输出。",
         "ab": "A/B 验证",
         "ab.pending": "尚未运行：请在目标机器上运行上面的 `decouple ab` 命令，然后用 "
         "`decouple pr-body --ab ab.json` 把结论写入此处。",
@@ -112,7 +131,7 @@ def ab_command(facts: CommitFacts, result: ABResult | None, files: list[str]) ->
         args += ["--diag", f"{name}:" + ",".join(f"{k}={v}" for k, v in d.variables.items())]
     if any(p.moves for p in facts.files):
         args += ["--map-file", "test-map.json"]
-    args += ["--markdown", "ab.md", "--html", "ab.html", "--json", "ab.json"]
+    args += ["--test-plan", "--markdown", "ab.md", "--html", "ab.html", "--json", "ab.json"]
     return " ".join(shlex.quote(x) for x in args)
 
 
@@ -128,6 +147,7 @@ def _signature(c, f: md.MarkdownFmt) -> str:
 
 def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
     lines = [f"## {s['ab']}", "", verdict_line(result, f), ""]
+    lines += md.lead(result, f) + [""]
     counts = category_counts(result)
     lines += _table([f.say("col.category"), f.say("col.count")], [[f.category(c), str(n)] for c, n in counts.items()])
     tests = interesting_tests(result)
@@ -166,28 +186,24 @@ def _ab_section(result: ABResult, f: md.MarkdownFmt, s: dict) -> list[str]:
     return lines
 
 
-def compose(facts: CommitFacts, result: ABResult | None, lang: str = "en") -> str:
-    """The PR body in `lang` ("en" or "zh"). Without an A/B result the verification section
-    says how to produce one."""
-    s = _S[lang]
-    f = md.MarkdownFmt(lang)
-    labels = [(p, c) for p in facts.files for c in p.labels]
-    loads = sum(len(p.loads) for p in facts.files)
-    graduated = [p for p in facts.files if p.graduated_from]
+def _summary(facts: CommitFacts, f: md.MarkdownFmt, s: dict) -> list[str]:
     files = [p.path for p in facts.files]
-
-    lines = [f"## {s['summary']}", ""]
-    lines.append(
-        s["summary.text"].format(
-            n=len(labels),
+    graduated = [p for p in facts.files if p.graduated_from]
+    if facts.files and all(p.allowlist_only for p in facts.files):
+        text = s["summary.allowlist"].format(files=f.codes(files), allowlist=f.code(graduated[0].graduated_from))
+    else:
+        loads = sum(len(p.loads) for p in facts.files)
+        text = s["summary.text"].format(
+            n=sum(len(p.labels) for p in facts.files),
             files=len(files),
             loads=s["summary.loads"].format(n=loads) if loads else "",
             grad=s["summary.grad"].format(n=len(graduated)) if graduated else "",
         )
-    )
-    lines += ["", s["tracking"].format(issue=TRACKING_ISSUE)]
+    return [f"## {s['summary']}", "", text, "", s["tracking"].format(issue=TRACKING_ISSUE)]
 
-    lines += ["", f"## {s['changes']}"]
+
+def _changes(facts: CommitFacts, f: md.MarkdownFmt, s: dict) -> list[str]:
+    lines = ["", f"## {s['changes']}"]
     for p in facts.files:
         lines += ["", f"### {f.code(p.path)}", ""]
         if p.labels:
@@ -217,27 +233,62 @@ def compose(facts: CommitFacts, result: ABResult | None, lang: str = "en") -> st
                 )
         if p.graduated_from:
             lines += ["", s["graduated"].format(allowlist=f.code(p.graduated_from))]
+    return lines
 
-    lines += ["", f"## {s['manual']}", ""]
+
+def _manual(facts: CommitFacts, result: ABResult | None, f: md.MarkdownFmt, s: dict) -> list[str]:
+    """What a human still has to do: the classes no label fits, and (from the A/B run) the
+    files whose tests run unclassified although their source is labelled."""
+    lines = ["", f"## {s['manual']}", ""]
     manual = [(p, m) for p in facts.files for m in p.manual]
-    if not manual:
+    runtime = result.runtime if result is not None else []
+    if not manual and not runtime:
         lines.append(s["manual.none"])
     for p, m in manual:
         item = s["manual.item"].format(where=f.code(f"{p.path}::{m.cls}"), line=m.line, reason=f.text(m.reason))
         lines.append(f"- {item}")
         if m.fits:
             lines.append("  " + s["manual.fits"].format(fits=f.text(m.fits)))
+    for r in runtime:
+        item = s["manual.runtime"].format(
+            where=f.code(r.file), classes=f.codes(r.classes), labelled=f.codes(r.labelled)
+        )
+        lines.append(f"- {item}")
+    return lines
 
-    lines += ["", f"## {s['plan']}", "", s["plan.text"], "", "```sh"]
-    for p in facts.files:
-        values = sorted({c.value for c in p.labels})
-        flag = f" --hw-classification {' '.join(values)}" if values else ""
-        lines.append(f"python {shlex.quote(p.path)}{flag} -v")
+
+def _test_plan(facts: CommitFacts, result: ABResult | None, f: md.MarkdownFmt, s: dict) -> list[str]:
+    """The commands that run each file as its tree runs it (those the A/B run ran in B, with
+    what they printed), then the A/B command."""
+    files = [p.path for p in facts.files]
+    runs = [r for r in (result.test_plan if result is not None else []) if r.file in files]
+    lines = ["", f"## {s['plan']}", "", s["plan.text"], "", "```sh"]
+    lines += [r.command for r in runs]
     lines += [ab_command(facts, result, files), "```", ""]
+    if runs:
+        lines += [s["plan.ran"], ""]
+        for r in runs:
+            if r.returncode is None:
+                lines.append("- " + s["plan.not_run"].format(file=f.code(r.file), note=f.text(r.note)))
+            else:
+                summary = f.codes(r.summary.splitlines()) or f.text("(no summary line)")
+                lines.append("- " + s["plan.result"].format(file=f.code(r.file), summary=summary, rc=r.returncode))
+        lines.append("")
+    else:
+        lines += [s["plan.pending"], ""]
     mapping = result.mapping if result is not None else _plan.test_map(facts.files)
     if any(p.moves for p in facts.files) and mapping:
         lines += [s["map"], ""] + [f"- {f.code(old)} → {f.code(new)}" for old, new in mapping.items()] + [""]
+    return lines
 
+
+def compose(facts: CommitFacts, result: ABResult | None, lang: str = "en") -> str:
+    """The PR body in `lang` ("en" or "zh"). Without an A/B result the verification section
+    says how to produce one."""
+    s = _S[lang]
+    f = md.MarkdownFmt(lang)
+    lines = _summary(facts, f, s) + _changes(facts, f, s) + _manual(facts, result, f, s)
+    lines += _test_plan(facts, result, f, s)
     if result is not None:
         lines += _ab_section(result, f, s)
     else:
