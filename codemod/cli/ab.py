@@ -237,6 +237,8 @@ class AbRunOptions:
     fork: bool
     diagnose: bool
     diagnose_budget: float
+    test_plan: bool
+    label_filter: bool
     keep_temp: bool
     reports: ReportChoice
 
@@ -268,6 +270,8 @@ class AbRunOptions:
                 keep_temp=self.keep_temp,
                 fsync=_options.FsyncPolicy(self.fsync),
                 fork=self.fork,
+                test_plan=self.test_plan,
+                label_filter=self.label_filter,
                 **arms,
             )
             _options.parse_shard(self.shard)
@@ -381,6 +385,21 @@ class AbRunOptions:
     default=600.0,
     show_default=True,
     help="With --diagnose: seconds allowed per test file in the diagnosis run.",
+)
+@click.option(
+    "--test-plan",
+    is_flag=True,
+    help="Also run, in B, each file's Test Plan command as a PR prints it (the form its tree runs it in: "
+    "pytest with the conftest's --hw-classification, run_tests(), unittest.main(), the runner it names) and "
+    "record what it printed.",
+)
+@click.option(
+    "--label-filter/--no-label-filter",
+    "label_filter",
+    default=True,
+    show_default=True,
+    help="Where the tree's conftest.py offers --hw-classification, run B's labelled files once more under "
+    "that filter and report how many tests it keeps of how many.",
 )
 @click.option("--keep-temp", is_flag=True, hidden=True, help="Debugging: keep the temporary roots.")
 @_report_options

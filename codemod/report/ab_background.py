@@ -80,10 +80,10 @@ def change_notes(result: ABResult, f: Fmt) -> list[str]:
                 for m in fc.moves
             ]
             notes.append(f.say("changes.moved", file=f.code(fc.path), moves=f.sep().join(moves)))
-    imports = list(dict.fromkeys(i for fc in changes.files for i in fc.imports))
+    imports = sorted({i for fc in changes.files for i in fc.imports})
     if imports:
         notes.append(f.say("changes.imports", imports=f.codes(imports)))
-    extended = list(dict.fromkeys(i for fc in changes.files for i in fc.imports_extended))
+    extended = sorted({i for fc in changes.files for i in fc.imports_extended})
     if extended:
         notes.append(f.say("changes.imports_extended", imports=f.codes(extended)))
     plain = [

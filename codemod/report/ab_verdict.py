@@ -69,7 +69,7 @@ def not_shown(result: ABResult, f: Fmt) -> str:
     unclassified = sum(r.tests for r in result.runtime)
     if unclassified:
         parts.append(f.say("reason.runtime", n=unclassified))
-    return "".join(f.say("sentence.sep") + f.say("kv", k=f.strong("⚠️"), v=p) + f.say("period") for p in parts)
+    return "".join(f.say("sentence.sep") + "⚠️ " + p + f.say("period") for p in parts)
 
 
 def verdict_line(result: ABResult, f: Fmt) -> str:
