@@ -218,10 +218,11 @@ INVALID_LABEL = "invalid"
 
 @dataclass(kw_only=True)
 class Totals:
-    """One arm's counts, as pytest and reviewers quote them.  `collected` counts tests;
-    run = passed + failed + errors + xfailed + xpassed, where errors include crashes,
-    timeouts and each file that failed to collect, and skipped each module-level skip (as
-    pytest counts them): collected + those files = run + skipped + deselected + not_run."""
+    """One arm's counts, as pytest and reviewers quote them.  `collected` and `run` count
+    tests: run = passed + failed + xfailed + xpassed + the tests that errored (crashes and
+    timeouts included); `errors` also counts each file that failed to collect and `skipped`
+    each module-level skip, one each, as pytest counts them.  So collected + the skipped
+    modules = run + skipped + deselected + not_run."""
 
     collected: int = 0
     run: int = 0
@@ -255,9 +256,9 @@ class Totals:
                 t.deselected += 1
             else:
                 t.not_run += 1
+        t.run = t.passed + t.failed + t.errors + t.xfailed + t.xpassed
         t.errors += len(arm.collection_errors)
         t.skipped += len(arm.collection_skips)
-        t.run = t.passed + t.failed + t.errors + t.xfailed + t.xpassed
         return t
 
 

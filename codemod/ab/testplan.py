@@ -111,18 +111,22 @@ def command(path: str, source: str, conftest_offers: bool) -> tuple[PlanShape, l
 
 
 _SUMMARY = (
-    re.compile(r"^Ran \d+ tests? in "),
-    re.compile(r"^(OK|FAILED)\b"),
-    re.compile(r"^(\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.*|no tests ran) in [\d.]+s"),
-    re.compile(r"HW classification mode active|label filter: total="),
-    re.compile(r"error: unrecognized arguments|^[\w.]*(Error|Exception): "),
+    re.compile(r"^Ran \d+ tests? in "),  # unittest
+    re.compile(r"^(OK|FAILED)( \(.*\))?$"),
+    re.compile(r"^(\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.*|no tests ran) in [\d.]+s"),  # pytest
+    re.compile(r"HW classification mode active|label filter: total="),  # the label filter's own count
 )
+# What stopped a command that printed no summary (an import error, a refused option, a runner).
+_STOPPED = re.compile(r"error: unrecognized arguments|^[\w.]*(Error|Exception): ")
 
 
 def summary_of(output: str) -> str:
-    """The lines that say what a test command did, in order (at most six)."""
+    """The lines that say what a test command did, in order (at most six); for a command
+    that printed no summary, the error that stopped it."""
     lines = [ln.strip().removeprefix("collecting ... ").strip("= ") for ln in output.splitlines()]
     found = [ln for ln in lines if ln and any(p.search(ln) for p in _SUMMARY)]
+    if not found:
+        found = [ln for ln in lines if _STOPPED.search(ln)][-2:]
     return "\n".join(found[-6:])
 
 

@@ -326,9 +326,8 @@ def lead(result: ABResult, f: Fmt) -> list[str]:
     census = census_lines(result, f)
     if census:
         lines += ["", f.say("census.intro", attr=f.code("hw_classification")), ""] + [f"- {line}" for line in census]
-    found = runtime_lines(result, f)
-    if found:
-        lines += [""] + [f"- {line}" for line in found]
+    for line in runtime_lines(result, f):  # each a paragraph of its own (not an item of the census list)
+        lines += ["", line]
     filtered = filter_lines(result, f)
     if filtered:
         lines += ["", filtered[0], ""] + [f"- {line}" for line in filtered[1:]]
