@@ -263,3 +263,28 @@ def test_mutation_probe(name, tmp_path):
     for arm in (result.arm("A"), result.arm("B")):
         t = arm.totals
         assert t.collected + len(arm.collection_skips) == t.run + t.skipped + t.deselected + t.not_run, (arm.name, t)
+
+
+def test_markdown_escapes_without_html_entities():
+    from codemod.report.ab_markdown import MarkdownFmt
+    f = MarkdownFmt("en")
+    assert f.text("torch >= 2.6 -> a < b & c") == "torch >= 2.6 -> a < b & c"
+    assert f.text("<div> &amp; x_y *z*") == "\\<div> \\&amp; x\\_y \\*z\\*"
+    assert f.text("> not a quote") == "\\> not a quote"
+
+
+def test_junit_reports_lost_coverage_as_a_failure_whatever_b_did():
+    import xml.etree.ElementTree as ET
+
+    from codemod.ab.model import ABResult, ArmResult, Outcome, TestComparison
+    from codemod.report import ab_junit
+    skipped = Outcome(nodeid="t.py::test_x", outcome="skipped", message="not today")
+    rows = [TestComparison(nodeid="t.py::test_x", category="coverage-lost", a=Outcome(nodeid="t.py::test_x", outcome="passed"),
+                           b=skipped, note="skipped in B: not today")]
+    arms = [ArmResult(name=n, label=n, root="/r", source="x") for n in ("A", "B")]
+    xml = ET.fromstring(ab_junit.render(ABResult(verdict="REGRESSION", arms=arms, tests=rows)).split("\n", 1)[1])
+    failure = xml.find(".//testcase/failure")
+    assert failure is not None and failure.get("type") == "ab.coverage-lost"
+    assert failure.get("message") == "coverage-lost: passed in A, skipped: skipped in B: not today"
+    props = {p.get("name"): p.get("value") for p in xml.find("testsuite/properties")}
+    assert props["ab.totals.A.collected"] == "0" and "ab.totals.B.deselected" in props

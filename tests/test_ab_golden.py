@@ -11,6 +11,7 @@ the others are hand-built. After a deliberate change to the reports, regenerate 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,9 @@ def test_goldens_are_paste_ready():
         assert "decouple-ab-" not in text, golden.name
         assert "env -u" not in text, golden.name
         assert len(text) < 30_000, golden.name
+        # raw Markdown reads as the text does: no HTML entity outside the raw-HTML summaries
+        prose = "\n".join(line for line in text.splitlines() if not line.startswith("<details>"))
+        assert not re.search(r"&(?:gt|lt|amp|quot|#\d+);", prose), golden.name
         for line in text.splitlines():
             if line.startswith("| ") and "`" in line:
                 cells = [c for c in line.split(" | ")]

@@ -14,6 +14,7 @@ counts only in the stat.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 from collections.abc import Iterable
@@ -30,7 +31,9 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 def _git(args: list[str], cwd: Path) -> str:
-    proc = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True, timeout=120)
+    # GIT_OPTIONAL_LOCKS=0: reading the diff must not refresh (rewrite) the user's index
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    proc = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True, timeout=120, env=env)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
     return proc.stdout.decode("utf-8", "surrogateescape")
