@@ -257,7 +257,7 @@ def test_compare_with_map_has_nothing_missing():
                     "t.py::TestMixedCPU::test_graph_cpu": "same-skip"}
     a.outcomes["t.py::TestMixedCPU::test_graph_cpu"].outcome = "passed"  # it ran: retiring it is a loss
     rows = {r.nodeid: r.category for r in compare_arms(a, b, mapping)}
-    assert rows["t.py::TestMixedCPU::test_graph_cpu"] == "missing-in-b"
+    assert rows["t.py::TestMixedCPU::test_graph_cpu"] == "coverage-lost"
 
 
 def test_read_map_file_errors(tmp_path):

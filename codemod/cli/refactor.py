@@ -151,8 +151,8 @@ def refactor(**params: Any) -> None:
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
 
     Your checkout is never touched (the work happens in a temporary linked work tree); nothing
-    is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left (a file skipped for it, too; or a
-    graduated file whose tests run unclassified) or a branch whose base moved; 2 usage/input
+    is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left (also a file named and skipped for it;
+    or a graduated file whose tests run unclassified) or a branch whose base moved; 2 usage/input
     error; 3 INCONCLUSIVE. --dry-run exits as the real run would, but for the verdicts.
     """
     from codemod.ab import processes as _procs

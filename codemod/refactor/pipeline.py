@@ -365,6 +365,7 @@ class Plan:
     skipped: list[SkippedFile]
     excluded: list[ExcludedFile]  # not even planned: nothing edits or graduates them
     allowlist_rel: str | None
+    batch: bool  # the files are candidates (the allowlist, --limit, --group-size), not the files named
 
 
 def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
@@ -417,7 +418,12 @@ def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
             if rel in listed and plans[rel].fully_classified:
                 plans[rel].graduated_from = allowlist_rel
     return Plan(
-        groups=_groups(picked, size), plans=plans, skipped=skipped, excluded=excluded, allowlist_rel=allowlist_rel
+        groups=_groups(picked, size),
+        plans=plans,
+        skipped=skipped,
+        excluded=excluded,
+        allowlist_rel=allowlist_rel,
+        batch=batch,
     )
 
 
@@ -454,10 +460,11 @@ def run(repo: Repo, opts: Options) -> Outcome:
         records.append(BranchRecord(branch=name, files=group, base=base, status=BranchStatus.WOULD_CREATE))
     if len({r.branch for r in records}) != len(records):
         raise RefactorError("two groups would get the same branch name: pass distinct --branch names")
-    # manual work left: in the files picked, and the files skipped for it (a dry run says so too)
-    outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g) + sum(
-        1 for s in plan.skipped if _left_for_manual(plans.get(s.path))
-    )
+    # manual work left: in the files picked, and the files named (not a batch's candidates, which
+    # a batch skips by design) that were skipped for it; a dry run counts it the same way
+    outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g)
+    if not plan.batch:
+        outcome.manual_left += sum(1 for s in plan.skipped if _left_for_manual(plans.get(s.path)))
     if opts.dry_run:
         for rec in records:
             head = repo.branch_head(rec.branch)
