@@ -113,7 +113,9 @@ def command(path: str, source: str, conftest_offers: bool) -> tuple[PlanShape, l
 _SUMMARY = (
     re.compile(r"^Ran \d+ tests? in "),  # unittest
     re.compile(r"^(OK|FAILED)( \(.*\))?$"),
-    re.compile(r"^(\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.*|no tests ran) in [\d.]+s"),  # pytest
+    re.compile(
+        r"^(\d+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.*|no tests ran) in [\d.]+s"
+    ),  # pytest
     re.compile(r"HW classification mode active|label filter: total="),  # the label filter's own count
 )
 # What stopped a command that printed no summary (an import error, a refused option, a runner).
