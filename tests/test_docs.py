@@ -3,7 +3,8 @@
 - docs/check_links.py passes: links and anchors resolve, every path a page names exists, no page
   carries a to-do marker, docs/architecture.md names every module, the README is at most 250 lines.
 - docs/architecture.md's picture of the floors and its table of what each folder imports agree with
-  the folders' import graph that tests/test_architecture.py computes.
+  the folders' import graph that tests/test_architecture.py computes, and its copy of the A/B outcome
+  matrix is `codemod.ab.compare.MATRIX`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 from test_architecture import IMPORTS, MODULES, PACKAGES, folder_of
+
+from codemod.ab.compare import MATRIX, OutcomeKind
 
 PROJECT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = PROJECT / "docs" / "architecture.md"
@@ -102,6 +105,38 @@ def table_errors(text: str, graph: dict[str, set[str]]) -> list[str]:
     return errors
 
 
+# The matrix cells that are functions of the two outcomes, as the page names them.
+DECIDED_CELLS = {"_failures": "*by signature*", "_crashes": "*by signal*"}
+
+
+def matrix_errors(text: str) -> list[str]:
+    """The page's outcome matrix (`| A \\ B | kinds of B ... |`, one row per kind of A) is MATRIX."""
+    lines = [line for line in section(text, "The typed models").splitlines() if line.startswith("|")]
+    start = next((i for i, line in enumerate(lines) if line.startswith("| A \\ B |")), None)
+    if start is None:
+        return ["no '| A \\ B |' outcome matrix under 'The typed models'"]
+
+    def cells(line: str) -> list[str]:
+        return [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+
+    columns = cells(lines[start])[1:]
+    errors = []
+    rows = {}
+    for line in lines[start + 2 :]:
+        row = cells(line)
+        if row[0] not in {k.value for k in OutcomeKind}:
+            break
+        rows[row[0]] = dict(zip(columns, row[1:], strict=False))
+    for a in OutcomeKind:
+        for b in OutcomeKind:
+            cell = MATRIX[a, b]
+            want = DECIDED_CELLS[cell.__name__] if callable(cell) else cell[0].value
+            got = rows.get(a.value, {}).get(b.value)
+            if got != want:
+                errors.append(f"outcome matrix ({a}, {b}): the page says {got}, MATRIX {want}")
+    return errors
+
+
 def test_check_links_passes():
     result = subprocess.run(
         [sys.executable, str(PROJECT / "docs" / "check_links.py")], capture_output=True, text=True, timeout=120
@@ -116,6 +151,14 @@ def test_the_picture_of_the_floors_matches_the_imports():
 
 def test_the_imports_table_matches_the_imports():
     assert table_errors(ARCHITECTURE.read_text(encoding="utf-8"), folder_graph()) == []
+
+
+def test_the_outcome_matrix_is_the_code_s():
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert matrix_errors(text) == []
+    # and the comparison compares: one cell changed on the page is seen
+    broken = text.replace("| `pass` | same-pass | new-failure |", "| `pass` | same-pass | fixed |")
+    assert matrix_errors(broken) == ["outcome matrix (pass, fail): the page says fixed, MATRIX new-failure"]
 
 
 def test_the_graph_is_the_real_one():
