@@ -80,9 +80,8 @@ def kind(o: Outcome | None) -> OutcomeKind:
 Cell = tuple[Category, str]  # the category and its note
 
 
-def _failures(a: Outcome | None, b: Outcome | None) -> Cell:
+def _failures(a: Outcome, b: Outcome) -> Cell:
     """Both fail: as identical as their signatures."""
-    assert a is not None and b is not None
     if a.signature is not None and a.signature == b.signature:
         return Category.PRE_EXISTING, ""
     if a.loose_signature is not None and a.loose_signature == b.loose_signature:
@@ -90,9 +89,8 @@ def _failures(a: Outcome | None, b: Outcome | None) -> Cell:
     return Category.DIFFERENT_FAILURE, ""
 
 
-def _crashes(a: Outcome | None, b: Outcome | None) -> Cell:
+def _crashes(a: Outcome, b: Outcome) -> Cell:
     """Both crash: by the same signal or not."""
-    assert a is not None and b is not None
     if a.signal == b.signal:
         return Category.PRE_EXISTING, "crashes in both"
     return Category.DIFFERENT_FAILURE, f"crashes in both ({a.signal} vs {b.signal})"
@@ -111,14 +109,11 @@ def _not_run_in_b(b: Outcome | None) -> str:
 _A_NOTES = {OutcomeValue.CRASHED: "crashed in A; ", OutcomeValue.TIMEOUT: "timeout in A; "}
 
 
-def _lost(a: Outcome | None, b: Outcome | None) -> Cell:
-    """Ran in A, not run in B: coverage lost, and how."""
-    return Category.COVERAGE_LOST, (_A_NOTES.get(a.outcome, "") if a else "") + _not_run_in_b(b)
-
-
-def _gone(a: Outcome | None, b: Outcome | None) -> Cell:
-    """Not run in A (skipped, or its file stopped), gone from B's run: a removed test."""
-    return Category.MISSING_IN_B, "" if b is None else _not_run_in_b(b)
+def _left_out_note(category: Category, a: Outcome | None, b: Outcome | None) -> str:
+    """The note of a test B no longer runs: how B leaves it out (and a crash or timeout in A)."""
+    if category == Category.MISSING_IN_B:
+        return "" if b is None else _not_run_in_b(b)
+    return (_A_NOTES.get(a.outcome, "") if a else "") + _not_run_in_b(b)
 
 
 C = Category
@@ -130,14 +125,15 @@ NOT_RUN = (K.SKIP, K.DESELECTED, K.NOTRUN, K.ABSENT)
 
 # (kind in A, kind in B) -> (category, note), or the function that decides the cells
 # that depend on more than the kinds.  tests/test_ab_compare.py checks every cell.
-MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome | None, Outcome | None], Cell]] = {
+MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome], Cell]] = {
     # a crash or a timeout in B that A did not have is its own category, whatever A did
     **{(a, K.CRASH): (C.CRASH, "") for a in K if a not in (K.CRASH, K.ABSENT)},
     **{(a, K.TIMEOUT): (C.TIMEOUT, "") for a in K if a not in (K.TIMEOUT, K.ABSENT)},
     (K.CRASH, K.CRASH): _crashes,
     (K.TIMEOUT, K.TIMEOUT): (C.PRE_EXISTING, "times out in both"),
-    # coverage: a test that ran in A and does not run in B, however B leaves it out
-    **{(a, b): _lost for a in RAN for b in NOT_RUN},
+    # coverage: a test that ran in A and does not run in B, however B leaves it out (the note,
+    # added by `categorize`, says how)
+    **{(a, b): (C.COVERAGE_LOST, "") for a in RAN for b in NOT_RUN},
     # absent from A
     **{(K.ABSENT, b): (C.ADDED_IN_B, _NEW_IN_B_NOTES.get(b, "")) for b in K if b is not K.ABSENT},
     (K.ABSENT, K.ABSENT): (C.SAME_SKIP, "absent from both arms"),
@@ -154,8 +150,8 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome | None, O
     # skipped in A
     (K.SKIP, K.SKIP): (C.SAME_SKIP, ""),
     (K.SKIP, K.NOTRUN): (C.INCONCLUSIVE, "skipped in A, never run in B (the file was stopped before it)"),
-    (K.SKIP, K.DESELECTED): _gone,
-    (K.SKIP, K.ABSENT): _gone,
+    (K.SKIP, K.DESELECTED): (C.MISSING_IN_B, ""),
+    (K.SKIP, K.ABSENT): (C.MISSING_IN_B, ""),
     (K.SKIP, K.FAIL): (C.NEW_FAILURE, "skipped in A"),
     (K.SKIP, K.PASS): (C.NEWLY_RUN, ""),
     (K.SKIP, K.XFAIL): (C.NEWLY_RUN, ""),
@@ -181,8 +177,8 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome | None, O
     (K.NOTRUN, K.NOTRUN): (C.INCONCLUSIVE, "run in neither arm (the file was stopped before it)"),
     (K.NOTRUN, K.FAIL): (C.NEW_FAILURE, "not run in A"),
     (K.NOTRUN, K.SKIP): (C.SAME_SKIP, "not run in A"),
-    (K.NOTRUN, K.DESELECTED): _gone,
-    (K.NOTRUN, K.ABSENT): _gone,
+    (K.NOTRUN, K.DESELECTED): (C.MISSING_IN_B, ""),
+    (K.NOTRUN, K.ABSENT): (C.MISSING_IN_B, ""),
     **{(K.NOTRUN, b): (C.NEWLY_RUN, "not run in A") for b in (K.PASS, K.XFAIL, K.XPASS)},
     # deselected in A: not part of A's run
     (K.DESELECTED, K.DESELECTED): (C.SAME_SKIP, "deselected in both arms"),
@@ -199,8 +195,11 @@ def categorize(a: Outcome | None, b: Outcome | None) -> Cell:
     """Category of one test and an optional note."""
     cell = MATRIX[kind(a), kind(b)]
     if callable(cell):
+        assert a is not None and b is not None  # the decided cells are failures in both arms
         cell = cell(a, b)
     cat, note = cell
+    if cat in (Category.COVERAGE_LOST, Category.MISSING_IN_B):
+        note = _left_out_note(cat, a, b)
     for side, o in (("A", a), ("B", b)):
         if o is not None and o.phase == Phase.COLLECT and o.outcome == OutcomeValue.SKIPPED and not note:
             note = f"module skipped in {side}: {o.message}" if o.message else f"module skipped in {side}"
