@@ -79,3 +79,18 @@ def test_labelled_classes_reads_every_form():
               "class B:\n    hw_classification: HardwareClassification = common_utils.HardwareClassification.CPU\n"
               "class C:\n    other = 1\n")
     assert labelled_classes(source) == ["A", "B"]
+
+
+def test_the_finding_names_the_labels_that_reach_no_test():
+    # test_inductor_freezing.py's shape: a labelled template deleted at import (its tests run
+    # in an unlabelled class), next to a labelled class whose tests do carry the label
+    from codemod.ab.coverage import runtime_findings
+    from codemod.ab.model import ArmResult, Outcome
+
+    source = ("class Template:\n    hw_classification = HardwareClassification.GENERIC\n"
+              "class Kept:\n    hw_classification = HardwareClassification.GENERIC\n")
+    outcomes = {n: Outcome(nodeid=n, outcome="passed", hw_classification=v) for n, v in (
+        ("t.py::CpuTests::test_a", None), ("t.py::CpuTests::test_b", None), ("t.py::Kept::test_c", "GENERIC"))}
+    b = ArmResult(name="B", label="B", root="/r", source="x", outcomes=outcomes)
+    (found,) = runtime_findings(b, {"t.py": source})
+    assert (found.classes, found.tests, found.labelled) == (["CpuTests"], 2, ["Template"])

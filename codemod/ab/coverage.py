@@ -136,13 +136,16 @@ def runtime_findings(b: ArmResult, sources: dict[str, str]) -> list[RuntimeFindi
     for path in sorted(by_file):
         labelled = labelled_classes(sources.get(path, ""))
         unclassified = [cls for cls, value in by_file[path] if value is None]
+        # name the labels that reach no test (the deleted template), not the ones that work
+        reached = {cls for cls, value in by_file[path] if value is not None}
+        unreached = [cls for cls in labelled if cls not in reached]
         if labelled and unclassified:
             out.append(
                 RuntimeFinding(
                     file=path,
                     classes=sorted(set(unclassified)),
                     tests=len(unclassified),
-                    labelled=labelled,
+                    labelled=unreached or labelled,
                 )
             )
     return out

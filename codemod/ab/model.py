@@ -417,7 +417,8 @@ class RuntimeFinding:
     file: str
     classes: list[str] = field(default_factory=list)  # the classes whose tests run unclassified
     tests: int = 0
-    labelled: list[str] = field(default_factory=list)  # the classes the source labels
+    # the classes the source labels whose label reaches no test run (else all it labels)
+    labelled: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
