@@ -406,6 +406,9 @@ def test_restructure_moves_recorded_mapped_in_the_ab_and_shown_in_the_pr(repo, s
     body = open(f"{folder}/PR_BODY.md").read()
     assert "Restructured before labelling" in body and "`TestMixedAccelerator`: " in body
     assert "--map-file test-map.json" in body
+    # the map is not in the branch: the body says it is attached (and where refactor wrote it)
+    assert "test-map.json" not in git(repo, "show", "--name-only", "--format=", "all")
+    assert "(`test-map.json`, attached to this PR: `decouple refactor` writes it next to PR_BODY.md" in body
     code, again = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "all")
     assert again == body
 
