@@ -103,15 +103,29 @@ class ArmSpec:
 # The variables whose value is the arm's own (the rest of an arm's environment
 # is the same in every arm, apart from a diagnostic arm's variables).
 TEMP_VARS = ("TMPDIR", "TEMP", "TMP")
-PER_ARM_VARS = ("PYTHONPYCACHEPREFIX", *TEMP_VARS)
+# The folder a process runs in, as a shell would have set them after `cd ROOT`: inherited
+# from the caller they would name the user's checkout, and a test writing to
+# os.environ["PWD"] would write there.
+CWD_VARS = ("PWD", "OLDPWD")
+PER_ARM_VARS = ("PYTHONPYCACHEPREFIX", *TEMP_VARS, *CWD_VARS)
 
 
 def sanitised_env(
-    base: dict[str, str], added: dict[str, str], pycache: Path, plugin_dir: Path, tmpdir: Path | None = None
+    base: dict[str, str],
+    added: dict[str, str],
+    pycache: Path,
+    plugin_dir: Path,
+    tmpdir: Path | None = None,
+    *,
+    cwd: Path,
 ) -> dict[str, str]:
+    """The environment of a process run in `cwd` (an arm root): `PWD` and `OLDPWD` name
+    `cwd` whatever the caller's (or `--env`) say."""
     env = {k: v for k, v in base.items() if k not in UNSET_VARS and not k.startswith("DECOUPLE_AB_")}
     env.update(FIXED_VARS)
     env.update(added)
+    for k in CWD_VARS:
+        env[k] = str(cwd)
     env["PYTHONPYCACHEPREFIX"] = str(pycache)
     if tmpdir is not None:
         # per-arm temp dir (inside the arm's temp root): the arms' temp files
@@ -256,7 +270,7 @@ def prepare_arms(
             env_added=dict(added),
             based_on=based_on,
         )
-        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp")
+        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp", cwd=spec.root)
         spec.env["DECOUPLE_AB_FSYNC"] = str(opts.fsync)
         return spec
 

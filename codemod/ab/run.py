@@ -262,11 +262,11 @@ def _start_probe(
     interpreter answers it when there is one)."""
     # (no pycache prefix for the probe: it imports only installed code, and a
     # prefix would make it recompile torch from source)
-    probe_env = _arms.sanitised_env(base_env, dict(arm_env), work / "arms" / "A" / "pycache", support)
-    probe_env.pop("PYTHONPYCACHEPREFIX", None)
-    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
     probe_dir = work / "probe"
     probe_dir.mkdir()
+    probe_env = _arms.sanitised_env(base_env, dict(arm_env), work / "arms" / "A" / "pycache", support, cwd=probe_dir)
+    probe_env.pop("PYTHONPYCACHEPREFIX", None)
+    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
     # A dedicated thread: the pool's workers are for test processes.  Niced,
     # unless --hw-classification has to wait for its answer before B starts.
     probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
@@ -442,7 +442,9 @@ def run_single_file(
         spec = ArmSpec(
             name="X", label="single", source=f"dir:{root}", root=Path(root), workdir=work, env_added=dict(env or {})
         )
-        spec.env = _arms.sanitised_env(dict(os.environ), dict(env or {}), work / "pycache", support, work / "tmp")
+        spec.env = _arms.sanitised_env(
+            dict(os.environ), dict(env or {}), work / "pycache", support, work / "tmp", cwd=Path(root)
+        )
         runner = ArmRunner(spec, python or sys.executable, timeout, file_timeout, threading.Event())
         return runner.run_file(file, list(args or [file]), only=only)
     finally:
