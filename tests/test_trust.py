@@ -62,3 +62,123 @@ def test_a_test_writing_to_pwd_or_oldpwd_writes_in_its_arm(tmp_path, fork):
     assert files_of(checkout) == before and list(elsewhere.iterdir()) == []
     result = json.loads((tmp_path / "r.json").read_text())
     assert {t["category"] for t in result["tests"]} == {"same-pass"}
+
+
+# --- repro.sh: every value from a result quoted, no newline from input, commits not refs --------
+
+RESULTS = Path(__file__).resolve().parent / "fixtures" / "ab_results"
+
+
+def _hostile_result(tmp_path: Path) -> dict:
+    """A shard result as a CI runner running the PR's code could write it."""
+    data = json.loads((RESULTS / "regression.json").read_text(encoding="utf-8"))
+    pwn = lambda name: f"touch {tmp_path / name}"  # noqa: E731
+    data["started"] = f"2026-01-01\n{pwn('via-started')}\n"
+    data["tool_version"] = f"1.0\r\n{pwn('via-tool-version')}"
+    data["python"] = f"$({pwn('via-python')})"
+    for arm in data["arms"]:
+        arm["source"] = f"dir:{tmp_path}/$({pwn('via-dir-cd')})\n{pwn('via-dir-comment')}"
+        arm["name"] = arm["name"] + f"$({pwn('via-name-' + arm['name'])})"
+        arm["extra_args"] = [f"`{pwn('via-args')}`"]
+        arm["outcomes"] = {f"--basetemp={tmp_path / 'wiped'}": next(iter(arm["outcomes"].values()))}
+    data["env_set"] = {"AB_OK": f"'\"; {pwn('via-env-value')}; \""}
+    return data
+
+
+def test_ab_merge_of_a_hostile_result_writes_a_repro_sh_that_runs_nothing_of_it(tmp_path):
+    (tmp_path / "wiped").mkdir()
+    (tmp_path / "wiped" / "keep").write_text("x")
+    shard = tmp_path / "shard.json"
+    shard.write_text(json.dumps(_hostile_result(tmp_path)))
+    out = tmp_path / "out"
+    out.mkdir()
+    code, stdout, err = cli("ab", "merge", str(shard), "--markdown", str(out / "ab.md"))
+    assert code in (0, 1, 3), err
+    script = out / "repro.sh"
+    text = script.read_text()
+    stub = tmp_path / "python"  # the interpreter the script runs: records its arguments
+    stub.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" >> {tmp_path / 'argv'}\n")
+    stub.chmod(0o755)
+    for args in ([], ["nope"], *[[a] for a in ("A", "B")]):
+        subprocess.run(["bash", str(script), *args], cwd=tmp_path, env={**os.environ, "PYTHON": str(stub)},
+                       capture_output=True, timeout=60)
+    subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, timeout=60,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHON"})
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("via-")) == []
+    assert (tmp_path / "wiped" / "keep").exists()
+    # a comment stays one line: the newlines of the result are escaped in it
+    header = text.splitlines()[1]
+    assert header.startswith("# Reproduces the A/B run started 2026-01-01\\x0atouch ") and "\\x0d\\x0a" in header
+
+
+def _committed_repo(tmp_path: Path) -> tuple[Path, str]:
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_v.py").write_text("def test_v():\n    assert 'v1'\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "v1")
+    return repo, git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_repro_sh_rebuilds_each_arm_from_the_commit_the_run_used_not_a_ref(tmp_path):
+    repo, v1 = _committed_repo(tmp_path)
+    (repo / "tests" / "test_v.py").write_text("def test_v():\n    assert 'v2'\n")
+    git(repo, "commit", "-qam", "v2")
+    v2 = git(repo, "rev-parse", "HEAD").strip()
+    out = tmp_path / "out"
+    out.mkdir()
+    code, stdout, err = cli("ab", "tests/test_v.py", "--base", "HEAD~1", "-q", "-j", "2", "--markdown",
+                            str(out / "ab.md"), "--json", str(out / "ab.json"), cwd=repo)
+    assert code == 0, stdout + err
+    arms = {a["name"]: a for a in json.loads((out / "ab.json").read_text())["arms"]}
+    assert (arms["A"]["commit"], arms["B"]["commit"]) == (v1, v2)     # B: a clean work tree is its HEAD
+    assert arms["B"]["tree"] == git(repo, "rev-parse", "HEAD^{tree}").strip()
+    # the user moves on: HEAD~1 and the work tree are other code now
+    (repo / "tests" / "test_v.py").write_text("def test_v():\n    assert 'v3'\n")
+    git(repo, "commit", "-qam", "v3")
+    (repo / "tests" / "test_v.py").write_text("def test_v():\n    assert 0, 'uncommitted'\n")
+    text = (out / "repro.sh").read_text()
+    assert f"archive {v1} -- tests" in text and f"archive {v2} -- tests" in text
+    assert [line for line in text.splitlines() if "HEAD" in line and not line.lstrip().startswith("#")] == []
+    for arm in ("A", "B"):
+        proc = subprocess.run(["bash", str(out / "repro.sh"), arm], cwd=repo, capture_output=True, text=True,
+                              env={**os.environ, "PYTHON": sys.executable}, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "1 passed" in proc.stdout
+
+
+# --- result JSON read from elsewhere: validated, refused naming the file and the field -------------
+
+@pytest.mark.parametrize("field,value,named", [
+    ("tool_version", 5, "field tool_version: expected a string"),
+    ("duration", "1.5", "field duration: expected a number"),
+    ("env_set", {"A B": "1"}, "field env_set: 'A B' is not an environment variable name"),
+    ("arms.0.commit", "HEAD", "field arms[0].commit: 'HEAD' is not a git object id"),
+    ("arms.0.outcomes", {"t.py::x": {"nodeid": "t.py::x", "outcome": "passed", "duration": True}},
+     'field arms[0].outcomes["t.py::x"].duration: expected a number, got a boolean'),
+    ("arms.1.source", None, "field arms[1].source: expected a string, got null"),
+])
+def test_merge_and_durations_refuse_a_result_that_does_not_match_the_schema(tmp_path, field, value, named):
+    data = json.loads((RESULTS / "regression.json").read_text(encoding="utf-8"))
+    *path, last = field.split(".")
+    node = data
+    for part in path:
+        node = node[int(part)] if part.isdigit() else node[part]
+    node[last] = value
+    bad = tmp_path / "shard.json"
+    bad.write_text(json.dumps(data))
+    code, out, err = cli("ab", "merge", str(bad))
+    assert code == 2 and f"{bad}: not an A/B result" in err and named in err, err
+    code, out, err = cli("ab", "t.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path), "--shard", "1/2",
+                         "--durations", str(bad))
+    assert code == 2 and f"--durations {bad}: not an A/B result" in err and named in err, err
+
+
+def test_durations_file_with_a_value_that_is_not_seconds_is_refused(tmp_path):
+    for table, value in (("files", "NaN"), ("tests", "-1"), ("tests", '"2"'), ("files", "[]")):
+        bad = tmp_path / "d.json"
+        bad.write_text(f'{{"schema": "decouple-durations-1", "{table}": {{"a.py": {value}}}}}')
+        code, out, err = cli("ab", "a.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path), "--shard", "1/2",
+                             "--durations", str(bad))
+        assert code == 2 and f"--durations {bad}: not a durations file (field {table}[\"a.py\"]" in err, err

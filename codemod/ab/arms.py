@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemod.ab import trees
-from codemod.ab.model import PYTEST_ARGS, REPRO_VARS, BaseArm
+from codemod.ab.model import PYTEST_ARGS, REPRO_VARS, BaseArm, safe_arg
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, UsageError
 from transforms.core.strenum import StrEnum
@@ -98,6 +98,8 @@ class ArmSpec:
     extra_args: list[str] = field(default_factory=list)
     based_on: BaseArm | None = None  # for diagnostic arms
     materialise_note: str = ""  # how to rebuild the root by hand
+    commit: str = ""  # the commit the root's files are ("" = not a commit): ArmResult.commit
+    tree: str = ""  # that commit's tree
 
 
 # The variables whose value is the arm's own (the rest of an arm's environment
@@ -147,11 +149,6 @@ def pythonpath_warnings(base: dict[str, str], user_roots: Iterable[Path]) -> lis
             if er == r or er.startswith(r + os.sep):
                 out.append(Notice("pythonpath-into-tree", {"entry": e, "root": str(root)}))
     return out
-
-
-def safe_arg(arg: str) -> str:
-    """A path or node id as a pytest argument: `-k_test.py` would be read as an option."""
-    return "./" + arg if arg.startswith("-") else arg
 
 
 # ---------------------------------------------------------------------------
@@ -283,11 +280,14 @@ def prepare_arms(
         try:
             if src.kind == SourceKind.GIT:
                 used = trees.materialise_git(src.root, sources.commit, sel, spec.root)
-                spec.materialise_note = git_archive_note(src.root, sources.commit, used)
+                _from_commit(spec, src.root, sources.commit, used)
                 if _has_export_attributes(spec.root):
                     warnings.append(Notice("export-attributes", arm=name))
             else:
-                trees.materialise_dir(src.root, sel, spec.root)
+                used = trees.materialise_dir(src.root, sel, spec.root)
+                head = trees.clean_head(src.root, used) if src.source == "worktree" else None
+                if head is not None:  # the work tree's files were exactly HEAD's
+                    _from_commit(spec, src.root, head, trees.present_at(src.root, head, used))
         except (trees.ArmError, OSError) as err:
             arm_errors[name] = str(err)
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -302,7 +302,7 @@ def prepare_arms(
             spec.root.mkdir(parents=True, exist_ok=True)
         else:
             trees.clone_root(base.root, spec.root)
-        spec.materialise_note = base.materialise_note
+        spec.materialise_note, spec.commit, spec.tree = base.materialise_note, base.commit, base.tree
         specs[d.name] = spec
 
     # a selected path must exist in at least one arm (a path deleted in B or
@@ -311,6 +311,12 @@ def prepare_arms(
         if p and not any((specs[n].root / p).exists() for n in ("A", "B") if n not in arm_errors):
             raise UsageError(f"{p} exists in neither arm")
     return specs, arm_errors
+
+
+def _from_commit(spec: ArmSpec, repo: Path, commit: str, used: list[str]) -> None:
+    """The arm's files are `commit`'s `used` paths: a reproduction rebuilds them from it."""
+    spec.commit, spec.tree = commit, trees.tree_of(repo, commit)
+    spec.materialise_note = git_archive_note(repo, commit, used)
 
 
 def _has_export_attributes(root: Path) -> bool:
@@ -333,7 +339,8 @@ def git_archive_note(repo: Path, commit: str, used: list[str]) -> str:
     """The shell command that rebuilds a git arm's root in ``$D``: the resolved SHA (a
     branch may move), a fresh directory; the whole commit when the import root is the top."""
     paths = "" if "" in used else " --" + "".join(f" {shlex.quote(p)}" for p in used)
-    return f'D=$(mktemp -d) && git -C {shlex.quote(str(repo))} archive {commit}{paths} | tar -x -C "$D"'
+    git = f"git -C {shlex.quote(str(repo))} --literal-pathspecs"
+    return f'D=$(mktemp -d) && {git} archive {commit}{paths} | tar -x -C "$D"'
 
 
 def repro_command(

@@ -382,6 +382,8 @@ class _Jobs:
             source=spec.source,
             env_added=dict(spec.env_added),
             extra_args=list(spec.extra_args),
+            commit=spec.commit,
+            tree=spec.tree,
         )
 
     def _command(self, name: str) -> str:

@@ -345,6 +345,32 @@ def resolve_commit(repo: Path, ref: str) -> str:
     return proc.stdout.strip()
 
 
+def tree_of(repo: Path, commit: str) -> str:
+    return _git(["rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}"], repo).stdout.strip()
+
+
+def clean_head(repo: Path, paths: list[str]) -> str | None:
+    """HEAD, when the work tree's `paths` (arm-relative, "" = everything) are exactly HEAD's:
+    no staged, unstaged or untracked (not ignored) change among them; else None."""
+    head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, check=False).stdout.strip()
+    if not head:
+        return None
+    specs = [p or "." for p in paths]
+    status = _git(
+        ["--literal-pathspecs", "status", "--porcelain", "-z", "--untracked-files=all", "--", *specs], repo, check=False
+    )
+    return head if status.returncode == 0 and not status.stdout.strip("\0") else None
+
+
+def present_at(repo: Path, commit: str, paths: list[str]) -> list[str]:
+    """The `paths` (files or folders) that `commit` has ("" = the whole commit)."""
+    if "" in paths:
+        return [""]
+    listing = _git(["--literal-pathspecs", "ls-tree", "-z", "--name-only", commit, "--", *paths], repo).stdout
+    there = set(listing.split("\0"))
+    return [p for p in paths if p in there]
+
+
 def ancestor_config_paths(common: str) -> list[str]:
     """Config files that may matter, in every directory from the root down to
     (excluding) `common` itself, which is copied whole."""

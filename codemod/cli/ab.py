@@ -437,7 +437,7 @@ def run_cmd(**params: Any) -> None:
         sys.exit(2)
     extra = []
     if args.durations_out:
-        tests = _shard.from_result(result.to_json()).tests
+        tests = _shard.from_result(result).tests
         extra.append((args.durations_out, _shard.durations_json(result.file_durations, tests)))
     _finish(result, reports, extra)
 
