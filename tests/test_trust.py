@@ -182,3 +182,28 @@ def test_durations_file_with_a_value_that_is_not_seconds_is_refused(tmp_path):
         code, out, err = cli("ab", "a.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path), "--shard", "1/2",
                              "--durations", str(bad))
         assert code == 2 and f"--durations {bad}: not a durations file (field {table}[\"a.py\"]" in err, err
+
+
+# --- two reports on one path: refused before the run ---------------------------------------------
+
+def test_two_reports_on_one_file_are_refused_before_the_run(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "link.md").symlink_to(out / "r.json")
+    (out / "r.json").write_text("kept")
+    for flags, names in (
+        (["--json", str(out / "r.json"), "--markdown", str(out / "r.json")], "--json and --markdown"),
+        (["--json", str(out / "r.json"), "--html", str(out / "link.md")], "--json and --html"),
+        (["--junit", str(out / "x.xml"), "--json", str(out / ".." / "out" / "x.xml")], "--json and --junit"),
+        (["--markdown", str(out / "ab.md"), "--json", str(out / "repro.sh")], "--json and repro.sh"),
+    ):
+        code, stdout, err = cli("ab", "merge", str(RESULTS / "regression.json"), *flags)
+        assert code == 2 and f"{names} name one file" in err, (flags, err)
+        code, stdout, err = cli("ab", "t.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path), *flags)
+        assert code == 2 and f"{names} name one file" in err and "materialised" not in err, (flags, err)
+    assert sorted(p.name for p in out.iterdir()) == ["link.md", "r.json"] and (out / "r.json").read_text() == "kept"
+    code, stdout, err = cli("ab", "merge", str(RESULTS / "regression.json"), "--durations-out", "x")
+    assert code == 2  # merge has no --durations-out (an option of the run)
+    code, stdout, err = cli("ab", "t.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path),
+                            "--json", str(out / "d.json"), "--durations-out", str(out / "d.json"))
+    assert code == 2 and "--json and --durations-out name one file" in err
