@@ -207,3 +207,96 @@ def test_two_reports_on_one_file_are_refused_before_the_run(tmp_path):
     code, stdout, err = cli("ab", "t.py", "--a-root", str(tmp_path), "--b-root", str(tmp_path),
                             "--json", str(out / "d.json"), "--durations-out", str(out / "d.json"))
     assert code == 2 and "--json and --durations-out name one file" in err
+
+
+# --- without git on PATH ----------------------------------------------------------------------------
+
+def test_without_git_the_commands_that_need_it_say_so_and_the_others_work(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_PYTHON")}
+    env["PATH"] = str(empty)
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    (tmp_path / "test_x.py").write_text(
+        "from torch.testing._internal.common_utils import TestCase\n\n\nclass TestX(TestCase):\n"
+        "    def test_x(self):\n        pass\n")
+    (tmp_path / "allow.json").write_text('["test_x.py"]\n')
+    for args, expected in (
+        (["--version"], 0),
+        (["classify", "test_x.py"], 0),
+        (["lint", "test_x.py"], 0),
+        (["apply", "--check", "--from-allowlist", "allow.json"], 1),
+        (["apply", "test_x.py"], 0),
+        (["ab", "test_ok.py", "--a-root", "a", "--b-root", "b", "-q", "-j", "1", "--python", sys.executable], 0),
+    ):
+        code, out, err = cli(*args, cwd=tmp_path, env=env)
+        assert code == expected, (args, out, err)
+    assert "hw_classification = HardwareClassification.GENERIC" in (tmp_path / "test_x.py").read_text()
+    for args in (["refactor", "test_x.py", "--no-ab"], ["pr-body"], ["ab", "test_ok.py", "--base", "HEAD"]):
+        code, out, err = cli(*args, cwd=tmp_path, env=env)
+        assert code == 2 and "git not found" in err, (args, out, err)
+
+
+# --- refactor's own commits: no hook runs, a failed commit leaves no branch -----------------------
+
+LABEL_ME = ("from torch.testing._internal.common_utils import TestCase\n\n\n"
+            "class Test{name}(TestCase):\n    def test_x(self):\n        pass\n")
+
+
+def _refactor_repo(tmp_path: Path, *names: str) -> Path:
+    repo = tmp_path / "pytorch"
+    (repo / "test").mkdir(parents=True)
+    for name in names or ("alpha",):
+        (repo / "test" / f"test_{name}.py").write_text(LABEL_ME.format(name=name.capitalize()))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "T")
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "commit.gpgsign", "false")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    return repo
+
+
+def test_no_hook_runs_in_refactors_commits(tmp_path):
+    repo = _refactor_repo(tmp_path)
+    hooks = tmp_path / "hooks"  # where the user's core.hooksPath points (as husky or pre-commit set it)
+    hooks.mkdir()
+    ran = tmp_path / "ran"
+    for hook in ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout",
+                 "reference-transaction", "post-index-change"):
+        (hooks / hook).write_text(f"#!/bin/sh\necho {hook} >> {ran}\n"
+                                  + ('echo "changed by a hook" >> "$1"\n' if hook == "prepare-commit-msg" else "")
+                                  + ("exit 1\n" if hook in ("pre-commit", "post-checkout") else ""))
+        (hooks / hook).chmod(0o755)
+    git(repo, "config", "core.hooksPath", str(hooks))
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    code, out, err = cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo, env=env)
+    assert code == 0, out + err
+    assert not ran.exists(), ran.read_text()
+    message = git(repo, "log", "-1", "--format=%B", "hw-classification/test_alpha")
+    assert "changed by a hook" not in message and message.startswith("[Testcase Refactoring]")
+
+
+@pytest.mark.parametrize("breakage", ["no-email", "signing"])
+def test_a_failed_commit_leaves_no_branch_and_the_rerun_works(tmp_path, breakage):
+    repo = _refactor_repo(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", XDG_CONFIG_HOME=str(home))
+    if breakage == "no-email":
+        git(repo, "config", "--unset", "user.email")
+        git(repo, "config", "user.useConfigOnly", "true")
+    else:
+        git(repo, "config", "commit.gpgsign", "true")
+        git(repo, "config", "gpg.program", str(tmp_path / "no-such-gpg"))
+    code, out, err = cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo, env=env)
+    assert code == 2 and "git commit failed (no branch was made)" in err, out + err
+    assert git(repo, "branch", "--list", "hw-classification/*") == ""
+    git(repo, "config", "user.email", "t@example.invalid")
+    git(repo, "config", "commit.gpgsign", "false")
+    code, out, err = cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo, env=env)
+    assert code == 0, out + err
+    assert git(repo, "rev-parse", "hw-classification/test_alpha^").strip() == git(repo, "rev-parse", "main").strip()

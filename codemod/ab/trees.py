@@ -334,7 +334,7 @@ def git_toplevel(cwd: Path) -> Path:
     try:
         proc = _git(["rev-parse", "--show-toplevel"], cwd)
     except FileNotFoundError as err:
-        raise ArmError("git is not installed") from err
+        raise ArmError("git not found: --base needs git on PATH") from err
     return Path(proc.stdout.strip())
 
 

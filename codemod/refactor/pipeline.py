@@ -465,8 +465,7 @@ def run(repo: Repo, opts: Options) -> Outcome:
                         SkippedFile(path=f, reason="nothing to change", status=UNCHANGED) for f in rec.files
                     ]
                     continue
-                wt.start_branch(rec.branch)
-                rec.head = wt.commit(changed, _plan.commit_message(file_plans, base))
+                rec.head = wt.commit_branch(rec.branch, changed, _plan.commit_message(file_plans, base))
                 rec.status = BranchStatus.CREATED
                 opts.say(f"branch {rec.branch}: {rec.head[:12]} on {base[:12]}")
             _verify(repo, wt, rec, opts, out)
