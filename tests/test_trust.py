@@ -300,3 +300,85 @@ def test_a_failed_commit_leaves_no_branch_and_the_rerun_works(tmp_path, breakage
     code, out, err = cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo, env=env)
     assert code == 0, out + err
     assert git(repo, "rev-parse", "hw-classification/test_alpha^").strip() == git(repo, "rev-parse", "main").strip()
+
+
+# --- refactor's outputs: repro.sh, one folder per branch, state.json under concurrent runs -----------
+
+STUB_COMMON_UTILS = """\
+import enum
+import unittest
+
+TestCase = unittest.TestCase
+HardwareClassification = enum.Enum("HardwareClassification", "GENERIC ACCELERATOR CPU CUDA MPS XPU")
+"""
+
+
+@pytest.fixture
+def stub_torch(tmp_path):
+    root = tmp_path / "stub"
+    for rel in ("torch/__init__.py", "torch/testing/__init__.py", "torch/testing/_internal/__init__.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("")
+    (root / "torch/testing/_internal/common_utils.py").write_text(STUB_COMMON_UTILS)
+    return ["--python", sys.executable, "--env", f"PYTHONPATH={root}", "-j", "2", "--confirm", "1"]
+
+
+def test_refactor_writes_the_repro_sh_its_reports_name_and_it_reproduces_the_branch(tmp_path, stub_torch):
+    repo = _refactor_repo(tmp_path)
+    code, out, err = cli("refactor", "test/test_alpha.py", *stub_torch, cwd=repo)
+    assert code == 0, out + err
+    folder = repo / ".decouple-out" / "hw-classification" / "test_alpha"
+    assert "```sh\nbash repro.sh A\n```" in (folder / "ab.md").read_text()
+    script = folder / "repro.sh"
+    assert os.access(script, os.X_OK)
+    arms = {a["name"]: a for a in json.loads((folder / "ab.json").read_text())["arms"]}
+    head = git(repo, "rev-parse", "hw-classification/test_alpha").strip()
+    assert arms["B"]["commit"] == head and arms["A"]["commit"] == git(repo, "rev-parse", "main").strip()
+    # the temporary work tree B ran in is gone: the script rebuilds B from the branch's commit
+    for arm in ("A", "B"):
+        proc = subprocess.run(["bash", str(script), arm], cwd=repo, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHON": sys.executable})
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_each_branch_gets_its_own_output_folder(tmp_path):
+    repo = _refactor_repo(tmp_path, "alpha", "beta", "gamma", "delta")
+    branches = {"alpha": "x/a-b", "beta": "x-a/b", "gamma": "\u4fee\u590d/t", "delta": "\u6d4b\u8bd5/t"}
+    for name, branch in branches.items():
+        code, out, err = cli("refactor", f"test/test_{name}.py", "--no-ab", "--branch", branch, cwd=repo)
+        assert code == 0, out + err
+    bodies = sorted((repo / ".decouple-out").rglob("PR_BODY.md"))
+    assert len(bodies) == 4
+    for name, branch in branches.items():
+        body = (repo / ".decouple-out" / branch / "PR_BODY.md").read_text()
+        assert f"test/test_{name}.py" in body and not any(f"test/test_{o}.py" in body for o in branches if o != name)
+    state = json.loads((repo / ".decouple-out" / "state.json").read_text())
+    assert sorted(b["branch"] for b in state["branches"]) == sorted(branches.values())
+
+
+def test_two_concurrent_refactor_runs_keep_both_branches_in_state_json(tmp_path, stub_torch):
+    flag = tmp_path / "go"
+    repo = _refactor_repo(tmp_path, "beta")
+    waits = (f"    def test_x(self):\n        import os, time\n        end = time.time() + 120\n"
+             f"        while not os.path.exists({str(flag)!r}) and time.time() < end:\n            time.sleep(0.05)\n")
+    (repo / "test" / "test_alpha.py").write_text(LABEL_ME.format(name="Alpha").split("    def test_x")[0] + waits)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "alpha waits")
+    first = subprocess.Popen([sys.executable, "-m", "codemod", "refactor", "test/test_alpha.py", *stub_torch],
+                             cwd=repo, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        assert first.stderr is not None
+        for line in first.stderr:  # the first run has read state.json and committed; its A/B waits
+            if line.startswith("A/B: hw-classification/test_alpha"):
+                break
+        code, out, err = cli("refactor", "test/test_beta.py", "--no-ab", cwd=repo)
+        assert code == 0, out + err
+    finally:
+        flag.write_text("go")
+        stdout, stderr = first.communicate(timeout=600)
+    assert first.returncode == 0, stdout + stderr
+    state = json.loads((repo / ".decouple-out" / "state.json").read_text())
+    assert sorted(b["branch"] for b in state["branches"]) == ["hw-classification/test_alpha",
+                                                              "hw-classification/test_beta"]
+    assert not [p for p in (repo / ".decouple-out").iterdir() if p.name.endswith((".tmp", ".decouple-tmp"))]

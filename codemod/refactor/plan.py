@@ -227,10 +227,6 @@ def default_branch(files: list[str]) -> str:
     return f"hw-classification/{slug}"
 
 
-def branch_slug(branch: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", branch).strip("-.") or "branch"
-
-
 def commit_title(files: list[str]) -> str:
     if len(files) == 1:
         return TITLE_PREFIX + files[0]
