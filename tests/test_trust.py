@@ -382,3 +382,47 @@ def test_two_concurrent_refactor_runs_keep_both_branches_in_state_json(tmp_path,
     assert sorted(b["branch"] for b in state["branches"]) == ["hw-classification/test_alpha",
                                                               "hw-classification/test_beta"]
     assert not [p for p in (repo / ".decouple-out").iterdir() if p.name.endswith((".tmp", ".decouple-tmp"))]
+
+
+# --- pr-body: the result must be the branch's -------------------------------------------------------
+
+def test_pr_body_refuses_a_result_that_is_not_the_branchs_unless_forced(tmp_path, stub_torch):
+    repo = _refactor_repo(tmp_path, "alpha", "beta")
+    for name in ("alpha", "beta"):
+        assert cli("refactor", f"test/test_{name}.py", "--no-ab", cwd=repo)[0] == 0
+    git(repo, "checkout", "-q", "hw-classification/test_alpha")
+    ab_json = tmp_path / "ab.json"
+    code, out, err = cli("ab", "test/test_alpha.py", "--base", "main", "--json", str(ab_json), "-q", *stub_torch,
+                         cwd=repo)
+    assert code == 0, out + err
+    code, body, err = cli("pr-body", "--ab", str(ab_json), "--branch", "hw-classification/test_alpha", cwd=repo)
+    assert code == 0 and "## A/B verification" in body, err
+    code, body, err = cli("pr-body", "--ab", str(ab_json), "--branch", "hw-classification/test_beta", cwd=repo)
+    assert code == 2 and body == "", err
+    assert f"{ab_json} is not the A/B result of hw-classification/test_beta" in err
+    assert "it ran test/test_alpha.py, the branch changes test/test_beta.py" in err and "its arm B is the tree" in err
+    code, body, err = cli("pr-body", "--ab", str(ab_json), "--branch", "hw-classification/test_beta", "--force",
+                          cwd=repo)
+    assert code == 0 and "## A/B verification" in body and "warning" in err and "(--force)" in err
+    # another base: main moved on; and a B with uncommitted changes is no commit at all
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("later\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "later")
+    git(repo, "checkout", "-q", "hw-classification/test_alpha")
+    (repo / "test" / "test_alpha.py").write_text((repo / "test" / "test_alpha.py").read_text() + "# local\n")
+    code, out, err = cli("ab", "test/test_alpha.py", "--base", "main", "--json", str(ab_json), "-q", *stub_torch,
+                         cwd=repo)
+    assert code == 0, out + err
+    code, body, err = cli("pr-body", "--ab", str(ab_json), "--branch", "hw-classification/test_alpha", cwd=repo)
+    assert code == 2 and "its arm A is" in err and "the branch's base is" in err
+    assert "its arm B is not a commit (changes in the work tree)" in err
+
+
+def test_pr_body_into_a_missing_folder_is_refused_before_anything(tmp_path):
+    repo = _refactor_repo(tmp_path)
+    assert cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo)[0] == 0
+    target = tmp_path / "no" / "such" / "PR_BODY.md"
+    code, out, err = cli("pr-body", "--branch", "hw-classification/test_alpha", "-o", str(target), cwd=repo)
+    assert code == 2 and f"cannot write {target}: folder {target.parent} does not exist" in err
+    assert not (tmp_path / "no").exists()
