@@ -426,3 +426,22 @@ def test_pr_body_into_a_missing_folder_is_refused_before_anything(tmp_path):
     code, out, err = cli("pr-body", "--branch", "hw-classification/test_alpha", "-o", str(target), cwd=repo)
     assert code == 2 and f"cannot write {target}: folder {target.parent} does not exist" in err
     assert not (tmp_path / "no").exists()
+
+
+# --- apply: an allowlist names files of its repository only ------------------------------------------
+
+@pytest.mark.parametrize("entry", ["../outside/test_v.py", "ABSOLUTE", "test/test_link.py"])
+def test_apply_from_allowlist_refuses_an_entry_outside_the_repository(tmp_path, entry):
+    repo = _refactor_repo(tmp_path)
+    victim = tmp_path / "outside" / "test_v.py"
+    victim.parent.mkdir()
+    victim.write_text(LABEL_ME.format(name="V"))
+    (repo / "test" / "test_link.py").symlink_to(victim)
+    entry = str(victim) if entry == "ABSOLUTE" else entry
+    allow = repo / "allow.json"
+    allow.write_text(json.dumps(["test/test_alpha.py", entry]) + "\n")
+    before = files_of(tmp_path)
+    for args in (["apply", "--from-allowlist", str(allow), "--graduate"], ["classify", "--from-allowlist", str(allow)]):
+        code, out, err = cli(*args, cwd=repo)
+        assert code == 2 and f"{entry}: outside the repository" in err, err
+    assert files_of(tmp_path) == before

@@ -182,6 +182,17 @@ class Allowlist:
     def files(self) -> list[str]:
         return [os.path.join(self.root, e) for e in self.entries]
 
+    def outside(self) -> list[str]:
+        """The entries that name a file outside the repository root: absolute, climbing out
+        with `..`, or through a symlink whose target leaves it."""
+        root = os.path.realpath(self.root)
+        out = []
+        for entry in self.entries:
+            real = os.path.realpath(os.path.join(self.root, entry))
+            if os.path.isabs(entry) or os.path.commonpath([root, real]) != root:
+                out.append(entry)
+        return out
+
 
 def read_allowlist(path: str) -> Allowlist:
     try:
