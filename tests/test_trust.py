@@ -445,3 +445,43 @@ def test_apply_from_allowlist_refuses_an_entry_outside_the_repository(tmp_path, 
         code, out, err = cli(*args, cwd=repo)
         assert code == 2 and f"{entry}: outside the repository" in err, err
     assert files_of(tmp_path) == before
+
+
+# --- every process a test starts is gone when the run ends ------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is dead (only its parent may reap it)
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child subreaper is Linux's")
+@pytest.mark.parametrize("fork", ["--fork", "--no-fork"])
+def test_a_grandchild_that_calls_setsid_does_not_outlive_the_ab_run(tmp_path, fork):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    daemon = ("import os, sys, time; os.setsid(); "
+              f"open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); time.sleep(120)")
+    test = (f"import os, subprocess, sys, time\n\n\ndef test_leaves_a_daemon():\n"
+            f"    pid = subprocess.Popen([sys.executable, '-c', {daemon!r}]).pid\n"
+            f"    end = time.time() + 60\n"
+            f"    while str(pid) not in os.listdir({str(pids)!r}) and time.time() < end:\n        time.sleep(0.02)\n")
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "test_daemon.py").write_text(test)
+    try:
+        code, out, err = cli("ab", "test_daemon.py", "--a-root", "a", "--b-root", "b", "-q", "-j", "1", fork,
+                             "--confirm", "0", cwd=tmp_path)
+        assert code == 0, out + err
+        started = [int(p.name) for p in pids.iterdir()]
+        assert len(started) == 2  # one per arm
+        assert [pid for pid in started if _alive(pid)] == []
+    finally:
+        for p in pids.iterdir():
+            try:
+                os.kill(int(p.name), 9)
+            except OSError:
+                pass

@@ -44,6 +44,7 @@ from codemod.ab.model import ABResult, ArmResult, Environment
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
 from codemod.ab.processes import Interrupted, SlotPool, kill_all_children, wait_all
+from codemod.util.reaper import orphans_reaped
 
 _HERE = Path(__file__).resolve().parent
 TEMP_PREFIX = "decouple-ab-"
@@ -74,6 +75,11 @@ def _forget_pycache(work: Path) -> None:
 
 
 def run_ab(opts: RunOptions) -> ABResult:
+    with orphans_reaped():  # a test's process that left its group is killed too
+        return _run_ab(opts)
+
+
+def _run_ab(opts: RunOptions) -> ABResult:
     old = processes.install_signal_handlers()
     stop = threading.Event()
     work: Path | None = None
@@ -433,6 +439,20 @@ def run_single_file(
     For tests and tooling: no arm copy, no comparison.  `root` is the cwd and
     rootdir; nothing is written there (bytecode goes to a temp prefix).
     """
+    with orphans_reaped():
+        return _run_single_file(root, file, python, env, timeout, file_timeout, only, args)
+
+
+def _run_single_file(
+    root: str,
+    file: str,
+    python: str | None,
+    env: dict[str, str] | None,
+    timeout: float,
+    file_timeout: float,
+    only: set[str] | None,
+    args: list[str] | None,
+) -> FileRun:
     work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "single-"))
     lock = processes.claim_root(work)
     try:
