@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -485,3 +487,68 @@ def test_a_grandchild_that_calls_setsid_does_not_outlive_the_ab_run(tmp_path, fo
                 os.kill(int(p.name), 9)
             except OSError:
                 pass
+
+
+# --- Ctrl-C: exit 130, no traceback, no temporary file -----------------------------------------------
+
+def _children_of(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(name))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("command", [["apply"], ["apply", "-j", "1"], ["classify"], ["lint"]])
+def test_ctrl_c_is_exit_130_without_traceback_or_temporary_file(tmp_path, command):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    body = "".join(f"    def test_{i}(self):\n        pass\n\n" for i in range(40))
+    for i in range(1500):
+        (tree / f"test_{i:04}.py").write_text(LABEL_ME.format(name=f"N{i}").split("    def test_x")[0] + body)
+    jobs = [] if "-j" in command else ["-j", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "codemod", *command, *jobs, str(tree)], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # its own group: the SIGINT a terminal would send to it
+    try:
+        labelled = lambda: any("HardwareClassification.GENERIC" in p.read_text() for p in tree.iterdir())  # noqa: E731
+        end = time.monotonic() + 300
+        while time.monotonic() < end and proc.poll() is None:  # working: a file written, or the pool started
+            if (command == ["apply", "-j", "1"] and labelled()) or (command != ["apply", "-j", "1"]
+                                                                    and _children_of(proc.pid)):
+                break
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)
+        err = proc.communicate(timeout=300)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err, err
+    assert [p.name for p in tree.iterdir() if not p.name.endswith(".py") or p.name.startswith(".")] == []
+    for p in tree.iterdir():  # each file whole: untouched or labelled
+        compile(p.read_text(), str(p), "exec")
+
+
+def test_a_signal_during_a_write_waits_until_the_write_is_whole(tmp_path):
+    target = tmp_path / "test_a.py"
+    target.write_text("old\n")
+    code = ("import os, signal, sys\n"
+            "from codemod.util import files\n"
+            "real = os.fsync\n"
+            "def fsync(fd):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)  # lands mid-write, before the rename\n"
+            "    real(fd)\n"
+            "os.fsync = fsync\n"
+            f"files.write_atomic({str(target)!r}, b'new\\n')\n"
+            "print('not reached')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert proc.returncode == -signal.SIGTERM and "not reached" not in proc.stdout
+    assert sorted(os.listdir(tmp_path)) == ["test_a.py"] and target.read_text() == "new\n"

@@ -148,15 +148,18 @@ def _write(path: str, text: str) -> None:
         with open(p, "wb") as f:
             f.write(data)
         return
+    from codemod.util.files import signals_held
+
     target = p.resolve() if p.is_symlink() else p
     tmp = target.with_name(f".{target.name}.decouple-tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with signals_held():
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def repro_paths(markdown: str | None, html: str | None) -> list[Path]:
