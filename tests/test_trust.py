@@ -552,3 +552,55 @@ def test_a_signal_during_a_write_waits_until_the_write_is_whole(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert proc.returncode == -signal.SIGTERM and "not reached" not in proc.stdout
     assert sorted(os.listdir(tmp_path)) == ["test_a.py"] and target.read_text() == "new\n"
+
+
+# --- nothing in an arm root points outside it ----------------------------------------------------------
+
+LINK_TEST = """\
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_writes_through_its_links():
+    for name, was in (("abs_link.txt", "original\\n"), ("up_link.txt", "outside\\n"), ("other/data.txt", "other\\n")):
+        path = os.path.join(HERE, name)
+        assert open(path).read() in (was, "overwritten by a test")  # the copy reads as the link did
+        with open(path, "w") as f:
+            f.write("overwritten by a test")
+    assert os.path.islink(os.path.join(HERE, "in_link.txt"))  # inside the arm: a link still
+    assert not os.path.lexists(os.path.join(HERE, "dangling.txt"))
+"""
+
+
+def test_symlinks_that_leave_the_arm_are_copies_and_a_test_writing_through_them_writes_in_the_arm(tmp_path):
+    repo = tmp_path / "repo"
+    tests = repo / "tests"
+    tests.mkdir(parents=True)
+    (tests / "data.txt").write_text("original\n")
+    (tmp_path / "outside.txt").write_text("outside\n")
+    (tests / "abs_link.txt").symlink_to(tests / "data.txt")          # absolute, into the checkout
+    (repo / "other").mkdir()
+    (repo / "other" / "data.txt").write_text("other\n")
+    (tests / "other").symlink_to(repo / "other")                      # a folder, absolute
+    (tests / "loop").symlink_to(tests)                                # a folder holding the link itself
+    (tests / "up_link.txt").symlink_to("../../outside.txt")           # relative, out of the repository
+    (tests / "in_link.txt").symlink_to("data.txt")
+    (tests / "dangling.txt").symlink_to(tmp_path / "nowhere" / "x.txt")
+    (tests / "test_links.py").write_text(LINK_TEST)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "links")
+    before = files_of(tmp_path)
+    code, out, err = cli("ab", "tests/test_links.py", "--base", "HEAD", "-q", "-j", "2", "--json",
+                         str(tmp_path / "r.json"), cwd=repo)
+    assert files_of(tmp_path) == {**before, "r.json": (tmp_path / "r.json").read_bytes()}
+    assert not (tmp_path / "nowhere").exists()
+    assert code == 0, out + err
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert {t["category"] for t in result["tests"]} == {"same-pass"}
+    notices = {(w["arm"], w["code"], w["params"]["path"]) for w in result["warnings"] if "symlink" in w["code"]}
+    for arm in ("A", "B"):
+        assert {(arm, "arm.symlink-copied", f"tests/{n}") for n in ("abs_link.txt", "other", "up_link.txt")} \
+            <= notices
+        assert {(arm, "arm.symlink-left-out", f"tests/{n}") for n in ("dangling.txt", "loop")} <= notices

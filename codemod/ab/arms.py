@@ -279,15 +279,18 @@ def prepare_arms(
         t = time.monotonic()
         try:
             if src.kind == SourceKind.GIT:
-                used = trees.materialise_git(src.root, sources.commit, sel, spec.root)
+                used, fixes = trees.materialise_git(src.root, sources.commit, sel, spec.root)
                 _from_commit(spec, src.root, sources.commit, used)
                 if _has_export_attributes(spec.root):
                     warnings.append(Notice("export-attributes", arm=name))
             else:
-                used = trees.materialise_dir(src.root, sel, spec.root)
-                head = trees.clean_head(src.root, used) if src.source == "worktree" else None
+                used, fixes = trees.materialise_dir(src.root, sel, spec.root)
+                head = clean_head(src.root, used) if src.source == "worktree" else None
                 if head is not None:  # the work tree's files were exactly HEAD's
-                    _from_commit(spec, src.root, head, trees.present_at(src.root, head, used))
+                    _from_commit(spec, src.root, head, present_at(src.root, head, used))
+            for fix in fixes:
+                code = "arm.symlink-copied" if fix.copied else "arm.symlink-left-out"
+                warnings.append(Notice(code, {"path": fix.path, "target": fix.target}, arm=name))
         except (trees.ArmError, OSError) as err:
             arm_errors[name] = str(err)
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -313,9 +316,38 @@ def prepare_arms(
     return specs, arm_errors
 
 
+# the commit an arm's files are
+
+
+def tree_of(repo: Path, commit: str) -> str:
+    return trees.run_git(["rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}"], repo).stdout.strip()
+
+
+def clean_head(repo: Path, paths: list[str]) -> str | None:
+    """HEAD, when the work tree's `paths` (arm-relative, "" = everything) are exactly HEAD's:
+    no staged, unstaged or untracked (not ignored) change among them; else None."""
+    head = trees.run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, check=False).stdout.strip()
+    if not head:
+        return None
+    specs = [p or "." for p in paths]
+    status = trees.run_git(
+        ["--literal-pathspecs", "status", "--porcelain", "-z", "--untracked-files=all", "--", *specs], repo, check=False
+    )
+    return head if status.returncode == 0 and not status.stdout.strip("\0") else None
+
+
+def present_at(repo: Path, commit: str, paths: list[str]) -> list[str]:
+    """The `paths` (files or folders) that `commit` has ("" = the whole commit)."""
+    if "" in paths:
+        return [""]
+    listing = trees.run_git(["--literal-pathspecs", "ls-tree", "-z", "--name-only", commit, "--", *paths], repo).stdout
+    there = set(listing.split("\0"))
+    return [p for p in paths if p in there]
+
+
 def _from_commit(spec: ArmSpec, repo: Path, commit: str, used: list[str]) -> None:
     """The arm's files are `commit`'s `used` paths: a reproduction rebuilds them from it."""
-    spec.commit, spec.tree = commit, trees.tree_of(repo, commit)
+    spec.commit, spec.tree = commit, tree_of(repo, commit)
     spec.materialise_note = git_archive_note(repo, commit, used)
 
 
