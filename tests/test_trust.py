@@ -150,6 +150,18 @@ def test_repro_sh_rebuilds_each_arm_from_the_commit_the_run_used_not_a_ref(tmp_p
         assert "1 passed" in proc.stdout
 
 
+def test_finding_the_commit_of_arm_b_leaves_the_users_git_index_untouched(tmp_path):
+    from codemod.ab.arms import clean_head
+
+    repo, v1 = _committed_repo(tmp_path)
+    test_file = repo / "tests" / "test_v.py"
+    os.utime(test_file, ns=(test_file.stat().st_atime_ns, test_file.stat().st_mtime_ns - 10**10))
+    index = repo / ".git" / "index"  # stale now: a plain `git status` refreshes and rewrites it
+    before = (index.read_bytes(), index.stat().st_mtime_ns)
+    assert clean_head(repo, ["tests"]) == v1
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == before
+
+
 # --- result JSON read from elsewhere: validated, refused naming the file and the field -------------
 
 @pytest.mark.parametrize("field,value,named", [

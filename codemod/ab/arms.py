@@ -330,9 +330,9 @@ def clean_head(repo: Path, paths: list[str]) -> str | None:
     if not head:
         return None
     specs = [p or "." for p in paths]
-    status = trees.run_git(
-        ["--literal-pathspecs", "status", "--porcelain", "-z", "--untracked-files=all", "--", *specs], repo, check=False
-    )
+    # --no-optional-locks: else status refreshes and rewrites the user's .git/index (taking index.lock)
+    args = ["--literal-pathspecs", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"]
+    status = trees.run_git([*args, "--", *specs], repo, check=False)
     return head if status.returncode == 0 and not status.stdout.strip("\0") else None
 
 
