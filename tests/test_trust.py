@@ -566,6 +566,19 @@ def test_a_signal_during_a_write_waits_until_the_write_is_whole(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["test_a.py"] and target.read_text() == "new\n"
 
 
+def test_writes_and_the_reaper_work_where_signals_cannot_be_held(tmp_path, monkeypatch):
+    """Windows has no pthread_sigmask (nor prctl): a write is still made, a run still ends."""
+    from codemod.util import files, reaper
+
+    monkeypatch.delattr(signal, "pthread_sigmask")
+    monkeypatch.setattr(reaper, "_PRCTL", None)
+    target = tmp_path / "test_a.py"
+    target.write_text("old\n")
+    with reaper.orphans_reaped():
+        files.write_atomic(str(target), b"new\n")
+    assert sorted(os.listdir(tmp_path)) == ["test_a.py"] and target.read_text() == "new\n"
+
+
 # --- nothing in an arm root points outside it ----------------------------------------------------------
 
 LINK_TEST = """\

@@ -69,7 +69,11 @@ def decode_source(data: bytes, mtime_ns: int = 0, size: int | None = None) -> So
 def signals_held() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP wait (pending, delivered afterwards) while the body runs: a
     write in it is whole or undone when an interrupt lands, never half-done with its
-    temporary file left behind."""
+    temporary file left behind. Without pthread_sigmask (Windows) nothing is held: the write is
+    still atomic, only its cleanup on an interrupt is unguarded."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     try:
         yield

@@ -107,16 +107,16 @@ def orphans_reaped() -> Iterator[None]:
     try:
         yield
     finally:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            if _PRCTL is not None:
+        if _PRCTL is not None:  # Linux: pthread_sigmask exists
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            try:
                 end = time.monotonic() + 10
                 for _ in range(_ROUNDS):
                     new = children() - before
                     if not new or time.monotonic() > end:
                         break
                     _kill_and_reap(new)
-            if adopted:
-                _set_subreaper(False)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                if adopted:
+                    _set_subreaper(False)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
