@@ -503,7 +503,8 @@ def test_a_grandchild_that_calls_setsid_does_not_outlive_the_ab_run(tmp_path, fo
 
 # --- Ctrl-C: exit 130, no traceback, no temporary file -----------------------------------------------
 
-def _children_of(pid: int) -> list[int]:
+def _workers_of(pid: int) -> list[int]:
+    """The Python children of `pid`: its worker pool (not GitPython's `git` at import time)."""
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -511,7 +512,8 @@ def _children_of(pid: int) -> list[int]:
                 stat = Path(f"/proc/{name}/stat").read_text()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            comm, rest = stat.rsplit(")", 1)
+            if int(rest.split()[1]) == pid and comm.split("(", 1)[1].startswith("python"):
                 out.append(int(name))
     return out
 
@@ -533,7 +535,7 @@ def test_ctrl_c_is_exit_130_without_traceback_or_temporary_file(tmp_path, comman
         end = time.monotonic() + 300
         while time.monotonic() < end and proc.poll() is None:  # working: a file written, or the pool started
             if (command == ["apply", "-j", "1"] and labelled()) or (command != ["apply", "-j", "1"]
-                                                                    and _children_of(proc.pid)):
+                                                                    and _workers_of(proc.pid)):
                 break
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGINT)
