@@ -461,6 +461,30 @@ def test_apply_from_allowlist_refuses_an_entry_outside_the_repository(tmp_path, 
     assert files_of(tmp_path) == before
 
 
+@pytest.mark.parametrize("in_git", [True, False])
+def test_apply_of_a_folder_refuses_a_symlink_in_it_that_leaves_the_repository(tmp_path, in_git):
+    repo = _refactor_repo(tmp_path) if in_git else tmp_path / "pytorch"
+    (repo / "test").mkdir(parents=True, exist_ok=True)
+    victim = tmp_path / "outside" / "test_v.py"
+    victim.parent.mkdir()
+    victim.write_text(LABEL_ME.format(name="V"))
+    (repo / "test" / "test_link.py").symlink_to(os.path.relpath(victim, repo / "test"))
+    (repo / "test" / "test_inside.py").symlink_to("test_alpha.py")  # stays in: taken, written through
+    (repo / "test" / "test_alpha.py").write_text(LABEL_ME.format(name="Alpha"))
+    if in_git:
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "links")
+    before = files_of(tmp_path)
+    target = "test" if in_git else str(repo / "test")
+    for args in (["apply", target], ["classify", target]):
+        code, out, err = cli(*args, cwd=repo)
+        assert code == 2 and "test_link.py: a symlink to a file outside" in err, err
+    assert files_of(tmp_path) == before
+    code, out, err = cli("apply", target, "--exclude", "test/test_link.py", cwd=repo)  # left out: no refusal
+    assert code == 0 and "1 changed" in err, err
+    assert victim.read_bytes() == before["outside/test_v.py"] and (repo / "test" / "test_inside.py").is_symlink()
+
+
 # --- every process a test starts is gone when the run ends ------------------------------------------
 
 def _alive(pid: int) -> bool:
