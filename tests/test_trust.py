@@ -605,6 +605,78 @@ def test_writes_and_the_reaper_work_where_signals_cannot_be_held(tmp_path, monke
     assert sorted(os.listdir(tmp_path)) == ["test_a.py"] and target.read_text() == "new\n"
 
 
+INTERRUPTED_WRITE = """\
+import io, os, signal, sys, threading
+target, args = os.path.realpath(sys.argv[1]), sys.argv[2:]
+real_open = io.open
+
+
+class Interrupted:  # Ctrl-C lands halfway through the first write
+    def __init__(self, f):
+        self.f, self.done = f, False
+
+    def write(self, s):
+        if self.done:
+            return self.f.write(s)
+        self.done = True
+        self.f.write(s[: len(s) // 2])
+        self.f.flush()
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        return self.f.write(s[len(s) // 2 :])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+
+def opening(file, mode="r", *a, **k):
+    f = real_open(file, mode, *a, **k)
+    ours = not isinstance(file, int) and "w" in mode and os.path.realpath(os.fspath(file)) == target
+    return Interrupted(f) if ours else f
+
+
+io.open = opening
+import builtins
+builtins.open = opening
+if args[0] == "discover-globals":  # the command's own write, without running a discovery
+    import codemod.cli.discover_globals as dg
+    dg.discover = lambda *a, **k: ({"targets": ["t.py"], "globals": ["x" * 4000]}, "complete")
+    dg.summary = lambda *a, **k: ""
+from codemod.cli.main import main
+main(args, prog_name="decouple")
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX signals")
+@pytest.mark.parametrize("command", ["pr-body", "apply --map-out", "discover-globals"])
+def test_ctrl_c_during_an_output_write_leaves_the_output_whole(tmp_path, command):
+    repo = _refactor_repo(tmp_path)
+    if command == "pr-body":
+        assert cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo)[0] == 0
+        args = ["pr-body", "--branch", "hw-classification/test_alpha", "-o"]
+    elif command == "apply --map-out":
+        args = ["apply", "--check", "--restructure", "auto", "test/test_alpha.py", "--map-out"]
+    else:
+        args = ["discover-globals", "t.py", "--quiet", "--out"]
+    whole, out = tmp_path / "whole", tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    for target, script in ((whole, "import sys\nfrom codemod.cli.main import main\nmain(sys.argv[2:])\n"),
+                           (out, INTERRUPTED_WRITE)):
+        if command == "discover-globals" and target == whole:
+            script = INTERRUPTED_WRITE.replace("Interrupted(f) if", "f if")
+        proc = subprocess.run([sys.executable, "-c", script, str(target), *args, str(target)], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert proc.returncode in ((0, 1) if target == whole else (130,)), proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
+    assert whole.read_text().endswith("\n") and out.read_text() == whole.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pytorch", "whole"]  # no temporary file
+
+
 # --- nothing in an arm root points outside it ----------------------------------------------------------
 
 LINK_TEST = """\

@@ -34,6 +34,7 @@ from codemod.cli.transform_setup import SetupError, build_transforms
 from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
+from codemod.util.files import signals_held
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
@@ -268,7 +269,7 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, for
     text = prbody.compose(facts, result, lang)
     if output:
         try:
-            with open(output, "w", encoding="utf-8") as f:
+            with signals_held(), open(output, "w", encoding="utf-8") as f:  # Ctrl-C: after the write
                 f.write(text)
         except OSError as e:
             fail(f"cannot write {output}: {e.strerror or e}")
