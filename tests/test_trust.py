@@ -189,6 +189,20 @@ def test_merge_and_durations_refuse_a_result_that_does_not_match_the_schema(tmp_
     assert code == 2 and f"--durations {bad}: not an A/B result" in err and named in err, err
 
 
+def test_pr_body_refuses_an_ab_result_that_does_not_match_the_schema(tmp_path):
+    repo = _refactor_repo(tmp_path)
+    assert cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo)[0] == 0
+    for field, value, named in (("tool_version", ["1"], "field tool_version: expected a string"),
+                                ("arms", {"A": 1}, "field arms: expected a list"),
+                                ("env_set", {"A;B": "1"}, "field env_set: 'A;B' is not an environment variable name")):
+        data = json.loads((RESULTS / "regression.json").read_text(encoding="utf-8"))
+        data[field] = value
+        bad = tmp_path / "ab.json"
+        bad.write_text(json.dumps(data))
+        code, body, err = cli("pr-body", "--ab", str(bad), "--branch", "hw-classification/test_alpha", cwd=repo)
+        assert code == 2 and body == "" and f"{bad}: not an A/B result" in err and named in err, err
+
+
 def test_durations_file_with_a_value_that_is_not_seconds_is_refused(tmp_path):
     for table, value in (("files", "NaN"), ("tests", "-1"), ("tests", '"2"'), ("files", "[]")):
         bad = tmp_path / "d.json"
