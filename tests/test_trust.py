@@ -510,20 +510,32 @@ def _alive(pid: int) -> bool:
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def _daemon_test(pids: Path) -> str:
+    """A test that starts a process which calls setsid() (leaves the group) and outlives it."""
+    daemon = ("import os, sys, time; os.setsid(); "
+              f"open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); time.sleep(120)")
+    return (f"import os, subprocess, sys, time\n\n\ndef test_leaves_a_daemon():\n"
+            f"    pid = subprocess.Popen([sys.executable, '-c', {daemon!r}]).pid\n"
+            f"    end = time.time() + 60\n"
+            f"    while str(pid) not in os.listdir({str(pids)!r}) and time.time() < end:\n        time.sleep(0.02)\n")
+
+
+def _kill_all(pids: Path) -> None:
+    for p in pids.iterdir():
+        try:
+            os.kill(int(p.name), 9)
+        except OSError:
+            pass
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child subreaper is Linux's")
 @pytest.mark.parametrize("fork", ["--fork", "--no-fork"])
 def test_a_grandchild_that_calls_setsid_does_not_outlive_the_ab_run(tmp_path, fork):
     pids = tmp_path / "pids"
     pids.mkdir()
-    daemon = ("import os, sys, time; os.setsid(); "
-              f"open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); time.sleep(120)")
-    test = (f"import os, subprocess, sys, time\n\n\ndef test_leaves_a_daemon():\n"
-            f"    pid = subprocess.Popen([sys.executable, '-c', {daemon!r}]).pid\n"
-            f"    end = time.time() + 60\n"
-            f"    while str(pid) not in os.listdir({str(pids)!r}) and time.time() < end:\n        time.sleep(0.02)\n")
     for side in ("a", "b"):
         (tmp_path / side).mkdir()
-        (tmp_path / side / "test_daemon.py").write_text(test)
+        (tmp_path / side / "test_daemon.py").write_text(_daemon_test(pids))
     try:
         code, out, err = cli("ab", "test_daemon.py", "--a-root", "a", "--b-root", "b", "-q", "-j", "1", fork,
                              "--confirm", "0", cwd=tmp_path)
@@ -532,11 +544,24 @@ def test_a_grandchild_that_calls_setsid_does_not_outlive_the_ab_run(tmp_path, fo
         assert len(started) == 2  # one per arm
         assert [pid for pid in started if _alive(pid)] == []
     finally:
-        for p in pids.iterdir():
-            try:
-                os.kill(int(p.name), 9)
-            except OSError:
-                pass
+        _kill_all(pids)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child subreaper is Linux's")
+def test_a_grandchild_that_calls_setsid_does_not_outlive_discover_globals(tmp_path):
+    py = os.environ.get("DECOUPLE_TORCH_PYTHON") or sys.executable
+    if subprocess.run([py, "-c", "import torch, pytest"], capture_output=True).returncode != 0:
+        pytest.skip(f"{py} cannot import torch and pytest (set DECOUPLE_TORCH_PYTHON)")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    (tmp_path / "test_daemon.py").write_text(_daemon_test(pids))
+    try:
+        code, out, err = cli("discover-globals", "test_daemon.py", "--python", py, "--quiet", cwd=tmp_path)
+        assert code == 0 and json.loads(out)["complete"], out + err
+        started = [int(p.name) for p in pids.iterdir()]
+        assert len(started) == 1 and not _alive(started[0])
+    finally:
+        _kill_all(pids)
 
 
 # --- Ctrl-C: exit 130, no traceback, no temporary file -----------------------------------------------
