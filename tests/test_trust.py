@@ -613,6 +613,26 @@ def test_ctrl_c_is_exit_130_without_traceback_or_temporary_file(tmp_path, comman
         compile(p.read_text(), str(p), "exec")
 
 
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX signals")
+@pytest.mark.parametrize("module", ["click", "codemod.cli.refactor"])
+def test_ctrl_c_while_the_commands_are_imported_is_exit_130(module):
+    code = ("import importlib.abc, runpy, signal, sys, threading\n"
+            "class Interrupt(importlib.abc.MetaPathFinder):  # Ctrl-C lands as the module is imported\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            f"        if name == {module!r}:\n"
+            "            signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+            "sys.meta_path.insert(0, Interrupt())\n"
+            "sys.argv = ['decouple', '--version']\n"
+            "runpy.run_module('codemod', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert proc.returncode == 130 and proc.stderr == "decouple: interrupted (Ctrl-C)\n", proc.stderr
+    import tomllib  # the console script goes through the same guard
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["decouple"] == "codemod.cli.entry:main"
+
+
 def test_a_signal_during_a_write_waits_until_the_write_is_whole(tmp_path):
     target = tmp_path / "test_a.py"
     target.write_text("old\n")

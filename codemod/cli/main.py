@@ -16,10 +16,8 @@ import click
 from codemod.cli.ab import ab
 from codemod.cli.codemod import apply, classify, lint
 from codemod.cli.discover_globals import discover_globals
+from codemod.cli.entry import INTERRUPTED
 from codemod.cli.refactor import pr_body, refactor
-
-# Ctrl-C, for every command (`ab` and `refactor` say more: their temporary roots are gone).
-INTERRUPTED = 130
 
 
 class _Decouple(click.Group):
