@@ -299,10 +299,14 @@ def test_no_hook_runs_in_refactors_commits(tmp_path):
                                   + ("exit 1\n" if hook in ("pre-commit", "post-checkout") else ""))
         (hooks / hook).chmod(0o755)
     git(repo, "config", "core.hooksPath", str(hooks))
+    test_file = repo / "test" / "test_alpha.py"  # a stale index: the dirty check must not rewrite it
+    os.utime(test_file, ns=(test_file.stat().st_atime_ns, test_file.stat().st_mtime_ns - 10**10))
+    index = (repo / ".git" / "index").read_bytes()
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
     code, out, err = cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo, env=env)
     assert code == 0, out + err
     assert not ran.exists(), ran.read_text()
+    assert (repo / ".git" / "index").read_bytes() == index
     message = git(repo, "log", "-1", "--format=%B", "hw-classification/test_alpha")
     assert "changed by a hook" not in message and message.startswith("[Testcase Refactoring]")
 

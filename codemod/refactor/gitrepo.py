@@ -65,14 +65,13 @@ class Repo:
 
     def dirty_paths(self) -> list[str]:
         """Tracked files with staged or unstaged changes (untracked files do not count:
-        nothing here ever adds them)."""
-        if not self.repo.is_dirty(untracked_files=False):
-            return []
-        changed = {d.a_path for d in self.repo.index.diff(None)}
-        if self.repo.head.is_valid():
-            changed |= {d.a_path for d in self.repo.index.diff("HEAD")}
-        # GitPython types a_path Optional for patch diffs; these raw-format ones carry both paths.
-        return sorted(changed)  # type: ignore[arg-type]
+        nothing here ever adds them). Read only: `git diff` (GitPython's `is_dirty`) would
+        refresh and rewrite the user's index, running their `post-index-change` hook;
+        `status --no-optional-locks` does not."""
+        out = self.repo.git.execute(
+            ["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=no", "--no-renames"]
+        )
+        return sorted({entry[3:] for entry in out.split("\0") if entry})
 
     def branch_head(self, name: str) -> str | None:
         head = next((h for h in self.repo.heads if h.name == name), None)
