@@ -1,3 +1,3 @@
-from codemod.cli.main import main
+from codemod.cli.entry import main
 
 main()

@@ -27,12 +27,12 @@ OUT="$DEMO/pytorch/.decouple-out"
 printf '\n\033[1mWhere everything is\033[0m\n'
 echo "scratch repository: $DEMO/pytorch (branches: $(git branch --format='%(refname:short)' | grep -v '^main$' | tr '\n' ' '))"
 echo "batch summary:      $OUT/batch.md"
-for body in "$OUT"/*/PR_BODY.md; do
+while IFS= read -r body; do  # one folder per branch: $OUT/<branch name as folders>/
   dir=$(dirname "$body")
   echo "PR body:            $body"
   echo "  A/B reports:      $dir/ab.html  $dir/ab.md  $dir/ab.json"
-done
-first=$(ls "$OUT"/*/PR_BODY.md 2>/dev/null | head -1)
+done < <(find "$OUT" -name PR_BODY.md | sort)
+first=$(find "$OUT" -name PR_BODY.md 2>/dev/null | sort | head -1)
 if [ -n "$first" ]; then
   printf '\n\033[1m$ head -40 %s\033[0m\n' "$first"
   head -40 "$first"

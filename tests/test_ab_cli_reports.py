@@ -98,7 +98,7 @@ def _repo(tmp_path):
     return repo
 
 
-def test_repro_script_runs_each_arm_per_file_from_the_ref(tmp_path, monkeypatch):
+def test_repro_script_runs_each_arm_per_file_from_the_commit(tmp_path, monkeypatch):
     import subprocess
     repo = _repo(tmp_path)
     monkeypatch.chdir(repo / "tests")
@@ -110,7 +110,8 @@ def test_repro_script_runs_each_arm_per_file_from_the_ref(tmp_path, monkeypatch)
     script = out / "repro.sh"
     assert os.access(script, os.X_OK)
     text = script.read_text()
-    assert "git -C \"$TOP\" archive HEAD" in text                      # the ref name, not a commit or temp root
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    assert f"git -C \"$TOP\" --literal-pathspecs archive {head} -- " in text   # the commit, not the ref or a temp root
     # No temporary root; the only absolute paths are the test's own folder and the interpreter
     # (which lives under /tmp when the checkout does).
     rest = text.replace(str(tmp_path), "").replace(sys.executable, "")

@@ -66,11 +66,15 @@ def test_a_dominating_file_is_split_by_node_id_and_every_test_runs_once():
 def test_durations_files_results_and_folders(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "one.json").write_text(shard.durations_json({"a.py": 1.5}, {"a.py::t": 1.25}))
-    result = {"verdict": "SAFE", "arms": [
-        {"name": "A", "outcomes": {"b.py::t": {"duration": 2.0}, "b.py::u": {"duration": 1.0}}},
-        {"name": "B", "outcomes": {"b.py::t": {"duration": 3.0}}},
-        {"name": "weights", "outcomes": {"b.py::t": {"duration": 99.0}}},  # diagnostic arm: ignored
-    ]}
+    from codemod.ab.model import ABResult, ArmResult, Outcome
+
+    def arm(name, **durations):  # a result JSON is validated: a whole one, with its outcomes' durations
+        outcomes = {f"b.py::{t}": Outcome(nodeid=f"b.py::{t}", outcome="passed", duration=s)
+                    for t, s in durations.items()}
+        return ArmResult(name=name, label=name, root="", source="worktree", outcomes=outcomes)
+
+    result = ABResult(arms=[arm("A", t=2.0, u=1.0), arm("B", t=3.0),
+                            arm("weights", t=99.0)]).to_json()  # diagnostic arm: ignored
     (tmp_path / "d" / "result.json").write_text(json.dumps(result))
     d = shard.load_durations([str(tmp_path / "d")])
     assert d.files == {"a.py": 1.5, "b.py": 4.0} and d.tests == {"a.py::t": 1.25, "b.py::t": 3.0, "b.py::u": 1.0}

@@ -200,7 +200,7 @@ def test_branch_from_base_with_one_commit_title_body_and_graduation(repo):
     assert after[1:] == before[1:]
     assert set(after[0].splitlines()) - set(before[0].splitlines()) == {
         f"{git(repo, 'rev-parse', branch).strip()} refs/heads/{branch}"}
-    body = open(os.path.join(os.path.dirname(repo), "out", "hw-classification-test_alpha", "PR_BODY.md")).read()
+    body = open(os.path.join(os.path.dirname(repo), "out", "hw-classification", "test_alpha", "PR_BODY.md")).read()
     # no A/B run yet: no per-file command is printed that nothing ran; the A/B command runs them
     assert "python test/test_alpha.py" not in body
     assert "--test-plan --markdown ab.md" in body and "runs each file's command in B and lists it here" in body
@@ -281,7 +281,7 @@ def test_manual_work_is_committed_partially_and_listed(repo):
     assert "- TestFine = GENERIC" in message
     assert "- needs manual work: TestMixed (line" in message and "| fits: split-class" in message
     assert "graduated" not in message
-    body = open(".decouple-out/hw-classification-test_both/PR_BODY.md").read()
+    body = open(".decouple-out/hw-classification/test_both/PR_BODY.md").read()
     assert "`test/test_both.py::TestMixed`" in body and "fitting restructuring: split-class" in body
 
 
@@ -313,7 +313,7 @@ def test_regression_exits_1_and_keeps_the_branch(repo, stub_torch):
     branch = "hw-classification/test_introspect"
     assert "REGRESSION: the branch is kept for inspection" in out
     assert git(repo, "rev-parse", f"{branch}^") == git(repo, "rev-parse", "main")
-    folder = ".decouple-out/hw-classification-test_introspect"
+    folder = ".decouple-out/hw-classification/test_introspect"
     result = json.load(open(f"{folder}/ab.json"))
     assert result["verdict"] == "REGRESSION"
     assert os.path.getsize(f"{folder}/ab.html") > 0 and "REGRESSION" in open(f"{folder}/ab.md").read()
@@ -330,7 +330,7 @@ def test_safe_rerun_resumes_base_move_reported_and_pr_body_matches(repo, stub_to
     assert [b["verdict"] for b in first["branches"]] == ["SAFE", "SAFE"]
 
     # the split-machine path gives the same body from the saved result
-    folder = ".decouple-out/hw-classification-test_alpha"
+    folder = ".decouple-out/hw-classification/test_alpha"
     code, body = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "hw-classification/test_alpha")
     assert code == 0
     assert body == open(f"{folder}/PR_BODY.md").read()
@@ -360,7 +360,7 @@ def test_safe_rerun_resumes_base_move_reported_and_pr_body_matches(repo, stub_to
 def test_no_ab_then_ab_then_pr_body(repo, stub_torch):
     code, out = decouple("refactor", "test/test_beta.py", "--no-ab")
     assert code == 0, out
-    body = open(".decouple-out/hw-classification-test_beta/PR_BODY.md").read()
+    body = open(".decouple-out/hw-classification/test_beta/PR_BODY.md").read()
     assert "Not run yet" in body
     git(repo, "checkout", "-q", "hw-classification/test_beta")
     code, out = decouple("ab", "test/test_beta.py", "--base", "main", "--json", "../ab.json",
@@ -381,7 +381,7 @@ def test_rerun_verifies_a_branch_made_with_no_ab_without_rebuilding_it(repo, stu
     record = json.load(open(".decouple-out/batch.json"))["branches"][0]
     assert (record["status"], record["verdict"]) == ("ab-rerun", "SAFE")
     assert git(repo, "rev-parse", "hw-classification/test_beta") == head
-    assert "Not run yet" not in open(".decouple-out/hw-classification-test_beta/PR_BODY.md").read()
+    assert "Not run yet" not in open(".decouple-out/hw-classification/test_beta/PR_BODY.md").read()
 
 
 def test_pr_body_refuses_a_foreign_commit(repo):
@@ -420,7 +420,7 @@ def test_real_torch_example_file_is_safe(repo):
         pytest.skip("DECOUPLE_TORCH_PYTHON not set")
     code, out = decouple("refactor", "test/test_alpha.py", "--python", python, "-j", "2", "--confirm", "1")
     assert code == 0, out
-    result = json.load(open(".decouple-out/hw-classification-test_alpha/ab.json"))
+    result = json.load(open(".decouple-out/hw-classification/test_alpha/ab.json"))
     assert result["verdict"] == "SAFE"
     assert result["environment"]["has_hw_classification"] is True
 

@@ -102,7 +102,7 @@ def test_an_allowlist_only_branch_says_so(repo):
     assert git(repo, "log", "-1", "--format=%s", branch).strip() == (
         "[Testcase Refactoring] Remove test/test_done.py from the test linter allowlist")
     assert git(repo, "diff", "--name-only", f"{branch}^", branch).split() == [ALLOWLIST]
-    body = open(".decouple-out/hw-classification-test_done/PR_BODY.md").read()
+    body = open(".decouple-out/hw-classification/test_done/PR_BODY.md").read()
     assert body.startswith("## Summary\n\nRemoves `test/test_done.py` from the test linter allowlist "
                            f"(`{ALLOWLIST}`): every test class in it already carries")
     assert "Adds `hw_classification` to 0 test class" not in body
@@ -115,7 +115,7 @@ def test_graduated_file_whose_tests_run_unclassified_is_manual_work(repo, stub_t
     code, out = decouple("refactor", "test/test_template.py", *_ab_args(stub_torch))
     assert code == 1, out
     assert "runs unclassified at run time, although graduated: test/test_template.py: CopiedTests" in out
-    folder = ".decouple-out/hw-classification-test_template"
+    folder = ".decouple-out/hw-classification/test_template"
     result = json.load(open(f"{folder}/ab.json"))
     assert result["verdict"] == "SAFE" and result["runtime"][0]["classes"] == ["CopiedTests"]
     body = open(f"{folder}/PR_BODY.md").read()
@@ -127,7 +127,7 @@ def test_graduated_file_whose_tests_run_unclassified_is_manual_work(repo, stub_t
 def test_the_pr_test_plan_lists_what_each_command_printed_in_b(repo, stub_torch):
     code, out = decouple("refactor", "test/test_alpha.py", *_ab_args(stub_torch))
     assert code == 0, out
-    body = open(".decouple-out/hw-classification-test_alpha/PR_BODY.md").read()
+    body = open(".decouple-out/hw-classification/test_alpha/PR_BODY.md").read()
     plan = body[body.index("## Test Plan"):body.index("## A/B verification")]
     # the stub's run_tests is unittest.main: the option the real one accepts is refused, and the
     # report says so rather than promising the command works

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemod.ab import trees
-from codemod.ab.model import PYTEST_ARGS, REPRO_VARS, BaseArm
+from codemod.ab.model import PYTEST_ARGS, REPRO_VARS, BaseArm, safe_arg
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, UsageError
 from transforms.core.strenum import StrEnum
@@ -98,20 +98,36 @@ class ArmSpec:
     extra_args: list[str] = field(default_factory=list)
     based_on: BaseArm | None = None  # for diagnostic arms
     materialise_note: str = ""  # how to rebuild the root by hand
+    commit: str = ""  # the commit the root's files are ("" = not a commit): ArmResult.commit
+    tree: str = ""  # that commit's tree
 
 
 # The variables whose value is the arm's own (the rest of an arm's environment
 # is the same in every arm, apart from a diagnostic arm's variables).
 TEMP_VARS = ("TMPDIR", "TEMP", "TMP")
-PER_ARM_VARS = ("PYTHONPYCACHEPREFIX", *TEMP_VARS)
+# The folder a process runs in, as a shell would have set them after `cd ROOT`: inherited
+# from the caller they would name the user's checkout, and a test writing to
+# os.environ["PWD"] would write there.
+CWD_VARS = ("PWD", "OLDPWD")
+PER_ARM_VARS = ("PYTHONPYCACHEPREFIX", *TEMP_VARS, *CWD_VARS)
 
 
 def sanitised_env(
-    base: dict[str, str], added: dict[str, str], pycache: Path, plugin_dir: Path, tmpdir: Path | None = None
+    base: dict[str, str],
+    added: dict[str, str],
+    pycache: Path,
+    plugin_dir: Path,
+    tmpdir: Path | None = None,
+    *,
+    cwd: Path,
 ) -> dict[str, str]:
+    """The environment of a process run in `cwd` (an arm root): `PWD` and `OLDPWD` name
+    `cwd` whatever the caller's (or `--env`) say."""
     env = {k: v for k, v in base.items() if k not in UNSET_VARS and not k.startswith("DECOUPLE_AB_")}
     env.update(FIXED_VARS)
     env.update(added)
+    for k in CWD_VARS:
+        env[k] = str(cwd)
     env["PYTHONPYCACHEPREFIX"] = str(pycache)
     if tmpdir is not None:
         # per-arm temp dir (inside the arm's temp root): the arms' temp files
@@ -133,11 +149,6 @@ def pythonpath_warnings(base: dict[str, str], user_roots: Iterable[Path]) -> lis
             if er == r or er.startswith(r + os.sep):
                 out.append(Notice("pythonpath-into-tree", {"entry": e, "root": str(root)}))
     return out
-
-
-def safe_arg(arg: str) -> str:
-    """A path or node id as a pytest argument: `-k_test.py` would be read as an option."""
-    return "./" + arg if arg.startswith("-") else arg
 
 
 # ---------------------------------------------------------------------------
@@ -256,7 +267,7 @@ def prepare_arms(
             env_added=dict(added),
             based_on=based_on,
         )
-        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp")
+        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp", cwd=spec.root)
         spec.env["DECOUPLE_AB_FSYNC"] = str(opts.fsync)
         return spec
 
@@ -268,12 +279,18 @@ def prepare_arms(
         t = time.monotonic()
         try:
             if src.kind == SourceKind.GIT:
-                used = trees.materialise_git(src.root, sources.commit, sel, spec.root)
-                spec.materialise_note = git_archive_note(src.root, sources.commit, used)
+                used, fixes = trees.materialise_git(src.root, sources.commit, sel, spec.root)
+                _from_commit(spec, src.root, sources.commit, used)
                 if _has_export_attributes(spec.root):
                     warnings.append(Notice("export-attributes", arm=name))
             else:
-                trees.materialise_dir(src.root, sel, spec.root)
+                used, fixes = trees.materialise_dir(src.root, sel, spec.root)
+                head = clean_head(src.root, used) if src.source == "worktree" else None
+                if head is not None:  # the work tree's files were exactly HEAD's
+                    _from_commit(spec, src.root, head, present_at(src.root, head, used))
+            for fix in fixes:
+                code = "arm.symlink-copied" if fix.copied else "arm.symlink-left-out"
+                warnings.append(Notice(code, {"path": fix.path, "target": fix.target}, arm=name))
         except (trees.ArmError, OSError) as err:
             arm_errors[name] = str(err)
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -288,7 +305,7 @@ def prepare_arms(
             spec.root.mkdir(parents=True, exist_ok=True)
         else:
             trees.clone_root(base.root, spec.root)
-        spec.materialise_note = base.materialise_note
+        spec.materialise_note, spec.commit, spec.tree = base.materialise_note, base.commit, base.tree
         specs[d.name] = spec
 
     # a selected path must exist in at least one arm (a path deleted in B or
@@ -297,6 +314,41 @@ def prepare_arms(
         if p and not any((specs[n].root / p).exists() for n in ("A", "B") if n not in arm_errors):
             raise UsageError(f"{p} exists in neither arm")
     return specs, arm_errors
+
+
+# the commit an arm's files are
+
+
+def tree_of(repo: Path, commit: str) -> str:
+    return trees.run_git(["rev-parse", "--verify", "--quiet", f"{commit}^{{tree}}"], repo).stdout.strip()
+
+
+def clean_head(repo: Path, paths: list[str]) -> str | None:
+    """HEAD, when the work tree's `paths` (arm-relative, "" = everything) are exactly HEAD's:
+    no staged, unstaged or untracked (not ignored) change among them; else None."""
+    head = trees.run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, check=False).stdout.strip()
+    if not head:
+        return None
+    specs = [p or "." for p in paths]
+    # --no-optional-locks: else status refreshes and rewrites the user's .git/index (taking index.lock)
+    args = ["--literal-pathspecs", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"]
+    status = trees.run_git([*args, "--", *specs], repo, check=False)
+    return head if status.returncode == 0 and not status.stdout.strip("\0") else None
+
+
+def present_at(repo: Path, commit: str, paths: list[str]) -> list[str]:
+    """The `paths` (files or folders) that `commit` has ("" = the whole commit)."""
+    if "" in paths:
+        return [""]
+    listing = trees.run_git(["--literal-pathspecs", "ls-tree", "-z", "--name-only", commit, "--", *paths], repo).stdout
+    there = set(listing.split("\0"))
+    return [p for p in paths if p in there]
+
+
+def _from_commit(spec: ArmSpec, repo: Path, commit: str, used: list[str]) -> None:
+    """The arm's files are `commit`'s `used` paths: a reproduction rebuilds them from it."""
+    spec.commit, spec.tree = commit, tree_of(repo, commit)
+    spec.materialise_note = git_archive_note(repo, commit, used)
 
 
 def _has_export_attributes(root: Path) -> bool:
@@ -319,7 +371,8 @@ def git_archive_note(repo: Path, commit: str, used: list[str]) -> str:
     """The shell command that rebuilds a git arm's root in ``$D``: the resolved SHA (a
     branch may move), a fresh directory; the whole commit when the import root is the top."""
     paths = "" if "" in used else " --" + "".join(f" {shlex.quote(p)}" for p in used)
-    return f'D=$(mktemp -d) && git -C {shlex.quote(str(repo))} archive {commit}{paths} | tar -x -C "$D"'
+    git = f"git -C {shlex.quote(str(repo))} --literal-pathspecs"
+    return f'D=$(mktemp -d) && {git} archive {commit}{paths} | tar -x -C "$D"'
 
 
 def repro_command(

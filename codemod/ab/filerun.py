@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codemod.ab import processes
-from codemod.ab.arms import ArmSpec, safe_arg
+from codemod.ab.arms import ArmSpec
 from codemod.ab.interpreter import ForkServer, ServerError
-from codemod.ab.model import PYTEST_ARGS, Outcome, OutcomeValue, Phase
+from codemod.ab.model import PYTEST_ARGS, Outcome, OutcomeValue, Phase, safe_arg
 from codemod.ab.notices import Notice
 from codemod.ab.processes import Interrupted
 from transforms.core.strenum import StrEnum

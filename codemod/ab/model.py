@@ -9,7 +9,10 @@ literal string stay as they were.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+import json
+import math
+import re
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any, Literal, Optional, get_args, get_origin, get_type_hints
 
@@ -161,6 +164,12 @@ PYTEST_ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "--continue-on-col
 REPRO_VARS = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
+def safe_arg(arg: str) -> str:
+    """A path or node id as a pytest argument: `-k_test.py` (or `--basetemp=DIR`, from a
+    hostile result) would be read as an option."""
+    return "./" + arg if arg.startswith("-") else arg
+
+
 def file_of(nodeid: str) -> str:
     """The test file of a node id (or of a file-level entry)."""
     return nodeid.split("::", 1)[0]
@@ -271,6 +280,11 @@ class ArmResult:
     env_added: dict[str, str] = field(default_factory=dict)  # --env and --diag vars
     extra_args: list[str] = field(default_factory=list)  # e.g. --hw-classification GENERIC
     command: str = ""  # reproduction command (shell-quoted)
+    # The commit the arm's files are (full id): a git arm's, or the work tree's HEAD when the
+    # files the arm ran were exactly that commit (no uncommitted or untracked change among
+    # them); "" = not a commit. `tree` is that commit's tree (what `pr-body` compares).
+    commit: str = ""
+    tree: str = ""
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     collection_errors: dict[str, Outcome] = field(default_factory=dict)  # by file
     # module-level pytest.skip(allow_module_level=True), by file (outcome "skipped", phase "collect")
@@ -504,23 +518,51 @@ class ABResult:
 
     @classmethod
     def from_json(cls, data: Any) -> ABResult:
-        """Rebuild a result; ValueError for anything that is not one (wrong shape included)."""
+        """Rebuild a result, validated against the model (the result schema); a SchemaError
+        (a ValueError) naming the field for anything that does not match. A result may come
+        from another machine (a CI shard running the PR's code): nothing of it is trusted."""
         if not isinstance(data, dict):
-            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+            raise SchemaError("", f"expected a JSON object, got {_kind(data)}")
         version = data.get("schema_version")
-        if version not in READABLE_SCHEMA_VERSIONS:
-            raise ValueError(f"unsupported A/B result schema version {version!r} (expected {SCHEMA_VERSION})")
+        if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
+            raise SchemaError(
+                "schema_version", f"unsupported A/B result schema version {version!r} (expected {SCHEMA_VERSION})"
+            )
         if version < 3 and isinstance(data.get("warnings"), list):
             data = {**data, "warnings": [_verbatim_warning(w) for w in data["warnings"]]}
-        try:
-            result = _build(cls, data)
-        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:
-            raise ValueError(f"wrong shape: {type(err).__name__}: {err}") from None
+        result = _build(cls, data, "")
+        _check_values(result)
         if version < 4:
             for arm in result.arms:
                 arm.totals = Totals.of(arm)
         result.schema_version = SCHEMA_VERSION
         return result
+
+
+class SchemaError(ValueError):
+    """A result that does not match the model: `field` is where (``arms[0].source``)."""
+
+    def __init__(self, where: str, message: str):
+        super().__init__(f"wrong shape: field {where}: {message}" if where else f"wrong shape: {message}")
+        self.field = where
+
+
+# Values that end up as words of a shell script (repro.sh): an environment variable name, a
+# commit or tree id. Anything else is quoted where it is written.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+OBJECT_ID = re.compile(r"([0-9a-f]{40}|[0-9a-f]{64})?")
+
+
+def _check_values(result: ABResult) -> None:
+    names = [("env_unset", v) for v in result.env_unset] + [("env_set", k) for k in result.env_set]
+    for i, arm in enumerate(result.arms):
+        names += [(f"arms[{i}].env_added", k) for k in arm.env_added]
+        for key in ("commit", "tree"):
+            if not OBJECT_ID.fullmatch(getattr(arm, key)):
+                raise SchemaError(f"arms[{i}].{key}", f"{getattr(arm, key)!r} is not a git object id")
+    for where, name in names:
+        if not ENV_NAME.fullmatch(name):
+            raise SchemaError(where, f"{name!r} is not an environment variable name")
 
 
 def _verbatim_warning(warning: Any) -> Any:
@@ -529,35 +571,76 @@ def _verbatim_warning(warning: Any) -> Any:
     return asdict(Notice.verbatim(warning)) if isinstance(warning, str) else warning
 
 
-def _build(tp: Any, value: Any) -> Any:
-    """Rebuild nested dataclasses (and enum members) from their asdict() form, checking the shape."""
-    if value is None:
-        return None
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+_SCALARS = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+
+
+def _scalar(tp: type, value: Any, where: str) -> Any:
+    ok = (
+        isinstance(value, tp) and not (tp is int and isinstance(value, bool))
+        if tp is not float
+        else isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    )
+    if not ok:
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        got = "a number that is not finite" if isinstance(value, float) else _kind(value)
+        raise SchemaError(where, f"expected {_SCALARS[tp]}, got {got} ({shown})")
+    return float(value) if tp is float else value
+
+
+def _build(tp: Any, value: Any, where: str) -> Any:
+    """Rebuild nested dataclasses (and enum members) from their asdict() form, checking every
+    value's type; `where` names the field in errors. Unknown keys are ignored (never read)."""
     origin = get_origin(tp)
-    if origin is Literal:
-        if value not in get_args(tp):
-            raise ValueError(f"{value!r} is not one of {get_args(tp)}")
-        return value
     if origin is Optional or (origin is not None and type(None) in get_args(tp)):
+        if value is None:
+            return None
         inner = [a for a in get_args(tp) if a is not type(None)][0]
-        return _build(inner, value)
+        return _build(inner, value, where)
+    if origin is Literal:
+        if value not in get_args(tp) or not isinstance(value, str):
+            raise SchemaError(where, f"{value!r} is not one of {list(get_args(tp))}")
+        return value
     if isinstance(tp, type) and issubclass(tp, Enum):
-        return tp(value)
+        try:
+            return tp(_scalar(str, value, where))
+        except ValueError:
+            raise SchemaError(where, f"{value!r} is not one of {[m.value for m in tp]}") from None
     if isinstance(tp, type) and is_dataclass(tp):
         if not isinstance(value, dict):
-            raise TypeError(f"{tp.__name__}: expected an object, got {type(value).__name__}")
+            raise SchemaError(where, f"expected an object ({tp.__name__}), got {_kind(value)}")
         hints = get_type_hints(tp)
-        return tp(**{f.name: _build(hints[f.name], value[f.name]) for f in fields(tp) if f.name in value})
+        known = {f.name: f for f in fields(tp)}
+        missing = [
+            name
+            for name, f in known.items()
+            if name not in value and f.default is MISSING and f.default_factory is MISSING
+        ]
+        if missing:
+            raise SchemaError(_join(where, missing[0]), "missing")
+        return tp(**{name: _build(hints[name], value[name], _join(where, name)) for name in known if name in value})
     if origin is list:
         if not isinstance(value, list):
-            raise TypeError(f"expected a list, got {type(value).__name__}")
+            raise SchemaError(where, f"expected a list, got {_kind(value)}")
         (item,) = get_args(tp)
-        return [_build(item, v) for v in value]
+        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
+            raise SchemaError(where, f"expected an object, got {_kind(value)}")
         key, item = get_args(tp)
-        return {_build(key, k): _build(item, v) for k, v in value.items()}
-    if tp in (str, int, float, bool) and not isinstance(value, (str, int, float, bool)):
-        raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
-    return value
+        return {
+            _build(key, k, f"{where} key {k!r}"): _build(item, v, f"{where}[{json.dumps(k)}]") for k, v in value.items()
+        }
+    if tp in _SCALARS:
+        return _scalar(tp, value, where)
+    raise SchemaError(where, f"no rule for {tp!r}")  # a model type this reader does not know: a bug
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name

@@ -37,6 +37,17 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "`PYTHONPATH` entry `{entry}` points into `{root}`: every arm imports from the user's tree there",
         "zh": "`PYTHONPATH` 中的条目 `{entry}` 指向 `{root}` 内部：每个组都会从用户的目录树导入该处的模块",
     },
+    "arm.symlink-copied": {
+        "en": "symlink `{path}` points outside the arm (`{target}`): the arm has a copy of its target, so a test "
+        "writing to it changes only the arm",
+        "zh": "符号链接 `{path}` 指向组目录之外（`{target}`）：该组中放的是其目标的副本，测试对它的写入只影响该组",
+    },
+    "arm.symlink-left-out": {
+        "en": "symlink `{path}` points outside the arm (`{target}`) to nothing that can be copied (missing, or a "
+        "folder holding the arm's own files): it is left out of the arm",
+        "zh": "符号链接 `{path}` 指向组目录之外（`{target}`），其目标无法复制（不存在，或是包含该组自身文件的目录）："
+        "该组中不包含它",
+    },
     "export-attributes": {
         "en": "`.gitattributes` uses `export-ignore`/`export-subst`; the reproduction command's `git archive` "
         "applies them (the run itself read the git objects unaltered)",

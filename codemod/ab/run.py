@@ -48,6 +48,7 @@ from codemod.ab.model import ABResult, ArmResult, Environment, file_of
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
 from codemod.ab.processes import Interrupted, SlotPool, kill_all_children, wait_all
+from codemod.util.reaper import orphans_reaped
 
 _HERE = Path(__file__).resolve().parent
 TEMP_PREFIX = "decouple-ab-"
@@ -78,6 +79,11 @@ def _forget_pycache(work: Path) -> None:
 
 
 def run_ab(opts: RunOptions) -> ABResult:
+    with orphans_reaped():  # a test's process that left its group is killed too
+        return _run_ab(opts)
+
+
+def _run_ab(opts: RunOptions) -> ABResult:
     old = processes.install_signal_handlers()
     stop = threading.Event()
     work: Path | None = None
@@ -333,11 +339,11 @@ def _start_probe(
     interpreter answers it when there is one)."""
     # (no pycache prefix for the probe: it imports only installed code, and a
     # prefix would make it recompile torch from source)
-    probe_env = _arms.sanitised_env(base_env, dict(arm_env), work / "arms" / "A" / "pycache", support)
-    probe_env.pop("PYTHONPYCACHEPREFIX", None)
-    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
     probe_dir = work / "probe"
     probe_dir.mkdir()
+    probe_env = _arms.sanitised_env(base_env, dict(arm_env), work / "arms" / "A" / "pycache", support, cwd=probe_dir)
+    probe_env.pop("PYTHONPYCACHEPREFIX", None)
+    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
     # A dedicated thread: the pool's workers are for test processes.  Niced,
     # unless --hw-classification has to wait for its answer before B starts.
     probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
@@ -453,6 +459,8 @@ class _Jobs:
             source=spec.source,
             env_added=dict(spec.env_added),
             extra_args=list(spec.extra_args),
+            commit=spec.commit,
+            tree=spec.tree,
         )
 
     def _command(self, name: str) -> str:
@@ -502,6 +510,20 @@ def run_single_file(
     For tests and tooling: no arm copy, no comparison.  `root` is the cwd and
     rootdir; nothing is written there (bytecode goes to a temp prefix).
     """
+    with orphans_reaped():
+        return _run_single_file(root, file, python, env, timeout, file_timeout, only, args)
+
+
+def _run_single_file(
+    root: str,
+    file: str,
+    python: str | None,
+    env: dict[str, str] | None,
+    timeout: float,
+    file_timeout: float,
+    only: set[str] | None,
+    args: list[str] | None,
+) -> FileRun:
     work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + "single-"))
     lock = processes.claim_root(work)
     try:
@@ -513,7 +535,9 @@ def run_single_file(
         spec = ArmSpec(
             name="X", label="single", source=f"dir:{root}", root=Path(root), workdir=work, env_added=dict(env or {})
         )
-        spec.env = _arms.sanitised_env(dict(os.environ), dict(env or {}), work / "pycache", support, work / "tmp")
+        spec.env = _arms.sanitised_env(
+            dict(os.environ), dict(env or {}), work / "pycache", support, work / "tmp", cwd=Path(root)
+        )
         runner = ArmRunner(spec, python or sys.executable, timeout, file_timeout, threading.Event())
         return runner.run_file(file, list(args or [file]), only=only)
     finally:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,22 +60,38 @@ class Piece:
 # durations files
 
 
-def from_result(data: dict[str, Any]) -> Durations:
-    """Per-test durations of an A/B result JSON (the slower of arms A and B); a file's
+def from_result(result: ABResult) -> Durations:
+    """Per-test durations of an A/B result (the slower of arms A and B); a file's
     duration is the sum of its tests'."""
     tests: dict[str, float] = {}
-    for arm in data.get("arms", []):
-        if arm.get("name") not in ("A", "B"):
+    for arm in result.arms:
+        if arm.name not in ("A", "B"):
             continue
-        for nid, outcome in (arm.get("outcomes") or {}).items():
-            tests[nid] = max(tests.get(nid, 0.0), float(outcome.get("duration") or 0.0))
+        for nid, outcome in arm.outcomes.items():
+            tests[nid] = max(tests.get(nid, 0.0), outcome.duration)
     files: dict[str, float] = {}
     for nid, seconds in tests.items():
         files[file_of(nid)] = files.get(file_of(nid), 0.0) + seconds
     return Durations(files, tests)
 
 
+def _seconds(data: dict[str, Any], key: str) -> dict[str, float]:
+    """`data[key]`, an object of path -> seconds (finite, not negative), else DurationsError
+    naming the field."""
+    table = data.get(key, {})
+    if not isinstance(table, dict):
+        raise DurationsError(f"field {key}: expected an object of path -> seconds")
+    out = {}
+    for k, v in table.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise DurationsError(f"field {key}[{json.dumps(k)}]: expected seconds (a number >= 0), got {v!r}")
+        out[k] = float(v)
+    return out
+
+
 def _read_one(path: Path) -> Durations:
+    """A durations file or an A/B result, validated: read from another machine (a CI
+    shard), neither is trusted."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as err:
@@ -83,14 +100,14 @@ def _read_one(path: Path) -> Durations:
         raise DurationsError(f"--durations {path}: not JSON: {err}") from None
     if isinstance(data, dict) and data.get("schema") == DURATIONS_SCHEMA:
         try:
-            return Durations(
-                {str(k): float(v) for k, v in data.get("files", {}).items()},
-                {str(k): float(v) for k, v in data.get("tests", {}).items()},
-            )
-        except (TypeError, ValueError, AttributeError) as err:
-            raise DurationsError(f"--durations {path}: malformed: {err}") from None
+            return Durations(_seconds(data, "files"), _seconds(data, "tests"))
+        except DurationsError as err:
+            raise DurationsError(f"--durations {path}: not a durations file ({err})") from None
     if isinstance(data, dict) and "arms" in data and "verdict" in data:
-        return from_result(data)
+        try:
+            return from_result(ABResult.from_json(data))
+        except ValueError as err:
+            raise DurationsError(f"--durations {path}: not an A/B result ({err})") from None
     raise DurationsError(f"--durations {path}: neither a durations file ({DURATIONS_SCHEMA}) nor an A/B result")
 
 
@@ -328,6 +345,8 @@ def _merge_arm(into: ArmResult, other: ArmResult) -> None:
     if other.error:
         into.error = "; ".join(x for x in (into.error, other.error) if x)
     into.duration += other.duration
+    if (other.commit, other.tree) != (into.commit, into.tree):  # shards of different code: not one commit
+        into.commit = into.tree = ""
     if other.command and other.command not in into.command.split("\n"):
         into.command = "\n".join(x for x in (into.command, other.command) if x)
 

@@ -73,6 +73,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from codemod.ab import links
+
 
 class ArmError(Exception):
     """An arm cannot be prepared (bad ref, missing path...)."""
@@ -322,7 +324,8 @@ SKIP_DIRS = frozenset(
 )
 
 
-def _git(args: list[str], cwd: Path, *, binary: bool = False, check: bool = True):
+def run_git(args: list[str], cwd: Path, *, binary: bool = False, check: bool = True):
+    """`git ARGS` in `cwd`; ArmError when it fails (unless not `check`)."""
     proc = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True, text=not binary)
     if check and proc.returncode != 0:
         err = proc.stderr if not binary else proc.stderr.decode("utf-8", "replace")
@@ -332,14 +335,14 @@ def _git(args: list[str], cwd: Path, *, binary: bool = False, check: bool = True
 
 def git_toplevel(cwd: Path) -> Path:
     try:
-        proc = _git(["rev-parse", "--show-toplevel"], cwd)
+        proc = run_git(["rev-parse", "--show-toplevel"], cwd)
     except FileNotFoundError as err:
-        raise ArmError("git is not installed") from err
+        raise ArmError("git not found: --base needs git on PATH") from err
     return Path(proc.stdout.strip())
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
-    proc = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo, check=False)
+    proc = run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], repo, check=False)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise ArmError(f"--base {ref!r} is not a commit in {repo}")
     return proc.stdout.strip()
@@ -442,9 +445,10 @@ def _minimal(trees: Iterable[str]) -> list[str]:
     return out
 
 
-def materialise_dir(src_root: Path, sel: Selection, dest: Path) -> list[str]:
-    """Copy the import root subtree (and what pythonpath names) from a plain
-    directory or work tree; returns the subtrees + config files copied."""
+def materialise_dir(src_root: Path, sel: Selection, dest: Path) -> tuple[list[str], list[links.LinkFix]]:
+    """Copy the import root subtree (and what pythonpath names) from a plain directory or
+    work tree; returns the subtrees + config files copied, and the links that left the arm
+    (`codemod.ab.links`)."""
     dest.mkdir(parents=True, exist_ok=True)
     if not src_root.is_dir():
         raise ArmError(f"{src_root} is not a directory")
@@ -463,14 +467,19 @@ def materialise_dir(src_root: Path, sel: Selection, dest: Path) -> list[str]:
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, dest / rel)
                 used.append(rel)
-    return used
+    return used, links.contain_dir(dest, src_root, _copied_name)
 
 
-def materialise_git(repo: Path, commit: str, sel: Selection, dest: Path) -> list[str]:
-    """Write the import root subtree of `commit` into dest; returns the git
-    paths used (subtrees and config files, "" = everything)."""
+def _copied_name(name: str) -> bool:
+    """What a copy of a folder a link points to takes (as the work-tree copy does)."""
+    return not _skipped_dir(name) and not name.endswith((".pyc", ".pyo"))
+
+
+def materialise_git(repo: Path, commit: str, sel: Selection, dest: Path) -> tuple[list[str], list[links.LinkFix]]:
+    """Write the import root subtree of `commit` into dest; returns the git paths used
+    (subtrees and config files, "" = everything), and the links that left the arm."""
     dest.mkdir(parents=True, exist_ok=True)
-    listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit], repo, binary=True).stdout
+    listing = run_git(["ls-tree", "-r", "-z", "--full-tree", commit], repo, binary=True).stdout
     entries = []
     files: set[str] = set()
     dirs: set[str] = {""}
@@ -492,7 +501,16 @@ def materialise_git(repo: Path, commit: str, sel: Selection, dest: Path) -> list
     extra = [t for t in _minimal(trees + extra) if t not in trees]
     if extra:
         used += _write_entries(repo, entries, extra, protected, dest)
-    return used
+
+    def from_commit(repo_rel: str, arm_rel: str) -> bool:  # what a link names, from the same commit
+        chosen = [(m, t, s, arm_rel + p[len(repo_rel) :]) for m, t, s, p in entries if within(p, repo_rel)]
+        folder = any(p != repo_rel for _, _, _, p in entries if within(p, repo_rel))
+        if not chosen or not repo_rel or (folder and within(arm_rel, repo_rel)):  # not into itself
+            return False
+        _write_entries(repo, chosen, [arm_rel if folder else posixpath.dirname(arm_rel)], set(), dest)
+        return True
+
+    return used, links.contain_git(dest, repo, from_commit, _copied_name)
 
 
 def _write_entries(repo: Path, entries, trees: list[str], protected: set[str], dest: Path) -> list[str]:

@@ -103,14 +103,38 @@ def result_json(result: ABResult) -> str:
     return json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"
 
 
-def check_report_paths(*paths: str | None) -> None:
-    """Refuse, before any work, a report path whose folder does not exist (no folder is created)."""
-    for path in paths:
+def check_report_paths(reports: ReportChoice, **others: str | None) -> None:
+    """Refuse, before any work, a report path whose folder does not exist (no folder is
+    created), and two outputs on one file (the later would replace the earlier): the reports,
+    the repro.sh next to the Markdown/HTML reports, `others` (option name -> path)."""
+    named = {"--json": reports.json_path, "--markdown": reports.markdown, "--html": reports.html}
+    named |= {"--junit": reports.junit, **{"--" + k.replace("_", "-"): v for k, v in others.items()}}
+    seen: dict[tuple, str] = {}
+    for path in named.values():
         if not path:
             continue
         parent = Path(path).parent
         if not parent.is_dir():
             raise _ReportError(f"cannot write {path}: folder {parent} does not exist")
+    for target in repro_paths(reports.markdown, reports.html):
+        named[f"{target.name} (written next to the Markdown/HTML report)"] = str(target)
+    for flag, path in named.items():
+        if not path or (os.path.exists(path) and not os.path.isfile(path)):  # /dev/stdout: written, not replaced
+            continue
+        key = _file_key(path)
+        if key in seen:
+            raise _ReportError(f"{seen[key]} and {flag.split(' ')[0]} name one file, {path}: give each its own")
+        seen[key] = flag
+
+
+def _file_key(path: str) -> tuple:
+    """What identifies a file: its device and inode when it exists (a hard link is the same
+    file), else its resolved path."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino)
+    except OSError:
+        return (os.path.realpath(path),)
 
 
 def _write(path: str, text: str) -> None:
@@ -124,15 +148,18 @@ def _write(path: str, text: str) -> None:
         with open(p, "wb") as f:
             f.write(data)
         return
+    from codemod.util.files import signals_held
+
     target = p.resolve() if p.is_symlink() else p
     tmp = target.with_name(f".{target.name}.decouple-tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with signals_held():
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def repro_paths(markdown: str | None, html: str | None) -> list[Path]:
@@ -418,7 +445,7 @@ def run_cmd(**params: Any) -> None:
     reports = args.reports
     if not args.base and not (args.a_root and args.b_root):
         raise click.UsageError("give --base REF, or both --a-root DIR and --b-root DIR")
-    check_report_paths(reports.json_path, reports.markdown, reports.html, reports.junit, args.durations_out)
+    check_report_paths(reports, durations_out=args.durations_out)
     if args.base and (args.a_root or args.b_root):
         raise click.UsageError("--base and --a-root/--b-root exclude each other")
     opts = args.run_options()
@@ -452,7 +479,7 @@ def run_cmd(**params: Any) -> None:
         sys.exit(2)
     extra = []
     if args.durations_out:
-        tests = _shard.from_result(result.to_json()).tests
+        tests = _shard.from_result(result).tests
         extra.append((args.durations_out, _shard.durations_json(result.file_durations, tests)))
     _finish(result, reports, extra)
 
@@ -472,7 +499,7 @@ def merge_cmd(**params: Any) -> None:
 
     args = build(AbMergeOptions, params)
     reports = args.reports
-    check_report_paths(reports.json_path, reports.markdown, reports.html, reports.junit)
+    check_report_paths(reports)
     loaded = []
     for path in args.results:
         try:

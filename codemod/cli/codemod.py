@@ -44,6 +44,7 @@ from codemod.engine.result import FileResult, Mode, RunResult
 from codemod.report import github, lintrunner, sarif
 from codemod.report import text as text_report
 from codemod.util.config import Config
+from codemod.util.files import signals_held
 from codemod.util.lintmessage import LintSeverity
 from transforms import restructure
 from transforms.core.base import Transform
@@ -297,7 +298,7 @@ def _write_map(path: str, run: RunResult) -> None:
     moves = {f.path: restructure.moves_from_findings(f.findings) for f in run.files}
     document = restructure.map_document({p: m for p, m in moves.items() if m})
     try:
-        with open(path, "w", encoding="utf-8") as out:
+        with signals_held(), open(path, "w", encoding="utf-8") as out:  # Ctrl-C: after the write
             json.dump(document, out, indent=2)
             out.write("\n")
     except OSError as e:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from codemod.engine.discover_globals import Refusal, discover, summary
+from codemod.util.files import signals_held
 
 
 @click.command("discover-globals")
@@ -58,7 +59,8 @@ def discover_globals(
         sys.exit(2)
     text = json.dumps(result, indent=2, sort_keys=False)
     if out:
-        Path(out).write_text(text + "\n", encoding="utf-8")
+        with signals_held():  # Ctrl-C: after the write
+            Path(out).write_text(text + "\n", encoding="utf-8")
     else:
         click.echo(text)
     if not quiet:

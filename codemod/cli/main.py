@@ -16,10 +16,24 @@ import click
 from codemod.cli.ab import ab
 from codemod.cli.codemod import apply, classify, lint
 from codemod.cli.discover_globals import discover_globals
+from codemod.cli.entry import INTERRUPTED
 from codemod.cli.refactor import pr_body, refactor
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Decouple(click.Group):
+    """Ctrl-C is exit 130 with one line, never a traceback (click's own handling says
+    `Aborted!` and exits 1). Writes hold the signal until they are whole or undone
+    (`codemod.util.files.signals_held`), so no temporary file is left."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("decouple: interrupted (Ctrl-C); no file is half-written", err=True)
+            ctx.exit(INTERRUPTED)
+
+
+@click.group(cls=_Decouple, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="test-decouple")
 def main() -> None:
     """Label PyTorch test classes with HardwareClassification, make torch.load explicit,

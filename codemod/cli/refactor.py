@@ -31,9 +31,10 @@ from codemod.cli.options import (
     torch_load_option,
 )
 from codemod.cli.transform_setup import SetupError, build_transforms
-from codemod.refactor import pipeline, prbody
+from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
+from codemod.util.files import signals_held
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
@@ -226,16 +227,27 @@ def refactor(**params: Any) -> None:
 )
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Compose the body even when the --ab result is not of this branch (other files, another "
+    "base, arm B not the branch's tree).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="For uniformity: pr-body prints only the body (and errors) anyway.")
-def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, quiet: bool) -> None:
+def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, force: bool, quiet: bool) -> None:
     """Compose PR_BODY.md from a refactor commit and an A/B result (the split-machine path:
-    `refactor --no-ab` here, `ab --json` on the target machine, then this). Exit: the verdict's
-    code (0 SAFE, 1 REGRESSION, 3 INCONCLUSIVE), 0 without --ab, 2 on bad input."""
+    `refactor --no-ab` here, `ab --json` on the target machine, then this). The result must be
+    the branch's: its files, arm A at the branch's base, arm B the branch's tree (else exit 2,
+    unless --force). Exit: the verdict's code (0 SAFE, 1 REGRESSION, 3 INCONCLUSIVE), 0 without
+    --ab, 2 on bad input."""
     from codemod.ab.model import EXIT_CODES, ABResult
 
+    if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        fail(f"cannot write {output}: folder {os.path.dirname(os.path.abspath(output))} does not exist")
     try:
         repo = open_repo(".")
         _, message, _ = repo.commit_info(branch)
+        tree = repo.tree(branch)
     except GitError as e:
         fail(str(e))
     facts = _plan.parse_commit_message(message)
@@ -246,12 +258,22 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, qui
         try:
             with open(ab_json, encoding="utf-8") as f:
                 result = ABResult.from_json(json.load(f))
-        except (ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, SchemaError
             fail(f"{ab_json}: not an A/B result ({e})")
+        problems = provenance.foreign(result, facts, tree)
+        if problems and not force:
+            fail(
+                f"{ab_json} is not the A/B result of {branch}: {'; '.join(problems)} (--force composes the body anyway)"
+            )
+        for problem in problems:
+            click.echo(f"decouple pr-body: warning: {ab_json}: {problem} (--force)", err=True)
     text = prbody.compose(facts, result, lang)
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with signals_held(), open(output, "w", encoding="utf-8") as f:  # Ctrl-C: after the write
+                f.write(text)
+        except OSError as e:
+            fail(f"cannot write {output}: {e.strerror or e}")
     else:
         click.echo(text, nl=False)
     sys.exit(EXIT_CODES.get(result.verdict, 3) if result is not None else 0)

@@ -68,6 +68,7 @@ from typing import Any
 
 from codemod.engine.discover_records import Findings, Outcome, allowlist_json, read_round, tests_json
 from codemod.engine.target import TargetInfo, probe
+from codemod.util.reaper import orphans_reaped
 
 SCHEMA_VERSION = 1
 PLUGIN_MODULE = "_decouple_discover_plugin"
@@ -96,7 +97,15 @@ def _run_pytest(
     python: str, args: list[str], cwd: str, env: dict[str, str], timeout: float
 ) -> tuple[int | None, str, str, bool]:
     """(exit status, stdout, stderr, timed out) of pytest under `python`; a run past `timeout`
-    is killed with its whole process group."""
+    is killed with its whole process group, and so is one interrupted (Ctrl-C); a process its
+    tests started that left the group is killed when the run ends (`orphans_reaped`)."""
+    with orphans_reaped():
+        return _run_pytest_reaped(python, args, cwd, env, timeout)
+
+
+def _run_pytest_reaped(
+    python: str, args: list[str], cwd: str, env: dict[str, str], timeout: float
+) -> tuple[int | None, str, str, bool]:
     proc = subprocess.Popen(
         [python, "-m", "pytest", *args],
         cwd=cwd,
@@ -111,12 +120,20 @@ def _run_pytest(
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, False
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
+        _kill_group(proc)
         out, err = proc.communicate()
         return None, out, err, True
+    except BaseException:  # Ctrl-C: its own session does not get the terminal's SIGINT
+        _kill_group(proc)
+        proc.wait()
+        raise
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
 
 
 def _target_arg(nodeid: str, rootdir: str) -> str:

@@ -117,6 +117,19 @@ def _spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
+def _refuse_links_leaving(folder: str, files: list[str]) -> None:
+    """A folder contributes files of its repository (or, outside git, of itself) only: a
+    symlink in it whose target leaves that root would have its target, a file nobody
+    named, edited. Raises DiscoveryError naming them."""
+    root = os.path.realpath(_git_root(folder) or folder)
+    leaving = [f for f in files if os.path.commonpath([root, os.path.realpath(f)]) != root]
+    if leaving:
+        raise DiscoveryError(
+            f"{', '.join(leaving)}: a symlink to a file outside {root} (found in the folder {folder}); "
+            "name the file itself to edit it; nothing was read or written"
+        )
+
+
 def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_EXCLUDES) -> Discovered:
     """Expand files and folders. Folders contribute test files only (the linter's naming),
     respecting .gitignore inside a git work tree; a file named explicitly is always taken
@@ -129,6 +142,7 @@ def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_E
             if candidates is None:
                 candidates = _walk_files(path)
             candidates = [c for c in candidates if is_test_file(c)]
+            _refuse_links_leaving(path, [c for c in candidates if not excluded_by(relative_to_root(c), excludes)])
         elif os.path.exists(path):
             candidates = [path]
         else:
@@ -181,6 +195,17 @@ class Allowlist:
 
     def files(self) -> list[str]:
         return [os.path.join(self.root, e) for e in self.entries]
+
+    def outside(self) -> list[str]:
+        """The entries that name a file outside the repository root: absolute, climbing out
+        with `..`, or through a symlink whose target leaves it."""
+        root = os.path.realpath(self.root)
+        out = []
+        for entry in self.entries:
+            real = os.path.realpath(os.path.join(self.root, entry))
+            if os.path.isabs(entry) or os.path.commonpath([root, real]) != root:
+                out.append(entry)
+        return out
 
 
 def read_allowlist(path: str) -> Allowlist:

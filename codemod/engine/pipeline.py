@@ -121,6 +121,12 @@ def select(
     wanted = list(paths)
     if allowlist_path:
         allowlist = read_allowlist(allowlist_path)
+        outside = allowlist.outside()
+        if outside:  # the allowlist is data (a checkout's file): it names files of its repository only
+            raise DiscoveryError(
+                f"allowlist {allowlist_path}: {', '.join(outside)}: outside the repository {allowlist.root}; "
+                "nothing was read or written"
+            )
         wanted += allowlist.files()
     if not wanted:
         raise UsageError("name at least one file or folder, or --from-allowlist PATH")

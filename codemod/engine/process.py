@@ -12,6 +12,7 @@ import difflib
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -278,6 +279,9 @@ _worker_args: tuple = ()
 def _init_worker(transforms: Sequence[Transform], mode: Mode, staged: bool = False) -> None:
     global _worker_args
     _worker_args = (transforms, mode, staged)
+    # Ctrl-C reaches the whole process group: the parent ends the pool (a worker mid-write
+    # finishes the write first: write_atomic holds the signals), a worker says nothing.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _work(item: tuple[str, str]) -> bytes:

@@ -4,6 +4,13 @@ Everything that writes happens in a temporary linked work tree (`git worktree ad
 user's work tree, index and checked-out branch are never touched, so "return to the
 user's branch and restore their uncommitted changes" holds by construction. Branches are
 only ever created (never moved, reset or deleted) and nothing is pushed.
+
+No hook runs in the tool's own git commands (`worktree add`/`remove`, `checkout`, `add`,
+`commit`, `branch`): each runs with `-c core.hooksPath=<an empty folder>`, which wins over any
+configuration (`--no-verify` alone still runs `prepare-commit-msg`, which can change the
+message, and `post-commit`; `post-checkout` runs on every checkout). A commit is made on a
+detached HEAD and the branch created at it afterwards, so a commit that fails (no
+`user.email`, broken signing) leaves no branch behind.
 """
 
 from __future__ import annotations
@@ -15,7 +22,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import git
+try:
+    import git
+except ImportError:  # GitPython refuses to import when there is no git executable
+    GIT_FOUND = False
+else:
+    GIT_FOUND = True
 
 
 class GitError(Exception):
@@ -53,18 +65,21 @@ class Repo:
 
     def dirty_paths(self) -> list[str]:
         """Tracked files with staged or unstaged changes (untracked files do not count:
-        nothing here ever adds them)."""
-        if not self.repo.is_dirty(untracked_files=False):
-            return []
-        changed = {d.a_path for d in self.repo.index.diff(None)}
-        if self.repo.head.is_valid():
-            changed |= {d.a_path for d in self.repo.index.diff("HEAD")}
-        # GitPython types a_path Optional for patch diffs; these raw-format ones carry both paths.
-        return sorted(changed)  # type: ignore[arg-type]
+        nothing here ever adds them). Read only: `git diff` (GitPython's `is_dirty`) would
+        refresh and rewrite the user's index, running their `post-index-change` hook;
+        `status --no-optional-locks` does not."""
+        out = self.repo.git.execute(
+            ["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=no", "--no-renames"]
+        )
+        return sorted({entry[3:] for entry in out.split("\0") if entry})
 
     def branch_head(self, name: str) -> str | None:
         head = next((h for h in self.repo.heads if h.name == name), None)
         return head.commit.hexsha if head is not None else None
+
+    def tree(self, ref: str) -> str:
+        """The id of `ref`'s tree (what its files are)."""
+        return self.repo.commit(self.resolve(ref)).tree.hexsha
 
     def commit_info(self, ref: str) -> tuple[str, str, list[str]]:
         """(sha, full message, parent shas) of `ref`."""
@@ -97,15 +112,17 @@ class Repo:
         """A detached linked work tree at `commit`, removed (and pruned) afterwards."""
         parent = tempfile.mkdtemp(prefix="decouple-refactor-")
         path = os.path.join(parent, "tree")
+        no_hooks = os.path.join(parent, "no-hooks")  # empty: core.hooksPath finds no hook there
+        os.mkdir(no_hooks)
         try:
             try:
-                self.repo.git.worktree("add", "--detach", "--quiet", path, commit)
+                _run(self.repo, no_hooks, "worktree", "add", "--detach", "--quiet", path, commit)
             except git.GitCommandError as e:
                 raise GitError(f"cannot create a temporary work tree: {_stderr(e)}") from None
-            yield Worktree(git.Repo(path), os.path.realpath(path))
+            yield Worktree(git.Repo(path), os.path.realpath(path), no_hooks)
         finally:
             try:
-                self.repo.git.worktree("remove", "--force", path)
+                _run(self.repo, no_hooks, "worktree", "remove", "--force", path)
             except git.GitCommandError:
                 pass
             shutil.rmtree(parent, ignore_errors=True)
@@ -115,38 +132,43 @@ class Repo:
                 pass
 
 
+def _run(repo: git.Repo, no_hooks: str, *args: str) -> str:
+    """`git ARGS` in `repo` with no hook (see the module docstring)."""
+    return repo.git.execute(["git", "-c", f"core.hooksPath={no_hooks}", *args])
+
+
 @dataclass
 class Worktree:
     repo: git.Repo
     root: str
-
-    def start_branch(self, name: str) -> None:
-        """Create branch `name` at the current commit and check it out, keeping the edits
-        made so far (refuses an existing name)."""
-        try:
-            self.repo.git.checkout("--quiet", "-b", name)
-        except git.GitCommandError as e:
-            raise GitError(f"cannot create branch {name}: {_stderr(e)}") from None
+    no_hooks: str  # an empty folder: the hooks path of every command here
 
     def switch(self, ref: str) -> None:
         try:
-            self.repo.git.checkout("--quiet", ref)
+            _run(self.repo, self.no_hooks, "checkout", "--quiet", "--detach", ref)
         except git.GitCommandError as e:
             raise GitError(f"cannot check out {ref}: {_stderr(e)}") from None
 
-    def commit(self, paths: list[str], message: str) -> str:
-        """Stage exactly `paths` and commit them (hooks are not run: the edit is verified by the
-        tool and a hook that rewrites files would make the A/B prove something else)."""
+    def commit_branch(self, name: str, paths: list[str], message: str) -> str:
+        """Stage exactly `paths`, commit them on the detached HEAD, then create branch `name`
+        at that commit (refusing an existing name). No hook runs: the edit is verified by the
+        tool and a hook that rewrites files or the message would make the A/B prove something
+        else. A failed commit creates no branch."""
         with tempfile.NamedTemporaryFile("wb", prefix="decouple-msg-", delete=False) as f:
             f.write(message.encode("utf-8"))
         try:
-            self.repo.git.add("--", *paths)
-            self.repo.git.commit("--quiet", "--no-verify", "--cleanup=verbatim", "-F", f.name)
+            _run(self.repo, self.no_hooks, "add", "--", *paths)
+            _run(self.repo, self.no_hooks, "commit", "--quiet", "--no-verify", "--cleanup=verbatim", "-F", f.name)
         except git.GitCommandError as e:
-            raise GitError(f"git commit failed: {_stderr(e)}") from None
+            raise GitError(f"git commit failed (no branch was made): {_stderr(e)}") from None
         finally:
             os.unlink(f.name)
-        return self.repo.head.commit.hexsha
+        sha = self.repo.head.commit.hexsha
+        try:
+            _run(self.repo, self.no_hooks, "branch", "--no-track", name, sha)
+        except git.GitCommandError as e:
+            raise GitError(f"cannot create branch {name}: {_stderr(e)}") from None
+        return sha
 
 
 def _stderr(e: git.GitCommandError) -> str:
@@ -156,6 +178,9 @@ def _stderr(e: git.GitCommandError) -> str:
 
 
 def open_repo(folder: str) -> Repo:
+    """The repository enclosing `folder`; GitError when there is none, or no git."""
+    if not GIT_FOUND:
+        raise GitError("git not found: this command needs git on PATH")
     try:
         return Repo(git.Repo(folder, search_parent_directories=True))
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):

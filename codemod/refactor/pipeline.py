@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: state.json is still replaced atomically
+    fcntl = None  # type: ignore[assignment]
 
 from codemod.ab.model import ABResult
 from codemod.engine.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
@@ -22,6 +29,7 @@ from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
 from codemod.refactor.plan import PlanStatus
+from codemod.util.files import signals_held
 from transforms.core.base import Transform
 from transforms.core.strenum import StrEnum
 
@@ -204,19 +212,55 @@ def _load_state(out: str) -> dict[str, dict]:
         return {}
 
 
-def _save_state(out: str, state: dict[str, dict]) -> None:
-    _write(
-        _state_path(out),
-        json.dumps({"schema_version": STATE_VERSION, "branches": [state[k] for k in sorted(state)]}, indent=2) + "\n",
-    )
+@contextmanager
+def _state_lock(out: str) -> Iterator[None]:
+    """Hold `state.json.lock` (an flock, released by the kernel however the run ends): two
+    runs in one repository update state.json one after the other."""
+    os.makedirs(out, exist_ok=True)
+    fd = os.open(_state_path(out) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _record_state(out: str, rec: BranchRecord) -> None:
+    """Add `rec` to state.json: read, updated and replaced under the lock, so a concurrent
+    run's branches are kept."""
+    with _state_lock(out):
+        state = _load_state(out)
+        state[rec.branch] = asdict(rec)
+        text = json.dumps({"schema_version": STATE_VERSION, "branches": [state[k] for k in sorted(state)]}, indent=2)
+        _write(_state_path(out), text + "\n")
 
 
 def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """Replace `path` atomically: a temporary file of its own (concurrent runs never share
+    one) in the same folder, renamed onto it."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    with signals_held():
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".decouple-tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+
+# Files of the output folder itself: no branch's folder may be one of them.
+SUMMARY_FILES = ("batch.md", "batch.json", "state.json")
+
+
+def branch_folder(out: str, branch: str) -> str:
+    """A branch's output folder: the branch name as folders (`hw-classification/test_foo`),
+    so no two branches share one (a branch name never has `.` or `..` parts)."""
+    return os.path.join(out, *branch.split("/"))
 
 
 # --- one group ---------------------------------------------------------------------------------
@@ -276,16 +320,18 @@ def write_outputs(
     """ab.json / ab.md / ab.html (when there is a result) and PR_BODY.md."""
     reports: dict[str, str] = {}
     if result is not None:
-        from codemod.report import ab_html, ab_markdown
+        from codemod.report import ab_html, ab_markdown, ab_repro
 
         for name, text in (
             ("ab.json", json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"),
             ("ab.md", ab_markdown.render(result, lang)),
             ("ab.html", ab_html.render(result, lang)),
+            (ab_repro.REPRO_SCRIPT, ab_repro.render(result)),  # the script ab.md and ab.html refer to
         ):
             path = os.path.join(out_dir, name)
             _write(path, text)
             reports[name.split(".")[1]] = path
+        os.chmod(reports["sh"], 0o755)
     moves = {p.path: p.moves for p in facts.files if p.moves}
     if moves:  # what `decouple ab --map-file` reads (the PR's Test Plan names it)
         from transforms.restructure import model
@@ -310,7 +356,7 @@ def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str
         rec.unclassified = [f"{r.file}: {', '.join(r.classes)}" for r in result.runtime if r.file in graduated]
         if rec.unclassified:
             rec.note = "runs unclassified at run time, although graduated: " + "; ".join(rec.unclassified)
-    rec.pr_body, rec.reports = write_outputs(os.path.join(out, _plan.branch_slug(rec.branch)), result, facts, opts.lang)
+    rec.pr_body, rec.reports = write_outputs(branch_folder(out, rec.branch), result, facts, opts.lang)
 
 
 def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) -> bool:
@@ -460,6 +506,11 @@ def run(repo: Repo, opts: Options) -> Outcome:
         records.append(BranchRecord(branch=name, files=group, base=base, status=BranchStatus.WOULD_CREATE))
     if len({r.branch for r in records}) != len(records):
         raise RefactorError("two groups would get the same branch name: pass distinct --branch names")
+    for rec in records:
+        if rec.branch in SUMMARY_FILES:
+            raise RefactorError(
+                f"branch {rec.branch}: its output folder would be the batch's {rec.branch}: pick --branch"
+            )
     # manual work left: in the files picked, and the files named (not a batch's candidates, which
     # a batch skips by design) that were skipped for it; a dry run counts it the same way
     outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g)
@@ -489,13 +540,11 @@ def run(repo: Repo, opts: Options) -> Outcome:
                         SkippedFile(path=f, reason="nothing to change", status=UNCHANGED) for f in rec.files
                     ]
                     continue
-                wt.start_branch(rec.branch)
-                rec.head = wt.commit(changed, _plan.commit_message(file_plans, base))
+                rec.head = wt.commit_branch(rec.branch, changed, _plan.commit_message(file_plans, base))
                 rec.status = BranchStatus.CREATED
                 opts.say(f"branch {rec.branch}: {rec.head[:12]} on {base[:12]}")
             _verify(repo, wt, rec, opts, out)
-            state[rec.branch] = asdict(rec)
-            _save_state(out, state)
+            _record_state(out, rec)
             outcome.branches.append(rec)
             wt.switch(base)
     write_summary(out, outcome)

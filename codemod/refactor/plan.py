@@ -276,10 +276,6 @@ def default_branch(files: list[str]) -> str:
     return f"hw-classification/{slug}"
 
 
-def branch_slug(branch: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", branch).strip("-.") or "branch"
-
-
 def commit_title(files: list[str], allowlist_only: bool = False) -> str:
     """The commit's (and the PR's) title; a branch that only removes files from the
     allowlist says so instead of "Add hw_classification"."""

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import stat
 import tempfile
 import tokenize
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 # Above this size a file is not processed: LibCST (every output is verified with it) needs
@@ -62,6 +65,22 @@ def decode_source(data: bytes, mtime_ns: int = 0, size: int | None = None) -> So
     return Source(text=text, encoding=encoding, mtime_ns=mtime_ns, size=len(data) if size is None else size)
 
 
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP wait (pending, delivered afterwards) while the body runs: a
+    write in it is whole or undone when an interrupt lands, never half-done with its
+    temporary file left behind. Without pthread_sigmask (Windows) nothing is held: the write is
+    still atomic, only its cleanup on an interrupt is unguarded."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def write_atomic(path: str, data: bytes, *, expect: Source | None = None) -> None:
     """Replace `path` with `data` via a temporary file in the same folder and a rename.
 
@@ -75,17 +94,18 @@ def write_atomic(path: str, data: bytes, *, expect: Source | None = None) -> Non
     if expect is not None and (st.st_mtime_ns, st.st_size) != (expect.mtime_ns, expect.size):
         raise OSError(f"{path} changed on disk while it was being processed; not written")
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".decouple-tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, st.st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
+    with signals_held():
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".decouple-tmp", dir=folder)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, st.st_mode & 0o7777)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
