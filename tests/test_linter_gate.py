@@ -1,9 +1,12 @@
 """The linter gate, with stand-in linters written for these tests (never the upstream one).
 
 Each stand-in is a small script placed at tools/linter/adapters/test_linter.py of a
-temporary checkout. It rejects the files whose basename it was told to reject,
-reporting the path it was given relative to its own repository root, so the tests
-also see that the gate ran it on a mirror laid out like the checkout.
+temporary checkout. Like the real linters it reports every module-level test class without a
+`hw_classification` (`[hw_classification]`), and it rejects the files whose basename it was
+told to reject, reporting the path it was given relative to its own repository root, so the
+tests also see that the gate ran it on a mirror laid out like the checkout. `judges`, when
+given, is the only folder (repository-relative) whose files it looks at: it skips the others
+silently, as the newer generation of the upstream linter does.
 """
 
 from __future__ import annotations
@@ -16,38 +19,57 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from codemod.engine import linter_gate
 from codemod.cli.main import main
+from codemod.engine import linter_gate
+from transforms.rules.generations import GENERATIONS
 
 GENERIC = "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
 LABEL = "hw_classification = HardwareClassification.GENERIC"
 
 STAND_IN = '''\
-import json, os, sys
+import ast, json, os, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 REJECT = {reject!r}
 MODE = {mode!r}
+JUDGES = {judges!r}
 allowlist = json.loads((Path(__file__).parent / "test_linter_allowlist.json").read_text())
 if MODE == "garbage":
     print("this is not JSON")
     sys.exit(0)
 if MODE == "crash":
     raise RuntimeError("stand-in linter crashed")
+
+
+def say(path, line, name, description):
+    print(json.dumps({{"path": path, "line": line, "char": None, "code": "TEST_LINTER",
+                      "severity": "error", "name": name, "original": None,
+                      "replacement": None, "description": description}}))
+
+
 for name in sys.argv[1:]:
     rel = os.path.relpath(name, ROOT)
+    if JUDGES is not None and not rel.startswith(JUDGES):
+        continue
     if os.path.basename(name) in REJECT:
-        print(json.dumps({{"path": name, "line": 2, "char": None, "code": "TEST_LINTER",
-                          "severity": "error", "name": "[stand_in]", "original": None,
-                          "replacement": None,
-                          "description": f"chosen for rejection: {{rel}} allowlist={{allowlist}}"}}))
+        say(name, 2, "[stand_in]", f"chosen for rejection: {{rel}} allowlist={{allowlist}}")
+    try:
+        tree = ast.parse(open(name, encoding="utf-8").read())
+    except (OSError, SyntaxError, UnicodeDecodeError) as e:
+        print(f"Failed to parse {{name!r}}: {{e}}", file=sys.stderr)
+        continue
+    for node in tree.body:
+        tests = [s for s in getattr(node, "body", []) if getattr(s, "name", "").startswith("test")]
+        label = [s for s in getattr(node, "body", []) if "hw_classification" in ast.dump(s)[:200]]
+        if isinstance(node, ast.ClassDef) and tests and not label:
+            say(name, node.lineno, "[hw_classification]", f"{{node.name}} has no label")
 '''
 
 
-def make_checkout(root, reject=(), mode="normal", files=("test_a.py", "test_b.py")):
+def make_checkout(root, reject=(), mode="normal", files=("test_a.py", "test_b.py"), judges=None):
     linter = root / "tools" / "linter" / "adapters" / "test_linter.py"
     linter.parent.mkdir(parents=True)
-    linter.write_text(STAND_IN.format(reject=sorted(reject), mode=mode))
+    linter.write_text(STAND_IN.format(reject=sorted(reject), mode=mode, judges=judges))
     allowlist = linter.parent / "test_linter_allowlist.json"
     entries = [f"test/{name}" for name in files]
     allowlist.write_text(json.dumps(entries, indent=2) + "\n")
@@ -160,18 +182,29 @@ def test_predicted_messages_are_not_rejections():
             def test_b(self): pass
         """
     )
-    assert linter_gate.predicted(text) == {("[hw_classification]", 2)}
+    for gen in GENERATIONS.values():
+        assert linter_gate.predicted(text, gen) == {("[hw_classification]", 2)}
+    assert linter_gate.predicted("def (", GENERATIONS["gen1"]) == {("[parse_error]", 0)}
+    assert linter_gate.predicted("def (", GENERATIONS["gen2"]) == set()  # no message at all
 
 
 def test_lint_reports_duplicates_as_errors_and_apply_exits_1(tmp_path):
     (tmp_path / "test_dup.py").write_text(
         GENERIC + GENERIC + "instantiate_device_type_tests(Helper, globals())\n"
         "instantiate_device_type_tests(Helper, globals())\n")
-    r = cli("lint", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    r = cli("lint", "--linter", "off", "--rules", "gen1", "test_dup.py", "-j", "1", cwd=tmp_path)
     names = {m["name"]: m for m in map(json.loads, r.output.splitlines())}
     assert names["hw/duplicate_class"]["severity"] == "error" and names["hw/duplicate_class"]["line"] == 4
     assert names["hw/duplicate_instantiation"]["line"] == 8
-    r = cli("apply", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    assert names["hw/duplicate_class"]["description"].endswith("[rules: gen1]")
+    # The newer generation does not report duplicates: a warning, and no work left.
+    r = cli("lint", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    names = {m["name"]: m for m in map(json.loads, r.output.splitlines())}
+    assert names["hw/duplicate_class"]["severity"] == "warning"
+    assert "does not report it" in names["hw/duplicate_class"]["description"]
+    r = cli("apply", "--check", "--strict", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 1 and "0 need manual work" in r.output
+    r = cli("apply", "--linter", "off", "--rules", "gen1", "test_dup.py", "-j", "1", cwd=tmp_path)
     assert r.exit_code == 1
     # The last definition is the one the linter checks: it got the label.
     assert (tmp_path / "test_dup.py").read_text().count(LABEL) == 1

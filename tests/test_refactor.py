@@ -439,7 +439,8 @@ def test_commit_message_round_trips_odd_paths_and_branch_names_are_valid(repo):
 REJECTING_LINTER = '''\
 import json, os, sys
 for name in sys.argv[1:]:
-    if os.path.basename(name) == "test_beta.py":
+    text = open(name, encoding="utf-8").read()
+    if os.path.basename(name) == "test_beta.py" or "TestDecoupleGateCanary" in text:  # the gate's canary: judged
         print(json.dumps({"path": name, "line": 1, "char": None, "code": "TEST_LINTER", "severity": "error",
                           "name": "[stand_in]", "original": None, "replacement": None,
                           "description": "rejected by the checkout's own linter"}))

@@ -5,7 +5,8 @@ tests/fixtures/restructure/<case>.out.py  the file after `decouple apply --restr
 tests/fixtures/restructure/<case>.json    {"restructure": "auto" | "NAME[,NAME]",
                                            "advice": {class: [transform, ...]}  (diagnosis of the input),
                                            "status": "<bucket>",
-                                           "moves": [per test: transform, classes, device sets, node ids]}
+                                           "moves": [per test: transform, classes, device sets, node ids],
+                                           "rules": the generation (default gen1)}
 DECOUPLE_REGEN_FIXTURES=1 rewrites the .out.py files and the "moves" (read the diff before committing).
 """
 
@@ -47,7 +48,8 @@ def test_diagnosis_advice(case):
 @pytest.mark.parametrize("case", CASES)
 def test_fixture(case, tmp_path, regen):
     spec = _spec(case)
-    transforms = [Restructure(parse_selection(spec["restructure"])), HwLabel()]
+    rules = spec.get("rules", "gen1")
+    transforms = [Restructure(parse_selection(spec["restructure"]), rules=rules), HwLabel(rules=rules)]
     src = os.path.join(HERE, case + ".in.py")
     work = tmp_path / "test_case.py"
     shutil.copyfile(src, work)

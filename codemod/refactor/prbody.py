@@ -61,6 +61,7 @@ _S = {
         "analysis": "Cause analysis",
         "environment": "Environment",
         "tracking": "Part of the test-decoupling effort tracked in {issue}.",
+        "rules": "The labels follow the {rules} rules of the test linter (`tools/linter/adapters/test_linter.py`).",
     },
     "zh": {
         "summary": "概要",
@@ -95,6 +96,7 @@ _S = {
         "analysis": "原因分析",
         "environment": "环境信息",
         "tracking": "属于测试解耦工作的一部分，跟踪 issue：{issue}。",
+        "rules": "标签遵循测试 linter（`tools/linter/adapters/test_linter.py`）的 {rules} 规则。",
     },
 }
 
@@ -185,7 +187,9 @@ def compose(facts: CommitFacts, result: ABResult | None, lang: str = "en") -> st
             grad=s["summary.grad"].format(n=len(graduated)) if graduated else "",
         )
     )
-    lines += ["", s["tracking"].format(issue=TRACKING_ISSUE)]
+    lines += ["", s["tracking"].format(issue=TRACKING_ISSUE)] + (
+        [s["rules"].format(rules=facts.rules)] if facts.rules else []
+    )
 
     lines += ["", f"## {s['changes']}"]
     for p in facts.files:

@@ -25,6 +25,7 @@ from transforms.restructure.model import Move, Step, moves_from_json
 from transforms.restructure.split import split_class
 from transforms.restructure.verify import check_step
 from transforms.rules.advice import Pattern
+from transforms.rules.generations import NEWEST, generation
 
 __all__ = ["REGISTRY", "Restructure", "moves_from_findings", "parse_selection"]
 
@@ -100,6 +101,7 @@ class Restructure:
     name: ClassVar[str] = "restructure"
 
     selected: tuple[Pattern, ...] = tuple(REGISTRY)
+    rules: str = NEWEST  # the generation whose rules the restructured classes must satisfy
 
     def triage(self, text: str) -> bool:
         return may_have_test_class(text) and "instantiate_device_type_tests" in text
@@ -114,7 +116,16 @@ class Restructure:
             if step.text == text:
                 continue
             touched = {m.old_class for m in step.moves}
-            check_step(text, step.text, touched, step.created, step.resolved, step.normalise, step.imports)
+            check_step(
+                text,
+                step.text,
+                touched,
+                step.created,
+                step.resolved,
+                step.normalise,
+                step.imports,
+                generation(self.rules),
+            )
             lines = {d.name: d.line for d in diags}
             for cls in sorted(touched, key=lambda c: lines.get(c, 0)):
                 own = [m for m in step.moves if m.old_class == cls]
