@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from transforms.core.class_reading import FUNCTION_TYPES, class_facts, defines_tests, dotted_name
-from transforms.core.device_needs import module_guards
+from transforms.core.device_needs import module_flags, module_guards
 from transforms.core.facts import (
     UNKNOWN,
     CallForm,
@@ -298,7 +298,8 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     for inst in hidden:
         hidden_by_target.setdefault(inst.target, []).append(inst)
 
-    everywhere, around = module_guards(tree)
+    flags = module_flags(tree)
+    everywhere, around = module_guards(tree, flags)
     classes = tuple(
         class_facts(
             node,
@@ -307,6 +308,7 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
             lines,
             tuple(hidden_by_target.get(node.name, ())),
             everywhere + around.get(node.lineno, ()),
+            flags,
         )
         for node in kept
     )

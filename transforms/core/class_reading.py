@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from transforms.core.device_needs import needs_of_class, needs_of_function, source_of, torch_calls, unique
+from transforms.core.device_needs import Flags, needs_of_class, needs_of_function, source_of, torch_calls, unique
 from transforms.core.facts import DeviceNeed, ExistingLabel, Instantiation, TestClassFacts, TestMethod
 from transforms.core.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
@@ -72,14 +72,16 @@ def _params(args: ast.arguments) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _test_method(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | None = None) -> TestMethod:
+def _test_method(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | None = None, flags: Flags = {}  # noqa: B006
+) -> TestMethod:
     return TestMethod(
         name=fn.name,
         line=fn.lineno,
         params=_params(fn.args),
         is_async=isinstance(fn, ast.AsyncFunctionDef),
         decorators=tuple(_render_decorator(d) for d in fn.decorator_list),
-        needs=needs_of_function(fn, source_of(lines, fn)),
+        needs=needs_of_function(fn, source_of(lines, fn), flags),
     )
 
 
@@ -167,10 +169,11 @@ def class_facts(
     lines: list[str] | None = None,
     hidden: tuple[Instantiation, ...] = (),
     module_needs: tuple[DeviceNeed, ...] = (),
+    flags: Flags = {},  # noqa: B006 - read only
 ) -> TestClassFacts:
     """The facts of the test class `node`, given the calls that instantiate it (`hidden`: those the
-    linter does not see), the lines of instantiate_parametrized_tests(node) and the needs the
-    module puts on it (`device_needs.module_guards`).  `lines`, the module's source split at the
+    linter does not see), the lines of instantiate_parametrized_tests(node), the needs the
+    module puts on it (`device_needs.module_guards`) and the module's own device flags.  `lines`, the module's source split at the
     line ends `ast` counts, lets a method without any device word skip the walk for its needs."""
     body = node.body
     docstring_end = None
@@ -182,7 +185,7 @@ def class_facts(
     for stmt in body:
         if isinstance(stmt, FUNCTION_TYPES):
             if is_test_name(stmt.name):
-                tests.append(_test_method(stmt, lines))
+                tests.append(_test_method(stmt, lines, flags))
             else:
                 others.append(stmt.name)
     return TestClassFacts(
@@ -200,6 +203,6 @@ def class_facts(
         label=_class_label(node),
         nested_in=None,
         hidden_instantiations=hidden,
-        needs=unique(module_needs + needs_of_class(node, lines)),
+        needs=unique(module_needs + needs_of_class(node, lines, flags)),
         torch_calls=torch_calls(node),
     )

@@ -59,6 +59,8 @@ _FLAGS: Mapping[str, Need] = {
     "HAS_XPU_AND_TRITON": Need.XPU,
     "TEST_MPS": Need.MPS,
     "HAS_MPS": Need.MPS,
+    "CUDA_HOME": Need.CUDA,  # the CUDA toolkit
+    "ROCM_HOME": Need.ROCM,
 }
 _SM_FLAG = re.compile(r"^SM\d+OrLater$")  # CUDA compute capability
 # Probes: true only with the device, but calling them does not need one.
@@ -120,11 +122,15 @@ def _text(node: ast.AST) -> str:
 # --------------------------------------------------------------------------- conditions
 
 
-def _atom(node: ast.expr) -> Need | None:
-    """The device an atom of a condition is true only with: a flag, a probe call, a comparison
-    of a probe (`torch.cuda.device_count() >= 2`), the ROCm build attribute."""
+# Flags a module defines from others (`TEST_MULTIGPU = TEST_CUDA and ...`): name -> device.
+Flags = Mapping[str, Need]
+
+
+def _atom(node: ast.expr, flags: Flags) -> Need | None:
+    """The device an atom of a condition is true only with: a flag (the module's own too), a
+    probe call, a comparison of a probe (`torch.cuda.device_count() >= 2`), the ROCm build."""
     if isinstance(node, ast.Compare):
-        return _atom(node.left)
+        return _atom(node.left, flags)
     if isinstance(node, ast.Call):
         return _PROBES.get(_dotted(node.func) or "")
     name = _dotted(node)
@@ -133,30 +139,48 @@ def _atom(node: ast.expr) -> Need | None:
     if name == _ROCM_BUILD:
         return Need.ROCM
     last = name.rsplit(".", 1)[-1]
+    if last in flags and "." not in name:
+        return flags[last]
     if last in _FLAGS:
         return _FLAGS[last]
     return Need.CUDA if _SM_FLAG.match(last) else None
 
 
-def requires(cond: ast.expr, truth: bool) -> dict[Need, ast.expr]:
+def requires(cond: ast.expr, truth: bool, flags: Flags = {}) -> dict[Need, ast.expr]:  # noqa: B006 - read only
     """The devices `cond` needs in order to evaluate to `truth` (device -> the atom that says so)."""
     if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
-        return requires(cond.operand, not truth)
+        return requires(cond.operand, not truth, flags)
     if isinstance(cond, ast.BoolOp):
         every = isinstance(cond.op, ast.And) == truth  # all operands take `truth`
-        parts = [requires(v, truth) for v in cond.values]
+        parts = [requires(v, truth, flags) for v in cond.values]
         if every:
             out: dict[Need, ast.expr] = {}
             for part in parts:
                 out.update(part)
             return out
-        common = set(parts[0]).intersection(*parts[1:])  # some operand: only what all share
-        return {need: parts[0][need] for need in common}
-    need = _atom(cond)
+        # Some operand: only what all of them share (ROCm counts as CUDA, PyTorch's device there).
+        family = [{Need.CUDA if n == Need.ROCM else n: atom for n, atom in p.items()} for p in parts]
+        common = set(family[0]).intersection(*family[1:])
+        return {need: family[0][need] for need in common}
+    need = _atom(cond, flags)
     return {need: cond} if need is not None and truth else {}
 
 
-def _needs_of_decorator(dec: ast.expr) -> list[DeviceNeed]:
+def module_flags(tree: ast.Module) -> dict[str, Need]:
+    """The module's own flags: module-level names bound to a condition that needs a device
+    (`GPU_HOME = CUDA_HOME or ROCM_HOME`, `TEST_MULTIGPU = TEST_CUDA and ...`)."""
+    found: dict[str, Need] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            needs = requires(stmt.value, True, found)
+            if len(needs) == 1:
+                found[stmt.targets[0].id] = next(iter(needs))
+            else:
+                found.pop(stmt.targets[0].id, None)
+    return found
+
+
+def _needs_of_decorator(dec: ast.expr, flags: Flags) -> list[DeviceNeed]:
     target = dec.func if isinstance(dec, ast.Call) else dec
     last = (_dotted(target) or "").rsplit(".", 1)[-1]
     for pattern, need in _REQUIRES:
@@ -164,7 +188,7 @@ def _needs_of_decorator(dec: ast.expr) -> list[DeviceNeed]:
             return [DeviceNeed(need, dec.lineno, "@" + _text(target))]
     if last in ("skipIf", "skipUnless") and isinstance(dec, ast.Call) and dec.args:
         # The test runs when a skipIf condition is false and a skipUnless condition is true.
-        found = requires(dec.args[0], last == "skipUnless")
+        found = requires(dec.args[0], last == "skipUnless", flags)
         return [DeviceNeed(need, dec.lineno, f"@{last}({_text(dec.args[0])})") for need in found]
     return []
 
@@ -225,7 +249,7 @@ def _needs_of_call(node: ast.Call) -> DeviceNeed | None:
     return None
 
 
-def _skip_guards(body: list[ast.stmt]) -> Iterator[DeviceNeed]:
+def _skip_guards(body: list[ast.stmt], flags: Flags) -> Iterator[DeviceNeed]:
     """`if not TEST_CUDA: self.skipTest(...)` (or raise SkipTest / return) among the first
     statements: the rest of the test runs only when the condition is false."""
     for stmt in body[:4]:
@@ -240,20 +264,24 @@ def _skip_guards(body: list[ast.stmt]) -> Iterator[DeviceNeed]:
             )
         )
         if skips:
-            for need in requires(stmt.test, False):
+            for need in requires(stmt.test, False, flags):
                 yield DeviceNeed(need, stmt.lineno, f"if {_text(stmt.test)}: skip")
 
 
-def needs_of_function(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: str | None = None) -> tuple[DeviceNeed, ...]:
+def needs_of_function(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    source: str | None = None,
+    flags: Flags = {},  # noqa: B006 - read only
+) -> tuple[DeviceNeed, ...]:
     """What a test (or a setUp-style method) needs: its decorators, its early skips, the devices
     it places data on, the device APIs it calls.  `source`, the function's text, lets a function
-    without any device word skip the walk."""
-    if source is not None and not _TRIGGERS.search(source):
+    without any device word (nor any of the module's `flags`) skip the walk."""
+    if source is not None and not _TRIGGERS.search(source) and not any(f in source for f in flags):
         return ()
     found: list[DeviceNeed] = []
     for dec in fn.decorator_list:
-        found += _needs_of_decorator(dec)
-    found += _skip_guards(fn.body)
+        found += _needs_of_decorator(dec, flags)
+    found += _skip_guards(fn.body, flags)
     for stmt in fn.body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):
@@ -288,15 +316,19 @@ def unique(needs: Iterable[DeviceNeed]) -> tuple[DeviceNeed, ...]:
 # --------------------------------------------------------------------------- a class, a module
 
 
-def needs_of_class(node: ast.ClassDef, lines: list[str] | None = None) -> tuple[DeviceNeed, ...]:
+def needs_of_class(
+    node: ast.ClassDef,
+    lines: list[str] | None = None,
+    flags: Flags = {},  # noqa: B006 - read only
+) -> tuple[DeviceNeed, ...]:
     """What every test of the class needs from the class itself: its decorators and its
     setUp-style methods."""
     found: list[DeviceNeed] = []
     for dec in node.decorator_list:
-        found += _needs_of_decorator(dec)
+        found += _needs_of_decorator(dec, flags)
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in SETUP_METHODS:
-            found += needs_of_function(stmt, source_of(lines, stmt))
+            found += needs_of_function(stmt, source_of(lines, stmt), flags)
     return unique(found)
 
 
@@ -327,7 +359,7 @@ def _runs_tests(stmts: list[ast.stmt]) -> bool:
     )
 
 
-def _guarded_runs(stmts: list[ast.stmt], held: dict[Need, str]) -> list[dict[Need, str]]:
+def _guarded_runs(stmts: list[ast.stmt], held: dict[Need, str], flags: Flags) -> list[dict[Need, str]]:
     """For each run_tests() call under the `if`s of `stmts`: the needs of the conditions around it."""
     runs: list[dict[Need, str]] = []
     if _runs_tests(stmts):
@@ -335,8 +367,8 @@ def _guarded_runs(stmts: list[ast.stmt], held: dict[Need, str]) -> list[dict[Nee
     for s in stmts:
         if isinstance(s, ast.If):
             for branch, truth in ((s.body, True), (s.orelse, False)):
-                extra = {need: f"if {_text(s.test)}" for need in requires(s.test, truth)}
-                runs += _guarded_runs(branch, {**held, **extra})
+                extra = {need: f"if {_text(s.test)}" for need in requires(s.test, truth, flags)}
+                runs += _guarded_runs(branch, {**held, **extra}, flags)
     return runs
 
 
@@ -354,7 +386,9 @@ def _disables_module(stmt: ast.If) -> bool:
     return False
 
 
-def module_guards(tree: ast.Module) -> tuple[tuple[DeviceNeed, ...], dict[int, tuple[DeviceNeed, ...]]]:
+def module_guards(
+    tree: ast.Module, flags: Flags
+) -> tuple[tuple[DeviceNeed, ...], dict[int, tuple[DeviceNeed, ...]]]:
     """(the needs the module puts on every class: its run or itself guarded; class line -> the
     needs of the module-level `if`s around that class)."""
     everywhere: list[DeviceNeed] = []
@@ -362,27 +396,29 @@ def module_guards(tree: ast.Module) -> tuple[tuple[DeviceNeed, ...], dict[int, t
     for stmt in tree.body:
         if _is_main_block(stmt):
             assert isinstance(stmt, ast.If)
-            runs = _guarded_runs(stmt.body, {})
+            runs = _guarded_runs(stmt.body, {}, flags)
             if runs:  # every run of the module needs what all of them share
                 common = set(runs[0]).intersection(*runs[1:])
                 everywhere += [DeviceNeed(n, stmt.lineno, f"{runs[0][n]}: run_tests()") for n in common]
         elif isinstance(stmt, ast.If) and _disables_module(stmt):
             everywhere += [
                 DeviceNeed(n, stmt.lineno, f"if {_text(stmt.test)}: the module's tests are disabled")
-                for n in requires(stmt.test, False)
+                for n in requires(stmt.test, False, flags)
             ]
-    _classes_under_ifs(tree.body, (), around)
+    _classes_under_ifs(tree.body, (), around, flags)
     return unique(everywhere), around
 
 
-def _classes_under_ifs(stmts: list[ast.stmt], held: tuple[DeviceNeed, ...], out: dict) -> None:
+def _classes_under_ifs(stmts: list[ast.stmt], held: tuple[DeviceNeed, ...], out: dict, flags: Flags) -> None:
     for s in stmts:
         if isinstance(s, ast.ClassDef) and held:
             out[s.lineno] = held
         elif isinstance(s, ast.If) and not _is_main_block(s):
             for branch, truth in ((s.body, True), (s.orelse, False)):
-                extra = tuple(DeviceNeed(n, s.lineno, f"under if {_text(s.test)}") for n in requires(s.test, truth))
-                _classes_under_ifs(branch, held + extra, out)
+                extra = tuple(
+                    DeviceNeed(n, s.lineno, f"under if {_text(s.test)}") for n in requires(s.test, truth, flags)
+                )
+                _classes_under_ifs(branch, held + extra, out, flags)
 
 
 # --------------------------------------------------------------------------- torch.<...>() calls
