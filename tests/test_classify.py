@@ -41,40 +41,7 @@ def rules(violations) -> set:
     return {v.rule for v in violations}
 
 
-# --------------------------------------------------------------------------- rule examples
-
-
-def _rule_case_list():
-    for r in REGISTRY:
-        for kind in ("valid", "invalid"):
-            for i, ex in enumerate(getattr(r, kind)):
-                yield pytest.param(r, kind, ex, id=f"{r.name}-{r.check.__name__}-{kind}{i}")
-
-
-@pytest.mark.parametrize("rule, kind, example", list(_rule_case_list()))
-def test_rule_example(rule, kind, example):
-    """Fixit style: every rule's own examples, run through that rule alone and through check()."""
-    assert example.value in rule.values
-    cls = facts(example.source).get("TestFoo")
-    assert cls is not None, "TestFoo is not a test class in the example"
-    own = rule.check(cls, example.value)
-    assert all(v.rule == rule.name and v.value == example.value for v in own)
-    if kind == "valid":
-        assert own == []
-    else:
-        assert own, "the invalid example does not break the rule"
-        assert rule.name in rules(check(cls, example.value))
-
-
-def test_every_rule_has_examples_and_every_value_rules():
-    for r in REGISTRY:
-        assert r.valid and r.invalid, r.name
-    assert set(RULES) == set(MEMBERS)
-    names = {v: [r.name for r in RULES[v]] for v in MEMBERS}
-    assert names["GENERIC"] == ["instantiation", "device_param"]
-    assert names["ACCELERATOR"] == ["instantiation", "device_param", "decorator", "only_for"]
-    assert names["MPS"] == ["instantiation", "device_param", "except_for", "allow_mps", "only_for"]
-    assert names["CPU"] == ["instantiation", "device_param", "except_for", "only_for"]
+# --------------------------------------------------------------------------- deviations (the rule examples: test_generations.py)
 
 
 def _deviation_case_list():

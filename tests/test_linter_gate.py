@@ -243,3 +243,100 @@ def test_standard_input_outside_any_checkout_is_said_not_gated(tmp_path):
     r = cli("apply", "--check", "-", cwd=tmp_path, stdin=GENERIC)
     assert r.exit_code == 1
     assert "linter gate: no tools/linter/adapters/test_linter.py above 1 file(s): not gated" in r.output
+
+
+# --------------------------------------------------------------------------- files the linter does not judge
+
+
+def test_a_file_the_linter_skips_is_not_judged_nor_written_nor_graduated(tmp_path):
+    """A linter that judges only test/ (as the newer generation does) skips tools/test_c.py
+    silently: the gate says so, does not count it as agreement, writes and graduates nothing of it."""
+    linter, allowlist = make_checkout(tmp_path, judges="test/")
+    (tmp_path / "tools" / "test_c.py").write_text(GENERIC)
+    allowlist.write_text(json.dumps(["test/test_a.py", "tools/test_c.py"], indent=2) + "\n")
+    r = cli("apply", "--from-allowlist", str(allowlist), "--graduate", "--python", sys.executable, "-j", "1",
+            cwd=tmp_path)
+    assert r.exit_code == 1, r.output
+    assert LABEL in (tmp_path / "test" / "test_a.py").read_text()
+    assert (tmp_path / "tools" / "test_c.py").read_text() == GENERIC  # not written
+    assert json.loads(allowlist.read_text()) == ["tools/test_c.py"]  # only the judged file graduated
+    assert "1 file(s) checked, 1 agree with the tool" in r.output
+    assert "linter gate: 1 file(s) not judged by the linter (not written nor graduated): tools/test_c.py" in r.output
+    assert "[gate/not-judged]" in r.output
+    r = cli("classify", "--format", "json", "tools/test_c.py", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    gate = json.loads(r.output)["linter_gate"]
+    assert gate["not_judged"] == [os.path.join("tools", "test_c.py")] and gate["checked"] == 1
+    assert gate["agree"] == 1 and gate["rejected"] == []
+
+
+def test_an_explicit_linter_for_files_outside_its_repository(tmp_path):
+    """The issue's pitfall: `--linter PATH` on a file outside that linter's checkout. A linter that
+    skips such files judged nothing: nothing is counted as agreement, nothing written."""
+    linter, _ = make_checkout(tmp_path / "pytorch", judges="test/")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "test_x.py").write_text(GENERIC)
+    r = cli("apply", "--linter", str(linter), str(other / "test_x.py"), "-j", "1", cwd=other)
+    assert (other / "test_x.py").read_text() == GENERIC
+    assert "agree" not in r.output and "not judged by the linter" in r.output
+    assert "outside the linter's repository" in r.output
+
+
+def test_a_file_the_linter_cannot_read_is_not_judged(tmp_path):
+    """The newer generation logs a file it cannot parse on stderr and prints no message for it:
+    silence is then no verdict."""
+    make_checkout(tmp_path, judges="test/")
+    (tmp_path / "test" / "test_a.py").write_bytes("\ufeff".encode() + GENERIC.encode())  # the stand-in reads UTF-8 plainly
+    r = cli("apply", "--check", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert "not judged by the linter" in r.output and "could not read it" in r.output
+
+
+def test_the_summary_and_json_name_the_rules_generation(tmp_path):
+    (tmp_path / "test_a.py").write_text(GENERIC)
+    r = cli("classify", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert "rules: gen2 (the newest: no tools/linter/adapters/test_linter.py above the files)" in r.output
+    r = cli("classify", "--rules", "gen1", "--format", "json", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert json.loads(r.output)["generation"] == {
+        "name": "gen1", "setting": "gen1", "linters": [], "differences": [], "exact": True}
+    (tmp_path / "pyproject.toml").write_text('[tool.decouple]\nrules = "gen1"\n')
+    r = cli("lint", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert all(m["description"].endswith("[rules: gen1]") for m in map(json.loads, r.output.splitlines()))
+    (tmp_path / "pyproject.toml").write_text('[tool.decouple]\nrules = "gen7"\n')
+    r = cli("classify", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 2 and "--rules gen7: expected auto or one of gen1, gen2" in r.output
+    r = cli("classify", "--rules", "gen7", "test_a.py", cwd=tmp_path)
+    assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("shape, name", [("gen1_shape", "gen1"), ("gen2_shape", "gen2")])
+def test_auto_follows_the_checkouts_linter(tmp_path, shape, name):
+    """`--rules auto` reads the linter the checkout has; the gate is off here (the shapes lint
+    nothing), the generation still comes from the checkout."""
+    shapes = os.path.join(os.path.dirname(__file__), "fixtures", "linters")
+    adapters = tmp_path / "tools" / "linter" / "adapters"
+    adapters.mkdir(parents=True)
+    (adapters / "test_linter.py").write_text(open(os.path.join(shapes, f"{shape}.py")).read())
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_a.py").write_text(GENERIC + GENERIC)  # a duplicate: gen1 reports it
+    r = cli("lint", "--linter", "off", "--format", "text", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert ("error: [hw/duplicate_class]" in r.output) == (name == "gen1"), r.output
+    r = cli("classify", "--linter", "off", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert f"rules: {name} (the generation of tools/linter/adapters/test_linter.py)" in r.output
+    other = "gen1" if name == "gen2" else "gen2"
+    r = cli("classify", "--linter", "off", "--rules", other, "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert f"rules: {other} (as asked (--rules {other})); differs: " in r.output
+    assert f"is the {name} linter" in r.output
+
+
+def test_checkouts_of_different_generations_cannot_share_a_run(tmp_path):
+    shapes = os.path.join(os.path.dirname(__file__), "fixtures", "linters")
+    for shape in ("gen1_shape", "gen2_shape"):
+        adapters = tmp_path / shape / "tools" / "linter" / "adapters"
+        adapters.mkdir(parents=True)
+        (adapters / "test_linter.py").write_text(open(os.path.join(shapes, f"{shape}.py")).read())
+        (tmp_path / shape / "test_a.py").write_text(GENERIC)
+    r = cli("classify", "--linter", "off", "gen1_shape/test_a.py", "gen2_shape/test_a.py", cwd=tmp_path)
+    assert r.exit_code == 2 and "linters are of different generations" in r.output
+    r = cli("classify", "--linter", "off", "--rules", "gen2", "gen1_shape/test_a.py", "gen2_shape/test_a.py",
+            cwd=tmp_path)
+    assert r.exit_code == 0

@@ -73,7 +73,9 @@ def _params(args: ast.arguments) -> tuple[str, ...]:
 
 
 def _test_method(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | None = None, flags: Flags = {}  # noqa: B006
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    lines: list[str] | None = None,
+    flags: Flags = {},  # noqa: B006
 ) -> TestMethod:
     return TestMethod(
         name=fn.name,
@@ -173,8 +175,9 @@ def class_facts(
 ) -> TestClassFacts:
     """The facts of the test class `node`, given the calls that instantiate it (`hidden`: those the
     linter does not see), the lines of instantiate_parametrized_tests(node), the needs the
-    module puts on it (`device_needs.module_guards`) and the module's own device flags.  `lines`, the module's source split at the
-    line ends `ast` counts, lets a method without any device word skip the walk for its needs."""
+    module puts on it (`device_needs.module_guards`) and the module's own device flags.
+    `lines`, the module's source split at the line ends `ast` counts, lets a method without any
+    device word skip the walk for its needs."""
     body = node.body
     docstring_end = None
     first = body[0]

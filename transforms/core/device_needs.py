@@ -386,9 +386,7 @@ def _disables_module(stmt: ast.If) -> bool:
     return False
 
 
-def module_guards(
-    tree: ast.Module, flags: Flags
-) -> tuple[tuple[DeviceNeed, ...], dict[int, tuple[DeviceNeed, ...]]]:
+def module_guards(tree: ast.Module, flags: Flags) -> tuple[tuple[DeviceNeed, ...], dict[int, tuple[DeviceNeed, ...]]]:
     """(the needs the module puts on every class: its run or itself guarded; class line -> the
     needs of the module-level `if`s around that class)."""
     everywhere: list[DeviceNeed] = []

@@ -115,13 +115,14 @@ class FileSelection:
     include: tuple[str, ...] | None
     exclude_prefixes: tuple[str, ...] = ()
 
-    def judges(self, rel: str | None) -> tuple[bool, str]:
-        """(judged?, why not) for a repository-relative POSIX path (None: outside the repository)."""
+    def judges(self, rel: str, inside: bool = True) -> tuple[bool, str]:
+        """(judged?, why not) for a repository-relative POSIX path (`inside` False: a path outside
+        the repository, of which only the name counts)."""
         if self.include is None:
-            name = os.path.basename(rel or "")
+            name = os.path.basename(rel)
             ok = name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
             return ok, "" if ok else "its name is neither test_*.py nor *_test.py"
-        if rel is None:
+        if not inside:
             return False, "outside the linter's repository"
         for prefix in self.exclude_prefixes:
             if rel.startswith(prefix):
