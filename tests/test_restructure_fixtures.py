@@ -22,6 +22,7 @@ from codemod.engine.process import process_file
 from transforms.diagnosis import diagnose
 from transforms.label import HwLabel
 from transforms.restructure import Restructure, moves_from_findings, parse_selection
+from transforms.rules.generations import GENERATIONS
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "restructure")
 CASES = sorted(os.path.basename(p)[: -len(".in.py")] for p in glob.glob(os.path.join(HERE, "*.in.py")))
@@ -41,7 +42,8 @@ def test_every_case_has_a_spec():
 @pytest.mark.parametrize("case", CASES)
 def test_diagnosis_advice(case):
     text = open(os.path.join(HERE, case + ".in.py")).read()
-    found = {d.name: list(d.advice) for d in diagnose.diagnose(ast.parse(text), text)}
+    gen = GENERATIONS[_spec(case).get("rules", "gen1")]
+    found = {d.name: list(d.advice) for d in diagnose.diagnose(ast.parse(text), text, gen)}
     assert found == _spec(case)["advice"]
 
 

@@ -27,9 +27,12 @@ import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
-from transforms.core.facts import DeviceNeed, Need, TorchCall
+from transforms.core.facts import DeviceNeed, Need, TestClassFacts, TestMethod, TorchCall
+from transforms.core.members import Member
 
 __all__ = [
+    "needed_value",
+    "test_needs",
     "SETUP_METHODS",
     "module_guards",
     "needs_of_class",
@@ -101,6 +104,28 @@ _SKIP_CALLS = {"skipTest", "SkipTest", "skip"}
 SETUP_METHODS = frozenset({"setUp", "setUpClass", "tearDown", "tearDownClass", "asyncSetUp"})
 # Cheap pre-check: source without any of these words has no need to find.
 _TRIGGERS = re.compile(r"cuda|xpu|mps|gpu|hip|rocm|accelerator|SM\d", re.IGNORECASE)
+
+
+# A need -> the value of the one device it ties a test to (GPU: some accelerator, none in particular;
+# ROCm: PyTorch's CUDA device on AMD).
+_VALUE_OF: Mapping[Need, Member | None] = {
+    Need.CUDA: Member.CUDA,
+    Need.ROCM: Member.CUDA,
+    Need.XPU: Member.XPU,
+    Need.MPS: Member.MPS,
+    Need.GPU: None,
+}
+
+
+def test_needs(cls: TestClassFacts, m: TestMethod) -> tuple[DeviceNeed, ...]:
+    """Everything test `m` needs: its own needs and its class's."""
+    return cls.needs + m.needs
+
+
+def needed_value(needs: Iterable[DeviceNeed]) -> Member | None:
+    """The one device value `needs` tie a test to (None: none, some accelerator, or several)."""
+    values = {_VALUE_OF[n.device] for n in needs} - {None}
+    return values.pop() if len(values) == 1 else None
 
 
 def _dotted(node: ast.AST) -> str | None:

@@ -17,20 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from transforms.core.facts import UNKNOWN, DeviceNeed, Need, TestClassFacts, TestMethod
+from transforms.core.device_needs import needed_value, test_needs
+from transforms.core.facts import UNKNOWN, DeviceNeed, TestClassFacts
 from transforms.core.members import Member
 from transforms.rules.checks import FORBIDDEN_ONLY_DECORATORS
 
-__all__ = ["Truth", "needed_device", "test_needs", "true_value"]
-
-# A need -> the value of the one device it ties a test to (GPU: some accelerator, none in particular).
-_VALUE_OF: dict[Need, Member | None] = {
-    Need.CUDA: Member.CUDA,
-    Need.ROCM: Member.CUDA,
-    Need.XPU: Member.XPU,
-    Need.MPS: Member.MPS,
-    Need.GPU: None,
-}
+__all__ = ["Truth", "true_value"]
 # Method (or class) decorators that keep a device test to one device.
 _ONE_DEVICE_GUARDS = {"onlyCPU": Member.CPU, "onlyCUDA": Member.CUDA, "onlyMPS": Member.MPS, "onlyXPU": Member.XPU}
 
@@ -40,17 +32,6 @@ class Truth:
     value: Member | None  # None: no one value is true (mixed devices, a whitelist, unknown)
     reason: str  # why, ready to print
     needing: tuple[str, ...] = ()  # GENERIC by mechanics, but these tests need a device
-
-
-def test_needs(cls: TestClassFacts, m: TestMethod) -> tuple[DeviceNeed, ...]:
-    """Everything test `m` needs: its own needs and its class's."""
-    return cls.needs + m.needs
-
-
-def needed_device(needs: Iterable[DeviceNeed]) -> Member | None:
-    """The one device value `needs` tie a test to (None: none, some accelerator, or several)."""
-    values = {_VALUE_OF[n.device] for n in needs} - {None}
-    return values.pop() if len(values) == 1 else None
 
 
 def _evidence(needs: Iterable[DeviceNeed], limit: int = 2) -> str:
@@ -95,7 +76,7 @@ def true_value(cls: TestClassFacts) -> Truth:
         return _instantiated(cls)
     if any(m.takes_device for m in cls.test_methods):
         return Truth(None, "tests take `device` but the class is not passed to instantiate_device_type_tests")
-    devices = {m.name: needed_device(test_needs(cls, m)) for m in cls.test_methods}
+    devices = {m.name: needed_value(test_needs(cls, m)) for m in cls.test_methods}
     found = set(devices.values())
     if len(found) == 1 and None not in found:
         value = found.pop()

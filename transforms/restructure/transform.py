@@ -104,13 +104,16 @@ class Restructure:
     rules: str = NEWEST  # the generation whose rules the restructured classes must satisfy
 
     def triage(self, text: str) -> bool:
-        return may_have_test_class(text) and "instantiate_device_type_tests" in text
+        if not may_have_test_class(text):
+            return False
+        # A class that is not instantiated is split only where GENERIC forbids accelerator calls.
+        return "instantiate_device_type_tests" in text or bool(generation(self.rules).accelerator_modules)
 
     def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
         findings: list[Finding] = []
         moves: list[Move] = []
         for name in self.selected:
-            diags = diagnose(tree, text)
+            diags = diagnose(tree, text, generation(self.rules))
             step = REGISTRY[name](text, tree, diags)
             findings += step.findings
             if step.text == text:
