@@ -188,12 +188,12 @@ def test_torch_calls_are_read_as_the_newer_linter_reads_them():
                 f = lambda: torch.mps.synchronize()
         """
     ).values()
-    calls = [(c.line, c.owner, c.callee) for c in cls.torch_calls]
+    calls = [(c.line, c.owner, c.callee) for c in cls.device_calls]
     assert (3, "TestA", "torch.xpu.device_count") in calls
     assert (4, "TestA.test_a", "torch.cuda.is_available") in calls
     assert (5, "TestA.test_a", "torch.cuda.current_device") in calls
     assert (6, "TestA.test_a", "torch.cuda.device(0).__enter__") in calls
     assert (6, "TestA.test_a", "torch.cuda.device") in calls
     assert (7, "TestA.test_a", "torch.ones(2).cuda") in calls
-    assert not any(c.callee.startswith("th.") for c in cls.torch_calls)
+    assert not any(c.callee.startswith("th.") for c in cls.device_calls)
     assert (9, "TestA.test_a", "torch.mps.synchronize") in calls

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from transforms.core.device_needs import Flags, needs_of_class, needs_of_function, source_of, torch_calls, unique
+from transforms.core.device_needs import ClassDevices, Flags, read_class, unique
 from transforms.core.facts import DeviceNeed, ExistingLabel, Instantiation, TestClassFacts, TestMethod
 from transforms.core.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
@@ -72,18 +72,14 @@ def _params(args: ast.arguments) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _test_method(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef,
-    lines: list[str] | None = None,
-    flags: Flags = {},  # noqa: B006
-) -> TestMethod:
+def _test_method(fn: ast.FunctionDef | ast.AsyncFunctionDef, devices: ClassDevices) -> TestMethod:
     return TestMethod(
         name=fn.name,
         line=fn.lineno,
         params=_params(fn.args),
         is_async=isinstance(fn, ast.AsyncFunctionDef),
         decorators=tuple(_render_decorator(d) for d in fn.decorator_list),
-        needs=needs_of_function(fn, source_of(lines, fn), flags),
+        needs=devices.methods.get(fn.lineno, ()),
     )
 
 
@@ -183,12 +179,13 @@ def class_facts(
     first = body[0]
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         docstring_end = first.end_lineno
+    devices = read_class(node, lines, flags)
     tests = []
     others = []
     for stmt in body:
         if isinstance(stmt, FUNCTION_TYPES):
             if is_test_name(stmt.name):
-                tests.append(_test_method(stmt, lines, flags))
+                tests.append(_test_method(stmt, devices))
             else:
                 others.append(stmt.name)
     return TestClassFacts(
@@ -206,6 +203,6 @@ def class_facts(
         label=_class_label(node),
         nested_in=None,
         hidden_instantiations=hidden,
-        needs=unique(module_needs + needs_of_class(node, lines, flags)),
-        torch_calls=torch_calls(node),
+        needs=unique(module_needs + devices.own),
+        device_calls=devices.calls,
     )

@@ -14,11 +14,11 @@ A device used only as a value (`hash(torch.device("cuda:0"))`, `f(5, "cuda")`,
 and the lazy no-op calls (`torch.cuda.manual_seed(0)`) are not needs.  `skipIfRocm` only says "not
 on ROCm builds", which CPU tests say too: not a need either.
 
-Each need is a `DeviceNeed` (device, line, what); `needs_of_function` reads a test (decorators
-and body), `needs_of_class` a class's own decorators and its setUp-style methods, and
-`module_guards` the needs a module puts on every class it defines (or on the classes under an
-`if`).  `torch_calls` lists the calls of `torch.<...>` in a class body the way the newer linter's
-accelerator_availability rule sees them.
+Each need is a `DeviceNeed` (device, line, what); `read_class` reads, in one walk over each
+statement of a class body, the needs of its tests and setUp-style methods, its decorators' needs
+and the calls of torch's device modules the way the newer linter's accelerator_availability rule
+sees them; `module_guards` reads the needs a module puts on every class it defines (or on the
+classes under an `if`).
 """
 
 from __future__ import annotations
@@ -26,20 +26,23 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 from transforms.core.facts import DeviceNeed, Need, TestClassFacts, TestMethod, TorchCall
 from transforms.core.members import Member
 
 __all__ = [
-    "needed_value",
-    "test_needs",
+    "DEVICE_MODULES",
     "SETUP_METHODS",
+    "ClassDevices",
+    "module_flags",
     "module_guards",
-    "needs_of_class",
-    "needs_of_function",
+    "needed_value",
+    "nodes_of",
+    "read_class",
     "requires",
     "source_of",
-    "torch_calls",
+    "test_needs",
     "unique",
 ]
 
@@ -103,7 +106,13 @@ _SKIP_CALLS = {"skipTest", "SkipTest", "skip"}
 # Methods every test of a class runs: their needs are the class's.
 SETUP_METHODS = frozenset({"setUp", "setUpClass", "tearDown", "tearDownClass", "asyncSetUp"})
 # Cheap pre-check: source without any of these words has no need to find.
-_TRIGGERS = re.compile(r"cuda|xpu|mps|gpu|hip|rocm|accelerator|SM\d", re.IGNORECASE)
+# Cheap pre-check: a statement without any of these (lowercased) words, `SM<digit>` or a module
+# flag names no device (a part of a callee comes from an identifier or a string in the source).
+_DEVICE_WORDS = ("cuda", "cudnn", "xpu", "mps", "gpu", "hip", "rocm", "accelerator", "hpu", "ipu", "mtia", "xla")
+_SM_TEXT = re.compile(r"SM\d")
+# torch's device modules (torch.cuda, torch.backends.mps, torch.accelerator, ...): a call whose
+# callee names one of them is what the newer linter's accelerator_availability rule looks for.
+DEVICE_MODULES = frozenset({"accelerator", "cuda", "hpu", "ipu", "mps", "mtia", "xla", "xpu"})
 
 
 # A need -> the value of the one device it ties a test to (GPU: some accelerator, none in particular;
@@ -126,6 +135,23 @@ def needed_value(needs: Iterable[DeviceNeed]) -> Member | None:
     """The one device value `needs` tie a test to (None: none, some accelerator, or several)."""
     values = {_VALUE_OF[n.device] for n in needs} - {None}
     return values.pop() if len(values) == 1 else None
+
+
+def nodes_of(root: ast.AST) -> list[ast.AST]:
+    """Every node under `root` (itself first), breadth first as `ast.walk` gives them, without
+    its generators (the walk is most of what reading the needs costs)."""
+    out = [root]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                out.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                out.append(value)
+    return out
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -293,31 +319,24 @@ def _skip_guards(body: list[ast.stmt], flags: Flags) -> Iterator[DeviceNeed]:
                 yield DeviceNeed(need, stmt.lineno, f"if {_text(stmt.test)}: skip")
 
 
-def needs_of_function(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef,
-    source: str | None = None,
-    flags: Flags = {},  # noqa: B006 - read only
-) -> tuple[DeviceNeed, ...]:
-    """What a test (or a setUp-style method) needs: its decorators, its early skips, the devices
-    it places data on, the device APIs it calls.  `source`, the function's text, lets a function
-    without any device word (nor any of the module's `flags`) skip the walk."""
-    if source is not None and not _TRIGGERS.search(source) and not any(f in source for f in flags):
-        return ()
+def _needs_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], flags: Flags) -> list[DeviceNeed]:
+    """What a test (or a setUp-style method) needs: its guards, its early skips, and over `nodes`
+    (its own, decorators and defaults included) the devices it places data on and the device
+    APIs it calls."""
     found: list[DeviceNeed] = []
     for dec in fn.decorator_list:
         found += _needs_of_decorator(dec, flags)
     found += _skip_guards(fn.body, flags)
-    for stmt in fn.body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call):
-                call_need = _needs_of_call(node)
-                if call_need is not None:
-                    found.append(call_need)
-            for place in _placements(node):
-                need = _device_of(place)
-                if need is not None:
-                    found.append(DeviceNeed(need, place.lineno, _placement_text(node, place)))
-    return unique(found)
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            call_need = _needs_of_call(node)
+            if call_need is not None:
+                found.append(call_need)
+        for place in _placements(node):
+            need = _device_of(place)
+            if need is not None:
+                found.append(DeviceNeed(need, place.lineno, _placement_text(node, place)))
+    return found
 
 
 def _placement_text(node: ast.AST, place: ast.expr) -> str:
@@ -341,28 +360,61 @@ def unique(needs: Iterable[DeviceNeed]) -> tuple[DeviceNeed, ...]:
 # --------------------------------------------------------------------------- a class, a module
 
 
-def needs_of_class(
-    node: ast.ClassDef,
-    lines: list[str] | None = None,
-    flags: Flags = {},  # noqa: B006 - read only
-) -> tuple[DeviceNeed, ...]:
-    """What every test of the class needs from the class itself: its decorators and its
-    setUp-style methods."""
-    found: list[DeviceNeed] = []
-    for dec in node.decorator_list:
-        found += _needs_of_decorator(dec, flags)
-    for stmt in node.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in SETUP_METHODS:
-            found += needs_of_function(stmt, source_of(lines, stmt), flags)
-    return unique(found)
+@dataclass(frozen=True)
+class ClassDevices:
+    """What a class's own code says about devices."""
+
+    calls: tuple[TorchCall, ...]  # calls of torch's device modules in its body, in the linter's order
+    methods: Mapping[int, tuple[DeviceNeed, ...]]  # the needs of each test or setUp-style method, by `def` line
+    own: tuple[DeviceNeed, ...]  # what every test needs from the class: its decorators, its setUp-style methods
 
 
-def source_of(lines: list[str] | None, node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+def source_of(lines: list[str] | None, node: ast.stmt) -> str | None:
     """The lines of `node`, its decorators included (None: the lines are not known)."""
     if lines is None or node.end_lineno is None:
         return None
-    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
     return "\n".join(lines[first - 1 : node.end_lineno])
+
+
+def _mentions_devices(text: str | None, flags: Flags) -> bool:
+    """Cheap pre-check: False means "certainly neither a need nor a device call in `text`"."""
+    if text is None:
+        return True
+    lowered = text.lower()
+    if any(w in lowered for w in _DEVICE_WORDS) or any(f in text for f in flags):
+        return True
+    return _SM_TEXT.search(text) is not None
+
+
+def read_class(
+    node: ast.ClassDef,
+    lines: list[str] | None = None,
+    flags: Flags = {},  # noqa: B006 - read only
+) -> ClassDevices:
+    """One walk over each statement of the class body gives both its device calls and the needs
+    of its test and setUp-style methods.  `lines`, the module's source lines, let a statement
+    that names no device skip the walk."""
+    own: list[DeviceNeed] = []
+    if not _mentions_devices(source_of(lines, node), flags):
+        return ClassDevices((), {}, ())
+    for dec in node.decorator_list:
+        own += _needs_of_decorator(dec, flags)
+    calls: list[TorchCall] = []
+    methods: dict[int, tuple[DeviceNeed, ...]] = {}
+    for stmt in node.body:
+        if not _mentions_devices(source_of(lines, stmt), flags):
+            continue
+        nodes = nodes_of(stmt)
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            calls += _device_calls(nodes, node.name)
+            continue
+        calls += _device_calls(nodes, f"{node.name}.{stmt.name}")
+        if stmt.name.startswith("test") or stmt.name in SETUP_METHODS:
+            methods[stmt.lineno] = unique(_needs_in(stmt, nodes, flags))
+            if stmt.name in SETUP_METHODS:
+                own += methods[stmt.lineno]
+    return ClassDevices(tuple(calls), methods, unique(own))
 
 
 def _is_main_block(stmt: ast.stmt) -> bool:
@@ -457,22 +509,17 @@ def _leftmost(node: ast.expr) -> ast.expr:
             return node
 
 
-def torch_calls(node: ast.ClassDef) -> tuple[TorchCall, ...]:
-    """Every call in the class body (methods with their decorators and defaults, class
-    attributes, nested classes) whose callee is an attribute chain that `ast.unparse` spells
-    `torch.<...>`, in the linter's order (statement by statement, breadth first)."""
+def _device_calls(nodes: list[ast.AST], owner: str) -> list[TorchCall]:
+    """The calls among `nodes` whose callee, as `ast.unparse` spells it and split at its dots,
+    starts with `torch` and has a part naming a device module (breadth first, as the linter walks)."""
     found: list[TorchCall] = []
-    for stmt in node.body:
-        owner = node.name
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            owner = f"{node.name}.{stmt.name}"
-        for sub in ast.walk(stmt):
-            if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
-                continue
-            left = _leftmost(sub.func)
-            if not (isinstance(left, ast.Name) and left.id == "torch"):
-                continue
-            callee = ast.unparse(sub.func)
-            if callee.split(".")[0] == "torch":
-                found.append(TorchCall(sub.lineno, owner, callee))
-    return tuple(found)
+    for sub in nodes:
+        if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+            continue
+        left = _leftmost(sub.func)
+        if not (isinstance(left, ast.Name) and left.id == "torch"):
+            continue
+        parts = ast.unparse(sub.func).split(".")
+        if parts[0] == "torch" and DEVICE_MODULES.intersection(parts):
+            found.append(TorchCall(sub.lineno, owner, ".".join(parts)))
+    return found

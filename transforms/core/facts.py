@@ -98,10 +98,10 @@ class DeviceNeed:
 
 @dataclass(frozen=True)
 class TorchCall:
-    """A call in a class body whose callee, as `ast.unparse` spells it, starts with `torch.`
-    (`torch.cuda.is_available`, `torch.ones(2).cuda`): what the newer linter's
-    accelerator_availability rule reads.  `owner` is `Class.method` for a call in a method (its
-    decorators and defaults included), else `Class`."""
+    """A call in a class body whose callee, as `ast.unparse` spells it, starts with `torch.` and
+    names a device module (`torch.cuda.is_available`, `torch.ones(2).cuda`): what the newer
+    linter's accelerator_availability rule reads.  `owner` is `Class.method` for a call in a
+    method (its decorators and defaults included), else `Class`."""
 
     line: int
     owner: str
@@ -220,8 +220,8 @@ class TestClassFacts:
     # What every test of the class needs: class decorators, setUp-style methods, a module-level
     # guard around the class or around the module's run (`if HAS_GPU: run_tests()`).
     needs: tuple[DeviceNeed, ...] = ()
-    # Calls of `torch.<...>` anywhere in the class body (not its decorators or bases).
-    torch_calls: tuple[TorchCall, ...] = ()
+    # Calls of torch's device modules anywhere in the class body (not its decorators or bases).
+    device_calls: tuple[TorchCall, ...] = ()
 
     @property
     def instantiated(self) -> bool:

@@ -215,7 +215,7 @@ def split_device(cls: TestClassFacts, gen: Generation | None) -> tuple[Member, t
     value = needing.pop()
     if gen.rules.by_value()[value]:
         return None  # the generation checks more than the declaration for that value
-    calling = {c.owner for c in cls.torch_calls if gen.accelerator_modules.intersection(c.callee.split("."))}
+    calling = {c.owner for c in cls.device_calls if gen.accelerator_modules.intersection(c.callee.split("."))}
     if any(f"{cls.name}.{name}" in calling for name in free):
         return None
     return value, tuple(name for name, v in devices.items() if v is not None)

@@ -11,6 +11,7 @@ file gets no message at all.
 
 from __future__ import annotations
 
+from transforms.core.device_needs import DEVICE_MODULES
 from transforms.core.facts import TestClassFacts, TorchCall
 from transforms.core.members import Member
 from transforms.rules.checks import (
@@ -27,13 +28,14 @@ from transforms.rules.registry import FileSelection, Generation, RuleCheck, Rule
 
 __all__ = ["ACCELERATOR_MODULES", "GEN2", "accelerator_calls"]
 
-# A call whose callee, split at its dots, starts with `torch` and has one of these parts.
-ACCELERATOR_MODULES = frozenset({"accelerator", "cuda", "hpu", "ipu", "mps", "mtia", "xla", "xpu"})
+# A call whose callee, split at its dots, starts with `torch` and has one of these parts: torch's
+# device modules (the facts hold exactly those calls).
+ACCELERATOR_MODULES = DEVICE_MODULES
 
 
 def accelerator_calls(cls: TestClassFacts) -> list[TorchCall]:
     """The class's calls the accelerator_availability rule flags, in the linter's order."""
-    return [c for c in cls.torch_calls if ACCELERATOR_MODULES.intersection(c.callee.split("."))]
+    return [c for c in cls.device_calls if ACCELERATOR_MODULES.intersection(c.callee.split("."))]
 
 
 def _no_accelerator_call(cls: TestClassFacts, value: Member) -> list[Violation]:
