@@ -227,3 +227,15 @@ def test_gen1_keeps_its_one_value():
     src = "@unittest.skipIf(not torch.version.hip, 'ROCm')\nclass TestFoo(TestCase):\n    def test_a(self): pass\n"
     d = infer(one(src), GEN1)
     assert d.value == "GENERIC" and d.warnings  # CUDA would need instantiation under gen1
+
+
+def test_the_rules_page_states_every_generations_rules():
+    """docs/rules.md's table names every rule each generation registers, for every value."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text()
+    table = page[page.index("## The two generations"):page.index("`accelerator_availability` reads")]
+    for gen in GENERATIONS.values():
+        assert gen.name in table
+        for rule in gen.rules.rules:
+            assert f"`{rule.name}`" in table, (gen.name, rule.name)
+    for value in MEMBERS:
+        assert value in table
