@@ -38,6 +38,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codemod.engine.result import FAILED, NEEDS_MANUAL, FileResult, GateSummary, RunResult
@@ -215,10 +216,13 @@ def run_linter(linter: str, python: str, outputs: dict[str, bytes], gen: Generat
         mirror, canaries = os.path.join(tmp, "files"), os.path.join(tmp, "canary")
         places, outside = _mirror_paths(root, mirror, list(outputs))
         script = _make_mirror(mirror, linter, {places[p]: data for p, data in outputs.items()})
-        printed, stderr = _errors_by_file(python, script, places, mirror, linter)
         canary_places = {p: os.path.join(canaries, os.path.relpath(places[p], mirror)) for p in outputs}
         canary_script = _make_mirror(canaries, linter, {c: CANARY.encode() for c in canary_places.values()})
-        seen, _ = _errors_by_file(python, canary_script, canary_places, canaries, linter)
+        with ThreadPoolExecutor(2) as pool:  # the two linter processes run side by side
+            files_run = pool.submit(_errors_by_file, python, script, places, mirror, linter)
+            canary_run = pool.submit(_errors_by_file, python, canary_script, canary_places, canaries, linter)
+            printed, stderr = files_run.result()
+            seen, _ = canary_run.result()
         verdicts = {path: FileVerdict(path, messages=printed[path]) for path in outputs}
         for path, verdict in verdicts.items():
             if not seen[path]:
