@@ -3,7 +3,8 @@
 For every test class of tests/fixtures/restructure/*.in.py that no label fits today
 (hw/needs-manual), run `apply --restructure auto` (restructure, then label, verified as
 the engine does) and count it resolved when every class it became carries a label whose
-rules pass.  Prints the share (goal: >= 70%) and what stays manual, with the reason.
+rules pass, under the generation of the rules the fixture's spec names (default gen1).
+Prints the share (goal: >= 70%) and what stays manual, with the reason.
 
     python scripts/bench_restructure.py [FIXTURE_DIR]
 """
@@ -11,6 +12,7 @@ rules pass.  Prints the share (goal: >= 70%) and what stays manual, with the rea
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import sys
@@ -34,12 +36,14 @@ def main(folder: str = HERE) -> int:
         for src in sorted(glob.glob(os.path.join(folder, "*.in.py"))):
             work = os.path.join(tmp, "test_" + os.path.basename(src)[: -len(".in.py")] + ".py")
             shutil.copyfile(src, work)
-            before = process_file(work, [HwLabel()], "classify")
+            with open(src[: -len(".in.py")] + ".json") as f:
+                rules = json.load(f).get("rules", "gen1")
+            before = process_file(work, [HwLabel(rules=rules)], "classify")
             needing = {f.cls for f in before.findings if f.rule == "hw/needs-manual"}
             if not needing:
                 continue
             manual_before += len(needing)
-            after = process_file(work, [Restructure(parse_selection("auto")), HwLabel()], "check")
+            after = process_file(work, [Restructure(parse_selection("auto"), rules=rules), HwLabel(rules=rules)], "check")
             moves = moves_from_findings(after.findings)
             for cls in sorted(needing):
                 became = {m.new_class for m in moves if m.old_class == cls} or {cls}

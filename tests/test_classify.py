@@ -17,7 +17,13 @@ from transforms.core.members import normalise_member as normalise_value
 from transforms.label.classify import decide, decision_findings, infer, module_findings
 from transforms.rules.advice import ADVICE
 from transforms.rules.deviations import DEVIATIONS
-from transforms.rules.linter import REGISTRY, RULES, check
+from transforms.rules.gen1 import GEN1
+
+# These tests state the rules of the older generation (gen1), whose values exclude each other;
+# tests/test_generations.py states both generations side by side.
+REGISTRY = GEN1.rules.rules
+RULES = GEN1.rules.by_value()
+check = GEN1.check
 
 
 def facts(src: str, with_text: bool = True) -> ModuleFacts:
@@ -35,40 +41,7 @@ def rules(violations) -> set:
     return {v.rule for v in violations}
 
 
-# --------------------------------------------------------------------------- rule examples
-
-
-def _rule_case_list():
-    for r in REGISTRY:
-        for kind in ("valid", "invalid"):
-            for i, ex in enumerate(getattr(r, kind)):
-                yield pytest.param(r, kind, ex, id=f"{r.name}-{r.check.__name__}-{kind}{i}")
-
-
-@pytest.mark.parametrize("rule, kind, example", list(_rule_case_list()))
-def test_rule_example(rule, kind, example):
-    """Fixit style: every rule's own examples, run through that rule alone and through check()."""
-    assert example.value in rule.values
-    cls = facts(example.source).get("TestFoo")
-    assert cls is not None, "TestFoo is not a test class in the example"
-    own = rule.check(cls, example.value)
-    assert all(v.rule == rule.name and v.value == example.value for v in own)
-    if kind == "valid":
-        assert own == []
-    else:
-        assert own, "the invalid example does not break the rule"
-        assert rule.name in rules(check(cls, example.value))
-
-
-def test_every_rule_has_examples_and_every_value_rules():
-    for r in REGISTRY:
-        assert r.valid and r.invalid, r.name
-    assert set(RULES) == set(MEMBERS)
-    names = {v: [r.name for r in RULES[v]] for v in MEMBERS}
-    assert names["GENERIC"] == ["instantiation", "device_param"]
-    assert names["ACCELERATOR"] == ["instantiation", "device_param", "decorator", "only_for"]
-    assert names["MPS"] == ["instantiation", "device_param", "only_for", "except_for", "allow_mps"]
-    assert names["CPU"] == ["instantiation", "device_param", "only_for", "except_for"]
+# --------------------------------------------------------------------------- deviations (the rule examples: test_generations.py)
 
 
 def _deviation_case_list():
@@ -89,7 +62,7 @@ def test_deviation_example(dev, source, refused):
     assert hit is not None and hit.deviation == dev.name
     assert set(hit.values) == set(refused)
     assert dev.pattern in ADVICE
-    decision = infer(cls)
+    decision = infer(cls, GEN1)
     # A deviation never lets a label through: manual work with the deviation's pattern.
     assert decision.status == "needs-manual", decision.message
     assert dev.pattern in decision.patterns
@@ -343,8 +316,8 @@ def test_hardcoded_devices_hint(with_text):
         """,
         with_text=with_text,
     ).classes[0]
-    assert cls.test_methods[0].hardcoded_devices == ("cuda", "xpu")
-    assert cls.test_methods[1].hardcoded_devices == ()
+    assert {n.device for n in cls.test_methods[0].needs} == {"cuda", "xpu"}
+    assert cls.test_methods[1].needs == ()  # a probe that chooses nothing is no need
 
 
 # --------------------------------------------------------------------------- instantiations
@@ -423,7 +396,7 @@ def test_attribute_form_inside_if_main_block_counts():
     )
     (inst,) = f.classes[0].instantiations
     assert inst.form == "attribute" and inst.line == 6
-    assert infer(f.classes[0]).value == "CPU"
+    assert infer(f.classes[0], GEN1).value == "CPU"
 
 
 def test_instantiation_inside_function_does_not_count():
@@ -450,7 +423,7 @@ def test_instantiate_parametrized_tests_is_recorded_separately():
     )
     cls = f.classes[0]
     assert cls.instantiations == () and cls.parametrized == (4,)
-    decision = infer(cls)
+    decision = infer(cls, GEN1)
     assert decision.value == "GENERIC"
     assert any("instantiate_parametrized_tests" in e.text for e in decision.evidence)
     (v,) = check(cls, "ACCELERATOR")[:1]
@@ -517,7 +490,7 @@ def test_label_assigned_twice_first_one_counts():
     )
     # The linter reads the first; the second is remembered for a warning.
     assert cls.label.valid and cls.label.shadowed_by == (4,)
-    d = decide(cls)
+    d = decide(cls, GEN1)
     assert d.status == "already-disagrees" and "line 4" in d.message
 
 
@@ -572,14 +545,14 @@ def test_class_level_only_decorator_is_flagged():
     )
     # The linter checks method decorators only; the tool refuses ACCELERATOR all the same.
     assert check(cls, "ACCELERATOR") == []
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert d.status == "needs-manual" and d.value is None
     assert d.patterns[0] == "cuda-to-accelerator"
     assert "would accept ACCELERATOR" in d.message and "@onlyCPU" in d.message
     assert [r.deviation for r in d.refusals] == ["class-only-decorator"]
-    forced = decide(cls, "ACCELERATOR", force=True)
+    forced = decide(cls, GEN1, "ACCELERATOR", force=True)
     assert forced.status == "forced"
-    assert decide(cls, "ACCELERATOR").status == "refused"
+    assert decide(cls, GEN1, "ACCELERATOR").status == "refused"
 
 
 def test_generic_rules_messages_name_lines():
@@ -637,7 +610,7 @@ def test_needs_manual_non_literal_only_for():
         instantiate_device_type_tests(TestA, globals(), only_for=DEVICES)
         """
     )
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert d.status == "needs-manual"
     assert "only_for is not a literal" in d.message
     assert "not a literal" in [v for v in d.violations["CPU"] if v.rule == "only_for"][0].message
@@ -651,10 +624,10 @@ def test_generic_with_hardcoded_device_gets_hint_but_label():
                 torch.ones(2).cuda()
         """
     )
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert d.status == "label" and d.value == "GENERIC"
     assert d.patterns == ("inject-device",)
-    assert "hard-code" in d.message
+    assert "needs cuda (.cuda())" in d.message
 
 
 def test_evidence_texts():
@@ -665,10 +638,10 @@ def test_evidence_texts():
         instantiate_device_type_tests(TestA, globals(), only_for='cpu')
         """
     )
-    texts = [e.text for e in infer(cls).evidence]
+    texts = [e.text for e in infer(cls, GEN1).evidence]
     assert "line 4: instantiate_device_type_tests(TestA, globals(), only_for='cpu')" in texts
     generic = one("class TestA(TestCase):\n    def test_a(self): pass\n")
-    texts = [e.text for e in infer(generic).evidence]
+    texts = [e.text for e in infer(generic, GEN1).evidence]
     assert "not instantiated anywhere the linter looks" in texts
     assert any(t.startswith("no test method takes device/devices") for t in texts)
 
@@ -677,7 +650,7 @@ def test_mixed_class_evidence_lists_both_groups_with_limit():
     methods = "".join(f"    def test_d{i}(self, device): pass\n" for i in range(10))
     methods += "    def test_plain(self): pass\n"
     src = "class TestA(TestCase):\n" + methods + "instantiate_device_type_tests(TestA, globals())\n"
-    d = infer(one(src))
+    d = infer(one(src), GEN1)
     texts = [e.text for e in d.evidence]
     assert "line 12: test_plain(self)" in texts
     assert any("2 more with device" in t for t in texts)
@@ -704,14 +677,14 @@ def _labelled(member: str, src: str = GENERIC_SRC) -> TestClassFacts:
 
 
 def test_decide_plain_inference():
-    d = decide(one(GENERIC_SRC))
+    d = decide(one(GENERIC_SRC), GEN1)
     assert (d.status, d.value, d.inferred) == ("label", "GENERIC", "GENERIC")
     assert d.edits
 
 
 def test_decide_already_and_disagrees():
-    assert decide(_labelled("GENERIC")).status == "already"
-    d = decide(_labelled("ACCELERATOR"))
+    assert decide(_labelled("GENERIC"), GEN1).status == "already"
+    d = decide(_labelled("ACCELERATOR"), GEN1)
     assert d.status == "already-disagrees"
     assert d.value == "ACCELERATOR" and d.inferred == "GENERIC"
     assert set(d.violations) == {"ACCELERATOR"}  # the existing label's broken rules
@@ -724,14 +697,14 @@ def test_decide_already_when_inference_impossible():
         "    def test_b(self): pass\n"
         "instantiate_device_type_tests(TestA, globals())\n"
     )
-    d = decide(_labelled("ACCELERATOR", src))
+    d = decide(_labelled("ACCELERATOR", src), GEN1)
     assert d.status == "already" and d.inferred is None
     assert "device_param" in d.message
 
 
 def test_decide_label_with_override_is_left_alone():
-    assert decide(_labelled("GENERIC"), override="generic").status == "already"
-    d = decide(_labelled("GENERIC"), override="CPU", force=True)
+    assert decide(_labelled("GENERIC"), GEN1, override="generic").status == "already"
+    d = decide(_labelled("GENERIC"), GEN1, override="CPU", force=True)
     assert d.status == "already-disagrees" and d.value == "GENERIC"
 
 
@@ -739,20 +712,20 @@ def test_decide_invalid_label():
     cls = one(
         "class TestA(TestCase):\n    hw_classification = HC.GENERIC\n    def test_a(self): pass\n"
     )
-    d = decide(cls, override="GENERIC", force=True)
+    d = decide(cls, GEN1, override="GENERIC", force=True)
     assert d.status == "invalid-label" and not d.edits
     assert "aliased" in d.message
 
 
 def test_decide_override_passing_refused_forced():
     cls = one(ACCEL_SRC)
-    d = decide(cls, override="accelerator")
+    d = decide(cls, GEN1, override="accelerator")
     assert (d.status, d.value) == ("label", "ACCELERATOR")
-    d = decide(cls, override="GENERIC")
+    d = decide(cls, GEN1, override="GENERIC")
     assert d.status == "refused" and d.value is None and not d.edits
     assert rules(d.violations["GENERIC"]) == {"instantiation", "device_param"}
     assert d.inferred == "ACCELERATOR"
-    d = decide(cls, override="GENERIC", force=True)
+    d = decide(cls, GEN1, override="GENERIC", force=True)
     assert d.status == "forced" and d.value == "GENERIC" and d.edits
     assert set(d.violations) == {"GENERIC"}
 
@@ -762,7 +735,7 @@ def test_decide_override_on_needs_manual_class():
         "class TestA(TestCase):\n    @onlyCUDA\n    def test_a(self, device): pass\n"
         "instantiate_device_type_tests(TestA, globals())\n"
     )
-    d = decide(one(src), override="ACCELERATOR")
+    d = decide(one(src), GEN1, override="ACCELERATOR")
     assert d.status == "refused"
     # no guess from the facts alone: @onlyAccelerator or a CUDA class depends on the bodies
     assert d.patterns == () and "whitelist" not in d.message
@@ -770,7 +743,7 @@ def test_decide_override_on_needs_manual_class():
 
 def test_decide_rejects_unknown_override():
     with pytest.raises(ValueError, match="unknown classification"):
-        decide(one(GENERIC_SRC), override="gpu")
+        decide(one(GENERIC_SRC), GEN1, override="gpu")
 
 
 # --------------------------------------------------------------------------- findings
@@ -779,26 +752,25 @@ def test_decide_rejects_unknown_override():
 @pytest.mark.parametrize(
     "decision, rule, severity",
     [
-        (lambda: decide(one(GENERIC_SRC)), "hw/label", "info"),
-        (lambda: decide(_labelled("GENERIC")), "hw/already", "info"),
-        (lambda: decide(_labelled("CPU")), "hw/already-disagrees", "warning"),
-        (lambda: decide(one(GENERIC_SRC), "CPU"), "hw/refused", "error"),
-        (lambda: decide(one(GENERIC_SRC), "CPU", force=True), "hw/forced", "warning"),
+        (lambda: decide(one(GENERIC_SRC), GEN1), "hw/label", "info"),
+        (lambda: decide(_labelled("GENERIC"), GEN1), "hw/already", "info"),
+        (lambda: decide(_labelled("CPU"), GEN1), "hw/already-disagrees", "warning"),
+        (lambda: decide(one(GENERIC_SRC), GEN1, "CPU"), "hw/refused", "error"),
+        (lambda: decide(one(GENERIC_SRC), GEN1, "CPU", force=True), "hw/forced", "warning"),
         (
             lambda: decide(
                 one(
                     "class TestA(TestCase):\n"
                     "    hw_classification = 1\n"
                     "    def test_a(self): pass\n"
-                )
+                ),
+                GEN1,
             ),
             "hw/invalid-label",
             "error",
         ),
         (
-            lambda: decide(
-                one("class TestA(TestCase):\n    def test_a(self, device): pass\n")
-            ),
+            lambda: decide(one("class TestA(TestCase):\n    def test_a(self, device): pass\n"), GEN1),
             "hw/needs-manual",
             "warning",
         ),
@@ -830,7 +802,7 @@ def test_module_findings_duplicates():
     )
     assert f.duplicate_classes == (("TestA", (2, 4)),)
     assert f.duplicate_instantiations == (("TestA", (6, 7)),)
-    found = module_findings(f)
+    found = module_findings(f, GEN1)
     assert [x.rule for x in found] == ["hw/duplicate_class", "hw/duplicate_instantiation"]
     assert all(x.severity == "error" for x in found)
     assert "lines 2, 4" in found[0].message
@@ -852,7 +824,7 @@ def test_non_literal_allow_mps_skips_the_check_and_labels_mps():
         instantiate_device_type_tests(TestA, globals(), only_for="mps", allow_mps=MACOS_VERSION >= 15)
         """
     )
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert (d.status, d.value) == ("label", "MPS")
 
 
@@ -865,7 +837,7 @@ def test_positional_only_for_is_manual_work_with_keyword_advice():
         """
     )
     assert check(cls, "ACCELERATOR") == []  # what the linter would accept ...
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert d.status == "needs-manual"  # ... is refused: the tests run on CUDA only
     assert d.patterns[0] == "keyword-args"
     assert "by position" in d.message and "keyword" in d.message
@@ -880,7 +852,7 @@ def test_star_kwargs_is_manual_work():
         instantiate_device_type_tests(TestA, globals(), **OPTIONS)
         """
     )
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert d.status == "needs-manual" and d.patterns[0] == "keyword-args"
 
 
@@ -893,7 +865,7 @@ def test_generic_class_that_needs_a_gpu_is_labelled_with_a_warning():
                 pass
         """
     )
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert (d.status, d.value) == ("label", "GENERIC")
     assert d.warnings and "skipIf(not TEST_CUDA" in d.warnings[0].text
     found = decision_findings(d)
@@ -910,7 +882,7 @@ def test_class_gpu_guard_counts_too():
                 pass
         """
     )
-    assert cls.gpu_guards and infer(cls).warnings
+    assert cls.needs and infer(cls, GEN1).warnings
 
 
 def test_duplicate_instantiation_of_a_non_test_class_is_an_error_and_manual_work():
@@ -927,7 +899,7 @@ def test_duplicate_instantiation_of_a_non_test_class_is_an_error_and_manual_work
         instantiate_device_type_tests(Helper, globals())
         """
     )
-    result = HwLabel().run(src, ast.parse(src))
+    result = HwLabel(rules="gen1").run(src, ast.parse(src))
     dup = [f for f in result.findings if f.rule == "hw/duplicate_instantiation"]
     assert len(dup) == 1 and dup[0].severity == "error" and dup[0].line == 8
     assert result.manual == 1  # apply exits 1
@@ -935,7 +907,7 @@ def test_duplicate_instantiation_of_a_non_test_class_is_an_error_and_manual_work
 
 
 def test_lint_module_predicts_the_linters_messages():
-    from transforms.rules.linter import lint_module
+    from transforms.rules.generations import lint_module
 
     f = facts(
         """
@@ -951,7 +923,7 @@ def test_lint_module_predicts_the_linters_messages():
         instantiate_device_type_tests(TestA, globals(), only_for="cuda")
         """
     )
-    got = [(m.name, m.line) for m in lint_module(f)]
+    got = [(m.name, m.line) for m in lint_module(f, GEN1)]
     assert got == [("[duplicate_class]", 5), ("[hw_classification]", 8), ("[duplicate_instantiation]", 11)]
 
 
@@ -969,7 +941,7 @@ def test_lint_module_predicts_the_linters_messages():
 ])
 def test_advice_from_the_facts(call, extra, expected):
     cls = one("class TestA(TestCase):\n    def test_a(self, device): pass\n" + extra + call + "\n")
-    d = infer(cls)
+    d = infer(cls, GEN1)
     assert d.status == "needs-manual"
     assert d.patterns[: len(expected)] == expected
     assert all(p in ADVICE for p in d.patterns)

@@ -153,8 +153,8 @@ def test_the_gate_python_is_one_option_and_apply_keeps_its_target_python():
 
     @click.command()
     @gate_options
-    def probe(linter, python):
-        click.echo(f"{linter} {python}")
+    def probe(linter, rules, python):
+        click.echo(f"{linter} {rules} {python}")
 
-    result = click.testing.CliRunner().invoke(probe, ["--linter", "off", "--python", "py"])
-    assert result.output == "off py\n"
+    result = click.testing.CliRunner().invoke(probe, ["--linter", "off", "--rules", "gen1", "--python", "py"])
+    assert result.output == "off gen1 py\n"

@@ -195,7 +195,9 @@ def test_graduation_only_for_files_the_linter_accepts(tmp_path):
     entries = ["test/test_broken.py", "test/test_dup.py", "test/test_forced.py", "test/test_ok.py"]
     write(allow, json.dumps(entries, indent=2) + "\n")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    code, out, err = cli("apply", "--from-allowlist", str(allow), "--graduate", "--set", "TestF=GENERIC", "--force")
+    code, out, err = cli(
+        "apply", "--from-allowlist", str(allow), "--graduate", "--set", "TestF=GENERIC", "--force", "--rules", "gen1"
+    )  # the rules that report duplicates
     assert json.loads(allow.read_text()) == entries[:3]
     # the existing label that breaks its rules is shown, and counts as work left
     assert "warning: [hw/already-disagrees]" in err and "the label breaks" in err

@@ -4,6 +4,7 @@ tests/fixtures/hw/<case>.in.py   the input (any bytes: CRLF, BOM, latin-1, broke
 tests/fixtures/hw/<case>.out.py  the expected file after `decouple apply` (absent: unchanged)
 tests/fixtures/hw/<case>.json    optional: {"args": {...HwLabel fields...},
                                             "status": "<bucket>", "rules": [...]}
+A case follows the gen1 rules unless its args name another generation (`"rules": "gen2"`).
 Run with DECOUPLE_REGEN_FIXTURES=1 to rewrite the .out.py files after a deliberate change
 (then read the diff before committing it).
 """
@@ -35,6 +36,7 @@ def test_fixture(case, tmp_path, regen):
     spec = _spec(case)
     args = spec.get("args", {})
     args["per_class"] = tuple(tuple(x) for x in args.get("per_class", ()))
+    args.setdefault("rules", "gen1")
     transform = HwLabel(**args)
     src = os.path.join(HERE, case + ".in.py")
     work = tmp_path / "test_case.py"

@@ -1,9 +1,12 @@
 """The linter gate, with stand-in linters written for these tests (never the upstream one).
 
 Each stand-in is a small script placed at tools/linter/adapters/test_linter.py of a
-temporary checkout. It rejects the files whose basename it was told to reject,
-reporting the path it was given relative to its own repository root, so the tests
-also see that the gate ran it on a mirror laid out like the checkout.
+temporary checkout. Like the real linters it reports every module-level test class without a
+`hw_classification` (`[hw_classification]`), and it rejects the files whose basename it was
+told to reject, reporting the path it was given relative to its own repository root, so the
+tests also see that the gate ran it on a mirror laid out like the checkout. `judges`, when
+given, is the only folder (repository-relative) whose files it looks at: it skips the others
+silently, as the newer generation of the upstream linter does.
 """
 
 from __future__ import annotations
@@ -16,38 +19,57 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from codemod.engine import linter_gate
 from codemod.cli.main import main
+from codemod.engine import linter_gate
+from transforms.rules.generations import GENERATIONS
 
 GENERIC = "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
 LABEL = "hw_classification = HardwareClassification.GENERIC"
 
 STAND_IN = '''\
-import json, os, sys
+import ast, json, os, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 REJECT = {reject!r}
 MODE = {mode!r}
+JUDGES = {judges!r}
 allowlist = json.loads((Path(__file__).parent / "test_linter_allowlist.json").read_text())
 if MODE == "garbage":
     print("this is not JSON")
     sys.exit(0)
 if MODE == "crash":
     raise RuntimeError("stand-in linter crashed")
+
+
+def say(path, line, name, description):
+    print(json.dumps({{"path": path, "line": line, "char": None, "code": "TEST_LINTER",
+                      "severity": "error", "name": name, "original": None,
+                      "replacement": None, "description": description}}))
+
+
 for name in sys.argv[1:]:
     rel = os.path.relpath(name, ROOT)
+    if JUDGES is not None and not rel.startswith(JUDGES):
+        continue
     if os.path.basename(name) in REJECT:
-        print(json.dumps({{"path": name, "line": 2, "char": None, "code": "TEST_LINTER",
-                          "severity": "error", "name": "[stand_in]", "original": None,
-                          "replacement": None,
-                          "description": f"chosen for rejection: {{rel}} allowlist={{allowlist}}"}}))
+        say(name, 2, "[stand_in]", f"chosen for rejection: {{rel}} allowlist={{allowlist}}")
+    try:
+        tree = ast.parse(open(name, encoding="utf-8").read())
+    except (OSError, SyntaxError, UnicodeDecodeError) as e:
+        print(f"Failed to parse {{name!r}}: {{e}}", file=sys.stderr)
+        continue
+    for node in tree.body:
+        tests = [s for s in getattr(node, "body", []) if getattr(s, "name", "").startswith("test")]
+        label = [s for s in getattr(node, "body", []) if "hw_classification" in ast.dump(s)[:200]]
+        if isinstance(node, ast.ClassDef) and tests and not label:
+            say(name, node.lineno, "[hw_classification]", f"{{node.name}} has no label")
 '''
 
 
-def make_checkout(root, reject=(), mode="normal", files=("test_a.py", "test_b.py")):
+def make_checkout(root, reject=(), mode="normal", files=("test_a.py", "test_b.py"), judges=None):
     linter = root / "tools" / "linter" / "adapters" / "test_linter.py"
     linter.parent.mkdir(parents=True)
-    linter.write_text(STAND_IN.format(reject=sorted(reject), mode=mode))
+    linter.write_text(STAND_IN.format(reject=sorted(reject), mode=mode, judges=judges))
     allowlist = linter.parent / "test_linter_allowlist.json"
     entries = [f"test/{name}" for name in files]
     allowlist.write_text(json.dumps(entries, indent=2) + "\n")
@@ -160,18 +182,29 @@ def test_predicted_messages_are_not_rejections():
             def test_b(self): pass
         """
     )
-    assert linter_gate.predicted(text) == {("[hw_classification]", 2)}
+    for gen in GENERATIONS.values():
+        assert linter_gate.predicted(text, gen) == {("[hw_classification]", 2)}
+    assert linter_gate.predicted("def (", GENERATIONS["gen1"]) == {("[parse_error]", 0)}
+    assert linter_gate.predicted("def (", GENERATIONS["gen2"]) == set()  # no message at all
 
 
 def test_lint_reports_duplicates_as_errors_and_apply_exits_1(tmp_path):
     (tmp_path / "test_dup.py").write_text(
         GENERIC + GENERIC + "instantiate_device_type_tests(Helper, globals())\n"
         "instantiate_device_type_tests(Helper, globals())\n")
-    r = cli("lint", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    r = cli("lint", "--linter", "off", "--rules", "gen1", "test_dup.py", "-j", "1", cwd=tmp_path)
     names = {m["name"]: m for m in map(json.loads, r.output.splitlines())}
     assert names["hw/duplicate_class"]["severity"] == "error" and names["hw/duplicate_class"]["line"] == 4
     assert names["hw/duplicate_instantiation"]["line"] == 8
-    r = cli("apply", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    assert names["hw/duplicate_class"]["description"].endswith("[rules: gen1]")
+    # The newer generation does not report duplicates: a warning, and no work left.
+    r = cli("lint", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    names = {m["name"]: m for m in map(json.loads, r.output.splitlines())}
+    assert names["hw/duplicate_class"]["severity"] == "warning"
+    assert "does not report it" in names["hw/duplicate_class"]["description"]
+    r = cli("apply", "--check", "--strict", "--linter", "off", "test_dup.py", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 1 and "0 need manual work" in r.output
+    r = cli("apply", "--linter", "off", "--rules", "gen1", "test_dup.py", "-j", "1", cwd=tmp_path)
     assert r.exit_code == 1
     # The last definition is the one the linter checks: it got the label.
     assert (tmp_path / "test_dup.py").read_text().count(LABEL) == 1
@@ -210,3 +243,100 @@ def test_standard_input_outside_any_checkout_is_said_not_gated(tmp_path):
     r = cli("apply", "--check", "-", cwd=tmp_path, stdin=GENERIC)
     assert r.exit_code == 1
     assert "linter gate: no tools/linter/adapters/test_linter.py above 1 file(s): not gated" in r.output
+
+
+# --------------------------------------------------------------------------- files the linter does not judge
+
+
+def test_a_file_the_linter_skips_is_not_judged_nor_written_nor_graduated(tmp_path):
+    """A linter that judges only test/ (as the newer generation does) skips tools/test_c.py
+    silently: the gate says so, does not count it as agreement, writes and graduates nothing of it."""
+    linter, allowlist = make_checkout(tmp_path, judges="test/")
+    (tmp_path / "tools" / "test_c.py").write_text(GENERIC)
+    allowlist.write_text(json.dumps(["test/test_a.py", "tools/test_c.py"], indent=2) + "\n")
+    r = cli("apply", "--from-allowlist", str(allowlist), "--graduate", "--python", sys.executable, "-j", "1",
+            cwd=tmp_path)
+    assert r.exit_code == 1, r.output
+    assert LABEL in (tmp_path / "test" / "test_a.py").read_text()
+    assert (tmp_path / "tools" / "test_c.py").read_text() == GENERIC  # not written
+    assert json.loads(allowlist.read_text()) == ["tools/test_c.py"]  # only the judged file graduated
+    assert "1 file(s) checked, 1 agree with the tool" in r.output
+    assert "linter gate: 1 file(s) not judged by the linter (not written nor graduated): tools/test_c.py" in r.output
+    assert "[gate/not-judged]" in r.output
+    r = cli("classify", "--format", "json", "tools/test_c.py", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    gate = json.loads(r.output)["linter_gate"]
+    assert gate["not_judged"] == [os.path.join("tools", "test_c.py")] and gate["checked"] == 1
+    assert gate["agree"] == 1 and gate["rejected"] == []
+
+
+def test_an_explicit_linter_for_files_outside_its_repository(tmp_path):
+    """The issue's pitfall: `--linter PATH` on a file outside that linter's checkout. A linter that
+    skips such files judged nothing: nothing is counted as agreement, nothing written."""
+    linter, _ = make_checkout(tmp_path / "pytorch", judges="test/")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "test_x.py").write_text(GENERIC)
+    r = cli("apply", "--linter", str(linter), str(other / "test_x.py"), "-j", "1", cwd=other)
+    assert (other / "test_x.py").read_text() == GENERIC
+    assert "agree" not in r.output and "not judged by the linter" in r.output
+    assert "outside the linter's repository" in r.output
+
+
+def test_a_file_the_linter_cannot_read_is_not_judged(tmp_path):
+    """The newer generation logs a file it cannot parse on stderr and prints no message for it:
+    silence is then no verdict."""
+    make_checkout(tmp_path, judges="test/")
+    (tmp_path / "test" / "test_a.py").write_bytes("\ufeff".encode() + GENERIC.encode())  # the stand-in reads UTF-8 plainly
+    r = cli("apply", "--check", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert "not judged by the linter" in r.output and "could not read it" in r.output
+
+
+def test_the_summary_and_json_name_the_rules_generation(tmp_path):
+    (tmp_path / "test_a.py").write_text(GENERIC)
+    r = cli("classify", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert "rules: gen2 (the newest: no tools/linter/adapters/test_linter.py above the files)" in r.output
+    r = cli("classify", "--rules", "gen1", "--format", "json", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert json.loads(r.output)["generation"] == {
+        "name": "gen1", "setting": "gen1", "linters": [], "differences": [], "exact": True}
+    (tmp_path / "pyproject.toml").write_text('[tool.decouple]\nrules = "gen1"\n')
+    r = cli("lint", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert all(m["description"].endswith("[rules: gen1]") for m in map(json.loads, r.output.splitlines()))
+    (tmp_path / "pyproject.toml").write_text('[tool.decouple]\nrules = "gen7"\n')
+    r = cli("classify", "test_a.py", "-j", "1", cwd=tmp_path)
+    assert r.exit_code == 2 and "--rules gen7: expected auto or one of gen1, gen2" in r.output
+    r = cli("classify", "--rules", "gen7", "test_a.py", cwd=tmp_path)
+    assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("shape, name", [("gen1_shape", "gen1"), ("gen2_shape", "gen2")])
+def test_auto_follows_the_checkouts_linter(tmp_path, shape, name):
+    """`--rules auto` reads the linter the checkout has; the gate is off here (the shapes lint
+    nothing), the generation still comes from the checkout."""
+    shapes = os.path.join(os.path.dirname(__file__), "fixtures", "linters")
+    adapters = tmp_path / "tools" / "linter" / "adapters"
+    adapters.mkdir(parents=True)
+    (adapters / "test_linter.py").write_text(open(os.path.join(shapes, f"{shape}.py")).read())
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_a.py").write_text(GENERIC + GENERIC)  # a duplicate: gen1 reports it
+    r = cli("lint", "--linter", "off", "--format", "text", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert ("error: [hw/duplicate_class]" in r.output) == (name == "gen1"), r.output
+    r = cli("classify", "--linter", "off", "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert f"rules: {name} (the generation of tools/linter/adapters/test_linter.py)" in r.output
+    other = "gen1" if name == "gen2" else "gen2"
+    r = cli("classify", "--linter", "off", "--rules", other, "test/test_a.py", "-j", "1", cwd=tmp_path)
+    assert f"rules: {other} (as asked (--rules {other})); differs: " in r.output
+    assert f"is the {name} linter" in r.output
+
+
+def test_checkouts_of_different_generations_cannot_share_a_run(tmp_path):
+    shapes = os.path.join(os.path.dirname(__file__), "fixtures", "linters")
+    for shape in ("gen1_shape", "gen2_shape"):
+        adapters = tmp_path / shape / "tools" / "linter" / "adapters"
+        adapters.mkdir(parents=True)
+        (adapters / "test_linter.py").write_text(open(os.path.join(shapes, f"{shape}.py")).read())
+        (tmp_path / shape / "test_a.py").write_text(GENERIC)
+    r = cli("classify", "--linter", "off", "gen1_shape/test_a.py", "gen2_shape/test_a.py", cwd=tmp_path)
+    assert r.exit_code == 2 and "linters are of different generations" in r.output
+    r = cli("classify", "--linter", "off", "--rules", "gen2", "gen1_shape/test_a.py", "gen2_shape/test_a.py",
+            cwd=tmp_path)
+    assert r.exit_code == 0

@@ -443,10 +443,24 @@ def test_commit_message_round_trips_odd_paths_and_branch_names_are_valid(repo):
     assert plan.parse_commit_message("Fix a bug\n\nDecouple-Base: " + "a" * 40) is None
 
 
+def test_the_commit_and_the_pr_body_name_the_rules_generation():
+    from codemod.refactor import plan, prbody
+
+    files = [plan.FilePlan("test/test_a.py", labels=[plan.ClassLabel("TestA", "CUDA", 3, "e")], rules="gen2")]
+    message = plan.commit_message(files, "b" * 40)
+    assert "Decouple-Rules: gen2" in message.splitlines()
+    facts = plan.parse_commit_message(message)
+    assert facts.rules == "gen2"
+    assert "The labels follow the gen2 rules of the test linter" in prbody.compose(facts, None)
+    older = plan.parse_commit_message(message.replace("Decouple-Rules: gen2\n", ""))
+    assert older.rules == "" and "rules of the test linter" not in prbody.compose(older, None)
+
+
 REJECTING_LINTER = '''\
 import json, os, sys
 for name in sys.argv[1:]:
-    if os.path.basename(name) == "test_beta.py":
+    text = open(name, encoding="utf-8").read()
+    if os.path.basename(name) == "test_beta.py" or "TestDecoupleGateCanary" in text:  # the gate's canary: judged
         print(json.dumps({"path": name, "line": 1, "char": None, "code": "TEST_LINTER", "severity": "error",
                           "name": "[stand_in]", "original": None, "replacement": None,
                           "description": "rejected by the checkout's own linter"}))

@@ -5,7 +5,8 @@ tests/fixtures/restructure/<case>.out.py  the file after `decouple apply --restr
 tests/fixtures/restructure/<case>.json    {"restructure": "auto" | "NAME[,NAME]",
                                            "advice": {class: [transform, ...]}  (diagnosis of the input),
                                            "status": "<bucket>",
-                                           "moves": [per test: transform, classes, device sets, node ids]}
+                                           "moves": [per test: transform, classes, device sets, node ids],
+                                           "rules": the generation (default gen1)}
 DECOUPLE_REGEN_FIXTURES=1 rewrites the .out.py files and the "moves" (read the diff before committing).
 """
 
@@ -21,6 +22,7 @@ from codemod.engine.process import process_file
 from transforms.diagnosis import diagnose
 from transforms.label import HwLabel
 from transforms.restructure import Restructure, moves_from_findings, parse_selection
+from transforms.rules.generations import GENERATIONS
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "restructure")
 CASES = sorted(os.path.basename(p)[: -len(".in.py")] for p in glob.glob(os.path.join(HERE, "*.in.py")))
@@ -40,14 +42,16 @@ def test_every_case_has_a_spec():
 @pytest.mark.parametrize("case", CASES)
 def test_diagnosis_advice(case):
     text = open(os.path.join(HERE, case + ".in.py")).read()
-    found = {d.name: list(d.advice) for d in diagnose.diagnose(ast.parse(text), text)}
+    gen = GENERATIONS[_spec(case).get("rules", "gen1")]
+    found = {d.name: list(d.advice) for d in diagnose.diagnose(ast.parse(text), text, gen)}
     assert found == _spec(case)["advice"]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_fixture(case, tmp_path, regen):
     spec = _spec(case)
-    transforms = [Restructure(parse_selection(spec["restructure"])), HwLabel()]
+    rules = spec.get("rules", "gen1")
+    transforms = [Restructure(parse_selection(spec["restructure"]), rules=rules), HwLabel(rules=rules)]
     src = os.path.join(HERE, case + ".in.py")
     work = tmp_path / "test_case.py"
     shutil.copyfile(src, work)

@@ -32,6 +32,7 @@ from codemod.cli.options import (
     linter_option,
     load_config,
     restructure_option,
+    rules_option,
     selection_options,
     stdin_quiet_options,
     torch_load_option,
@@ -118,6 +119,7 @@ def _run(
         excludes=selection.excludes.patterns(cfg),
         jobs=selection.jobs or cfg.jobs,
         gate=gate.setting(cfg) if transforms else "off",
+        rules=gate.rules_setting(cfg),
         gate_python=gate.interpreter(cfg),
         graduate=graduate,
         strict=strict,
@@ -244,6 +246,7 @@ def lint(**params: Any) -> None:
     help="With --restructure: write the old -> new test-id map as JSON (for `decouple ab --map-file`).",
 )
 @linter_option
+@rules_option
 def apply(**params: Any) -> None:
     """Insert hw_classification labels (and the import) where the rules allow it; with
     --torch-load, make torch.load calls explicit too. PATH `-` reads one file from standard

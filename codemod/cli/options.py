@@ -19,6 +19,7 @@ from codemod.util.config import Config, ConfigError
 from codemod.util.config import load_config as _load_config
 from transforms import restructure
 from transforms.core.strenum import StrEnum
+from transforms.rules.generations import GENERATIONS
 from transforms.torch_load import MODES
 
 T = TypeVar("T")
@@ -187,10 +188,21 @@ linter_option = click.option(
     "written nor graduated. Default: [tool.decouple] linter, else auto.",
 )
 
+rules_option = click.option(
+    "--rules",
+    "rules",
+    type=click.Choice(["auto", *GENERATIONS]),
+    default=None,
+    help="The generation of the test linter's rules to follow: auto (the checkout's own linter, "
+    "identified from its source; the newest without one) or a generation's name. "
+    "Default: [tool.decouple] rules, else auto.",
+)
+
 # For the commands whose --python means nothing but the gate's interpreter (`apply` declares
 # its own: the target interpreter, which runs the gate too).
 gate_options = stack(
     linter_option,
+    rules_option,
     click.option(
         "--python",
         "python",
@@ -289,10 +301,14 @@ class EditChoice:
 @dataclass(frozen=True, kw_only=True)
 class GateChoice:
     linter: str | None  # auto | PATH | off; None: [tool.decouple] linter, else auto
+    rules: str | None  # auto | a generation's name; None: [tool.decouple] rules, else auto
     python: str | None  # None: [tool.decouple] python, else this interpreter
 
     def setting(self, cfg: Config) -> str:
         return self.linter or cfg.linter or "auto"
+
+    def rules_setting(self, cfg: Config) -> str:
+        return self.rules or cfg.rules or "auto"
 
     def interpreter(self, cfg: Config) -> str:
         return self.python or cfg.python or sys.executable

@@ -27,6 +27,7 @@ from codemod.cli.options import (
     load_config,
     paths_argument,
     restructure_option,
+    rules_option,
     timeout_option,
     torch_load_option,
 )
@@ -97,6 +98,7 @@ class RefactorOptions:
     arms: ArmChoice
     quiet: bool
     linter: str | None
+    rules: str | None
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -147,6 +149,7 @@ class RefactorOptions:
     "every would-be output under --python; a file it rejects is not committed nor graduated. "
     "Default: [tool.decouple] linter, else auto.",
 )
+@rules_option
 def refactor(**params: Any) -> None:
     """From test files (or the allowlist) to reviewable branches: label, graduate, commit on a
     new branch from --base, verify with an A/B run, write the reports and PR_BODY.md.
@@ -184,6 +187,7 @@ def refactor(**params: Any) -> None:
         jobs=opts.jobs or cfg.jobs,
         ab=ab,
         linter=opts.linter or cfg.linter or "auto",
+        rules=opts.rules or cfg.rules or "auto",
         exclude=opts.excludes.patterns(cfg),
         say=say,
     )

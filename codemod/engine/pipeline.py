@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from codemod.engine import linter_gate
+from codemod.engine import linter_gate, rules_choice
 from codemod.engine.discovery import (
     DEFAULT_EXCLUDES,
     Allowlist,
@@ -25,9 +25,10 @@ from codemod.engine.discovery import (
     read_allowlist,
 )
 from codemod.engine.process import process_file, run_files, write_staged
-from codemod.engine.result import FAILED, FileResult, Mode, RunResult
+from codemod.engine.result import FAILED, FileResult, Mode, RulesChoice, RunResult
 from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
 from transforms.core.base import Transform
+from transforms.rules.generations import generation
 
 STDIN = "-"  # the path that reads one file from standard input
 # Below this many files a run is quick: no progress bar.
@@ -53,6 +54,7 @@ class CodemodRun:
     excludes: Sequence[str] = DEFAULT_EXCLUDES  # gitignore patterns (see exclude_patterns)
     jobs: int | None = None  # worker processes (None: all cores)
     gate: str = "off"  # the linter gate: auto | off | PATH
+    rules: str = rules_choice.AUTO  # the generation of the linter's rules: auto | a generation's name
     gate_python: str = sys.executable  # the interpreter the gate's linter runs under
     graduate: bool = False  # remove the allowlist entries of files that end up fully classified
     strict: bool = False  # manual work fails --check/--diff too
@@ -81,26 +83,28 @@ def run(req: CodemodRun) -> RunResult:
     except DiscoveryError as e:
         raise RunError(str(e)) from None
     files = selection.found.files
-    if req.mode == Mode.WRITE and _set_names(req.transforms):
-        # Check the --set names on a look-only pass (up to the labels), before any file is written.
-        upto = next(i for i, t in enumerate(req.transforms) if hasattr(t, "per_class")) + 1
-        _check_set_names(req.transforms, run_files(files, req.transforms[:upto], Mode.CLASSIFY, req.jobs))
-    root = selection.allowlist.root if selection.allowlist is not None else None
     linters, ungated = _resolve_gate(req.gate, files)
+    choice = _choose_rules(req.rules, req.gate, files, linters)
+    transforms = rules_choice.with_rules(req.transforms, choice.name)
+    if req.mode == Mode.WRITE and _set_names(transforms):
+        # Check the --set names on a look-only pass (up to the labels), before any file is written.
+        upto = next(i for i, t in enumerate(transforms) if hasattr(t, "per_class")) + 1
+        _check_set_names(transforms, run_files(files, transforms[:upto], Mode.CLASSIFY, req.jobs))
+    root = selection.allowlist.root if selection.allowlist is not None else None
     results = run_files(
         files,
-        req.transforms,
+        transforms,
         req.mode,
         req.jobs,
         req.progress if len(files) > PROGRESS_MIN_FILES else None,
         display=lambda p: diff_name(p, root),
         staged=bool(linters),
     )
-    _check_set_names(req.transforms, results)
+    _check_set_names(transforms, results)
     results += [FileResult(path=p, status=FAILED, reason="no such file or folder") for p in selection.missing]
-    result = RunResult(mode=req.mode, files=results, strict=req.strict)
+    result = RunResult(mode=req.mode, files=results, strict=req.strict, generation=_named(choice, transforms))
     if req.gate != "off":
-        _gate(result, req.gate, linters, ungated, req.gate_python)
+        _gate(result, req.gate, linters, ungated, req.gate_python, choice)
     if selection.stale:
         stale = selection.stale
         result.warnings.append(f"{len(stale)} allowlist entries name files that do not exist: {', '.join(stale)}")
@@ -156,12 +160,16 @@ def _stdin_run(req: CodemodRun) -> RunResult:
     except SourceError as e:
         return RunResult(mode=req.mode, files=[FileResult(path=name, status=FAILED, reason=str(e))])
     linters, ungated = _resolve_gate(req.gate, [name])
+    choice = _choose_rules(req.rules, req.gate, [name], linters)
+    transforms = rules_choice.with_rules(req.transforms, choice.name)
     result = RunResult(
-        mode=req.mode, files=[process_file(name, req.transforms, req.mode, src=src, staged=bool(linters))]
+        mode=req.mode,
+        files=[process_file(name, transforms, req.mode, src=src, staged=bool(linters))],
+        generation=_named(choice, transforms),
     )
     if req.gate != "off":
         # A file of that name on disk is not what was read: the gate encodes as standard input was.
-        _gate(result, req.gate, linters, ungated, req.gate_python, encodings={name: src.encoding})
+        _gate(result, req.gate, linters, ungated, req.gate_python, choice, encodings={name: src.encoding})
     return result
 
 
@@ -186,17 +194,34 @@ def _resolve_gate(gate: str, files: list[str]) -> tuple[dict[str, list[str]], li
         raise RunError(f"linter gate: {e}") from None
 
 
+def _choose_rules(setting: str, gate: str, files: list[str], linters: dict[str, list[str]]) -> RulesChoice:
+    """The generation of the rules for files the gate's `linters` judge (with the gate off: the
+    checkouts' own linters, found as `auto` finds them). Raises RunError."""
+    if gate == "off":
+        linters, _ = _resolve_gate("auto", files)
+    try:
+        return rules_choice.choose(setting, list(linters))
+    except rules_choice.RulesError as e:
+        raise RunError(str(e)) from None
+
+
+def _named(choice: RulesChoice, transforms: Sequence[Transform]) -> RulesChoice | None:
+    """The choice a result names: the run's, when a transform applied the rules."""
+    return choice if rules_choice.follows_rules(transforms) else None
+
+
 def _gate(
     result: RunResult,
     setting: str,
     linters: dict[str, list[str]],
     ungated: list[str],
     python: str,
+    choice: RulesChoice,
     encodings: dict[str, str] | None = None,
 ) -> None:
     """Judge the staged outputs with the checkout's linter, then write what it accepts."""
     try:
-        linter_gate.gate_run(result, setting, linters, ungated, python, encodings)
+        linter_gate.gate_run(result, setting, linters, ungated, python, generation(choice.name), encodings)
     except linter_gate.GateError as e:
         raise RunError(f"linter gate: {e} (nothing was written)") from None
     if not linters:

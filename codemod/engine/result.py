@@ -67,16 +67,36 @@ class FileResult:
         return data
 
 
+@dataclass(frozen=True, kw_only=True)
+class RulesChoice:
+    """Which generation of the linter's rules a run applied, and why (codemod/engine/rules_choice.py)."""
+
+    name: str  # the generation applied (transforms.rules.generations)
+    setting: str  # auto, or the generation asked for (--rules, [tool.decouple] rules)
+    linters: tuple[str, ...] = ()  # auto: the checkout linters it was read from (none: the newest)
+    differences: tuple[str, ...] = ()  # how those linters differ from `name`, the nearest known
+
+    @property
+    def exact(self) -> bool:
+        return not self.differences
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {"exact": self.exact}
+
+
 @dataclass(kw_only=True)
 class GateSummary:
     """What the linter gate (codemod/engine/linter_gate.py) judged in one run."""
 
     setting: str  # auto | PATH
     linters: list[str]  # the linter files that ran
-    checked: int = 0  # files judged
+    checked: int = 0  # files the linter judged
     agree: int = 0  # ... whose messages are the ones the tool predicted
     disagree: int = 0
     rejected: list[str] = field(default_factory=list)  # files not written (nor graduated)
+    # Files the linter did not judge (outside its repository or its file patterns, unreadable to
+    # it): never counted as agreement, not written, not graduated.
+    not_judged: list[str] = field(default_factory=list)
     unjudged: int = 0  # files no linter was found for
 
     def to_json(self) -> dict[str, Any]:
@@ -91,6 +111,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     strict: bool = False  # --strict: manual work fails --check/--diff too
     linter_gate: GateSummary | None = None  # None when the gate is off
+    generation: RulesChoice | None = None  # the generation of the linter's rules applied (None: no rules applied)
 
     def count(self) -> Counter[FileStatus]:
         return Counter(f.status for f in self.files)
@@ -124,5 +145,6 @@ class RunResult:
             "graduated": self.graduated,
             "warnings": self.warnings,
             "linter_gate": self.linter_gate.to_json() if self.linter_gate is not None else None,
+            "generation": self.generation.to_json() if self.generation is not None else None,
             "files": [f.to_json() for f in self.files],
         }

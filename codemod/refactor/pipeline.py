@@ -70,6 +70,7 @@ class Options:
     group_size: int | None = None
     jobs: int | None = None  # the edits' workers and the A/B run's processes (None: all cores)
     linter: str = "auto"  # the gate: auto (the base commit's linter) | PATH | off
+    rules: str = "auto"  # the generation of the linter's rules: auto (the gate's linter's) | a name
     # Gitignore patterns relative to the repository root (discovery.exclude_patterns builds them
     # from the defaults, [tool.decouple] exclude and --exclude, as for `apply`).
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDES))
@@ -444,6 +445,7 @@ def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
                     opts.jobs,
                     opts.linter,
                     opts.ab.python,
+                    opts.rules,
                 )
             )
         except _plan.GateFailed as e:

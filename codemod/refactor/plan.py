@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Literal
 
-from codemod.engine import linter_gate
+from codemod.engine import linter_gate, rules_choice
 from codemod.engine.process import run_files
 from codemod.engine.result import ALREADY, CHANGED, FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
 from codemod.refactor.gitrepo import Repo
 from transforms.core.base import Finding, Severity, Transform
+from transforms.rules.generations import generation
 
 TRACKING_ISSUE = "pytorch/pytorch#185590"
 TITLE_MARK = "[Testcase Refactoring] "  # how every commit (and PR) title of the refactor starts
@@ -87,6 +88,7 @@ class FilePlan:
     fully_classified: bool = False
     graduated_from: str = ""  # the allowlist the entry was removed from
     diff: str = ""
+    rules: str = ""  # the generation of the linter's rules the plan applied
 
     @property
     def doable(self) -> bool:
@@ -155,6 +157,8 @@ def from_result(path: str, fr: FileResult) -> FilePlan:
                     cls=x.cls or "(file)", line=x.line, reason=_one_line(x.message), fits="see the linter's message"
                 )
             )
+        elif x.rule == "gate/not-judged":
+            plan.manual.append(ManualClass(cls="(file)", line=x.line, reason=_one_line(x.message)))
         elif x.rule.startswith("restructure/") and x.severity != Severity.ERROR:
             plan.restructured.append(_one_line(x.message))
     left = fr.manual - len(plan.manual)
@@ -210,17 +214,22 @@ def plan_at(
     jobs: int | None,
     linter: str = "off",
     python: str | None = None,
+    rules: str = rules_choice.AUTO,
 ) -> dict[str, FilePlan]:
-    """Run the engine (diff mode) over `paths` as they are at `commit`; with a linter gate
-    (`auto`: the base commit's own tools/linter/adapters/test_linter.py; or a PATH), a file
-    that linter rejects is planned as manual work (not committed, not graduated)."""
+    """Run the engine (diff mode) over `paths` as they are at `commit`, under the generation of
+    the rules `rules` names (`auto`: the base commit's own linter's, else the newest); with a
+    linter gate (`auto`: the base commit's own tools/linter/adapters/test_linter.py; or a PATH),
+    a file that linter rejects or does not judge is planned as manual work (not committed, not
+    graduated)."""
     plans: dict[str, FilePlan] = {}
     stage = tempfile.mkdtemp(prefix="decouple-plan-")
     try:
+        source = repo.blob(commit, linter_gate.LINTER_REL.replace(os.sep, "/"))
+        choice = _choose(rules, linter, source)
+        transforms = rules_choice.with_rules(transforms, choice.name)
         if linter == "auto":
             # The linter the PR's CI runs is the one at the base commit: stage it beside the
             # files, where `linter_gate.resolve` finds it by walking up.
-            source = repo.blob(commit, linter_gate.LINTER_REL.replace(os.sep, "/"))
             if source is not None:
                 full = os.path.join(stage, linter_gate.LINTER_REL)
                 os.makedirs(os.path.dirname(full))
@@ -245,17 +254,30 @@ def plan_at(
         if groups:
             try:
                 run = RunResult(mode=Mode.DIFF, files=results)
-                linter_gate.gate_run(run, linter, groups, [], python or sys.executable)
+                linter_gate.gate_run(run, linter, groups, [], python or sys.executable, generation(choice.name))
             except linter_gate.GateError as e:
                 raise GateFailed(str(e)) from None
         for fr in results:
             rel = staged[fr.path]
             plan = from_result(rel, fr)
+            plan.rules = choice.name
             plan.diff = fr.diff.replace(f"a/{fr.path}", f"a/{rel}").replace(f"b/{fr.path}", f"b/{rel}")
             plans[rel] = plan
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return plans
+
+
+def _choose(rules: str, linter: str, base_linter: bytes | None) -> rules_choice.RulesChoice:
+    """The generation for a plan: the base commit's linter's (`base_linter`: its bytes, when the
+    gate is not given another linter), the named linter's, or the one `rules` names."""
+    try:
+        if linter not in ("auto", "off"):
+            return rules_choice.choose(rules, [os.path.abspath(linter)])
+        at_base = linter_gate.LINTER_REL
+        return rules_choice.choose(rules, [at_base] if base_linter else [], {at_base: base_linter or b""})
+    except rules_choice.RulesError as e:
+        raise GateFailed(str(e)) from None
 
 
 # --- names --------------------------------------------------------------------------------
@@ -307,6 +329,7 @@ _MOVED = re.compile(
 )
 _GRADUATED = re.compile(r"^- graduated from (?P<allowlist>.+)$")
 _BASE = re.compile(r"^Decouple-Base: (?P<sha>[0-9a-f]{40})$")
+_RULES = re.compile(r"^Decouple-Rules: (?P<name>\S+)$")
 
 
 def commit_message(files: list[FilePlan], base: str) -> str:
@@ -329,7 +352,9 @@ def commit_message(files: list[FilePlan], base: str) -> str:
         ]
         if p.graduated_from:
             lines.append(f"- graduated from {p.graduated_from}")
-    lines += ["", f"Decouple-Base: {base}", ""]
+    lines += ["", f"Decouple-Base: {base}"]
+    rules = sorted({p.rules for p in files if p.rules})
+    lines += [f"Decouple-Rules: {name}" for name in rules[:1]] + [""]
     return "\n".join(lines)
 
 
@@ -338,12 +363,14 @@ class CommitFacts:
     title: str
     base: str
     files: list[FilePlan]
+    rules: str = ""  # the generation of the linter's rules the labels follow (older commits: unknown)
 
 
 def parse_commit_message(message: str) -> CommitFacts | None:
     """The facts `commit_message` wrote; None for a commit `decouple refactor` did not make."""
     lines = message.splitlines()
     base = next((m["sha"] for m in map(_BASE.match, lines) if m), None)
+    rules = next((m["name"] for m in map(_RULES.match, lines) if m), "")
     if not lines or not lines[0].startswith(TITLE_MARK) or base is None:
         return None
     files: list[FilePlan] = []
@@ -379,7 +406,7 @@ def parse_commit_message(message: str) -> CommitFacts | None:
             )
         elif m := _GRADUATED.match(line):
             p.graduated_from = m["allowlist"]
-    return CommitFacts(lines[0], base, files)
+    return CommitFacts(lines[0], base, files, rules)
 
 
 def test_map(files: list[FilePlan]) -> dict[str, str]:

@@ -72,6 +72,7 @@ _S = {
         "analysis": "Cause analysis",
         "environment": "Environment",
         "tracking": "Part of the test-decoupling effort tracked in {issue}.",
+        "rules": "The labels follow the {rules} rules of the test linter (`tools/linter/adapters/test_linter.py`).",
     },
     "zh": {
         "summary": "概要",
@@ -114,6 +115,7 @@ _S = {
         "analysis": "原因分析",
         "environment": "环境信息",
         "tracking": "属于测试解耦工作的一部分，跟踪 issue：{issue}。",
+        "rules": "标签遵循测试 linter（`tools/linter/adapters/test_linter.py`）的 {rules} 规则。",
     },
 }
 
@@ -199,7 +201,9 @@ def _summary(facts: CommitFacts, f: md.MarkdownFmt, s: dict) -> list[str]:
             loads=s["summary.loads"].format(n=loads) if loads else "",
             grad=s["summary.grad"].format(n=len(graduated)) if graduated else "",
         )
-    return [f"## {s['summary']}", "", text, "", s["tracking"].format(issue=TRACKING_ISSUE)]
+    return [f"## {s['summary']}", "", text, "", s["tracking"].format(issue=TRACKING_ISSUE)] + (
+        [s["rules"].format(rules=facts.rules)] if facts.rules else []
+    )
 
 
 def _changes(facts: CommitFacts, f: md.MarkdownFmt, s: dict) -> list[str]:

@@ -8,7 +8,8 @@ original/replacement are always null).
 Severities follow the upstream linter, which reports every rule violation as an
 `error`: a test class without a valid label (the file the autofix edits, a class
 left for manual work, an invalid label), a label that breaks its value's rules
-(forced, or existing), a duplicate class or instantiation. The tool's own
+(forced, or existing), a duplicate class or instantiation where the generation of
+its rules reports them (the finding is an error then). The tool's own
 judgement beyond the linter's letter (a valid label the inference disagrees
 with, torch.load findings) keeps the finding's own severity.
 """
@@ -40,8 +41,6 @@ _UPSTREAM_ERRORS = frozenset(
         "hw/invalid-label",
         "hw/refused",
         "hw/forced",
-        "hw/duplicate_class",
-        "hw/duplicate_instantiation",
         "engine/no-autofix",
     }
 )  # a file that needs labels lintrunner cannot fix
@@ -76,6 +75,13 @@ def _message(
     }
 
 
+def _rules_note(run: RunResult, rule: str) -> str:
+    """The generation of the rules, for the messages that apply them (labels, the gate)."""
+    if run.generation is None or not (rule.startswith(("hw/", "gate/")) or rule == "autofix"):
+        return ""
+    return f" [rules: {run.generation.name}]"
+
+
 def messages(run: RunResult) -> Iterator[LintMessage]:
     for f in run.files:
         if f.status == FAILED:
@@ -88,11 +94,12 @@ def messages(run: RunResult) -> Iterator[LintMessage]:
             what = "; ".join(x.message for x in edits) or "edits this file"
             # an unlabelled test class is the upstream linter's [hw_classification] error
             level = LintSeverity.ERROR if any(x.rule.startswith("hw/") for x in edits) else LintSeverity.WARNING
-            yield _message(f.path, first, level, "autofix", f"decouple apply: {what}", f.original, f.replacement)
+            description = f"decouple apply: {what}" + _rules_note(run, "autofix")
+            yield _message(f.path, first, level, "autofix", description, f.original, f.replacement)
         for x in f.findings:
             if x.severity != Severity.INFO:
                 detail = f"{x.message} (suggested: {x.fix})" if x.fix and x.data.get("patterns") else x.message
-                yield _message(f.path, x.line, severity(x), x.rule, detail)
+                yield _message(f.path, x.line, severity(x), x.rule, detail + _rules_note(run, x.rule))
 
 
 def render(lint_messages: Iterable[LintMessage]) -> str:

@@ -91,10 +91,31 @@ def summary(result: RunResult) -> str:
             line += f" ({partial} changed file(s) among them)"
     if result.graduated:
         line += f"\ngraduated from the allowlist: {len(result.graduated)} file(s)"
+    line += rules_summary(result)
     line += gate_summary(result)
     for w in result.warnings:
         line += f"\nwarning: {w}"
     return line + "\n"
+
+
+def rules_summary(result: RunResult) -> str:
+    """The line naming the generation of the linter's rules the run applied, and why."""
+    choice = result.generation
+    if choice is None:
+        return ""
+    linters = ", ".join(_rel(p) for p in choice.linters)
+    if choice.setting != "auto":
+        why = f"as asked (--rules {choice.setting})"
+    elif not choice.linters:
+        why = "the newest: no tools/linter/adapters/test_linter.py above the files"
+    elif choice.exact:
+        why = f"the generation of {linters}"
+    else:
+        why = f"the nearest to {linters}, an unknown linter"
+    line = f"\nrules: {choice.name} ({why})"
+    if choice.differences:
+        line += f"; differs: {'; '.join(choice.differences)}"
+    return line
 
 
 def gate_summary(result: RunResult) -> str:
@@ -113,6 +134,11 @@ def gate_summary(result: RunResult) -> str:
         if rejected:
             verb = "not written nor graduated" if result.mode == Mode.WRITE else "not to be written"
             out += f"; {len(rejected)} rejected by the linter ({verb}): " + ", ".join(_rel(p) for p in rejected)
+    if gate.not_judged:
+        verb = "not written nor graduated" if result.mode == Mode.WRITE else "not to be written"
+        out += f"\nlinter gate: {len(gate.not_judged)} file(s) not judged by the linter ({verb}): " + ", ".join(
+            _rel(p) for p in gate.not_judged
+        )
     if gate.unjudged:
         out += f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate.unjudged} file(s): not gated"
     return out

@@ -6,6 +6,7 @@ Recognised keys (all optional):
     python = "/path/to/python"     # target interpreter (A/B runs, torch probes)
     allowlist = "tools/linter/adapters/test_linter_allowlist.json"
     linter = "auto"                # the gate: auto | off | path to test_linter.py
+    rules = "auto"                 # the generation of the linter's rules: auto | gen1 | gen2
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10
     import tomli as tomllib
 
-KNOWN_KEYS = {"exclude", "jobs", "python", "allowlist", "linter"}
+KNOWN_KEYS = {"exclude", "jobs", "python", "allowlist", "linter", "rules"}
 
 
 class ConfigError(Exception):
@@ -34,6 +35,7 @@ class Config:
     python: str | None = None
     allowlist: str | None = None
     linter: str | None = None
+    rules: str | None = None
 
 
 def find_pyproject(start: str) -> str | None:
@@ -71,6 +73,10 @@ def load_config(start: str = ".") -> Config:
         if not isinstance(section["jobs"], int) or section["jobs"] < 1:
             raise ConfigError(f"{path}: [tool.decouple] jobs must be a positive integer")
         cfg.jobs = section["jobs"]
+    if "rules" in section:
+        if not isinstance(section["rules"], str):
+            raise ConfigError(f"{path}: [tool.decouple] rules must be a string (auto or a generation's name)")
+        cfg.rules = section["rules"]
     for key in ("python", "allowlist", "linter"):
         if key in section:
             if not isinstance(section[key], str):

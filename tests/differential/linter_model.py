@@ -1,9 +1,10 @@
-"""An independent, table-driven statement of the upstream test linter's rules.
+"""An independent, table-driven statement of the upstream test linter's rules, both generations.
 
 Written for the differential tests from the rules as documented in
-/work/shared/reference/hw-classification.md; it imports nothing from the tool.
-`model_messages(source)` returns the (name, line) pairs the linter prints for a
-module, `accepted_values(source)` which labels the linter would accept per class.
+/work/shared/reference/hw-classification.md (gen1, and "A newer generation": gen2); it imports
+nothing from the tool. `model_messages(source, gen)` returns the (name, line) pairs that
+generation's linter prints for a module, `accepted_values(source, gen)` which labels it would
+accept per class.
 """
 
 from __future__ import annotations
@@ -114,6 +115,22 @@ def _only_for_wrong(value, inst):
     return got != [value.lower()]
 
 
+ACCELERATOR_PARTS = {"accelerator", "cuda", "hpu", "ipu", "mps", "mtia", "xla", "xpu"}
+
+
+def accelerator_call_lines(cls):
+    """Lines of the calls in the class body (not its decorators) whose callee, unparsed and split
+    at the dots, starts with `torch` and has an accelerator part (one entry per call)."""
+    lines = []
+    for stmt in cls.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                parts = ast.unparse(node.func).split(".")
+                if parts[0] == "torch" and ACCELERATOR_PARTS & set(parts):
+                    lines.append(node.lineno)
+    return lines
+
+
 TABLE = {
     "GENERIC": [
         ("instantiation", "class", lambda v, c, inst, m: inst is not None),
@@ -136,12 +153,21 @@ for _device in DEVICE_VALUES:
 TABLE["MPS"].append(("allow_mps", "call", lambda v, c, inst, m: flag(inst, "allow_mps") is False))
 TABLE["XPU"].append(("allow_xpu", "call", lambda v, c, inst, m: flag(inst, "allow_xpu") is False))
 
+# The newer generation: GENERIC also may not call accelerator APIs; the device values only declare.
+TABLE_GEN2 = {
+    "GENERIC": TABLE["GENERIC"] + [("accelerator_availability", "calls", None)],
+    "ACCELERATOR": TABLE["ACCELERATOR"],
+    **{device: [] for device in DEVICE_VALUES},
+}
+TABLES = {"gen1": TABLE, "gen2": TABLE_GEN2}
+REPORTS_DUPLICATES = {"gen1": True, "gen2": False}
 
-def broken(value, cls, inst):
+
+def broken(value, cls, inst, gen="gen1"):
     """[(rule, line)] the class breaks when labelled `value` (inst: the checked call or None)."""
     out = []
     tests = [s for s in cls.body if is_test_def(s)]
-    for name, where, pred in TABLE[value]:
+    for name, where, pred in TABLES[gen][value]:
         if where == "class":
             if pred(value, cls, inst, None):
                 out.append((name, cls.lineno))
@@ -150,6 +176,8 @@ def broken(value, cls, inst):
                 out.append((name, inst.lineno))
         elif where == "method":
             out += [(name, m.lineno) for m in tests if pred(value, cls, inst, m)]
+        elif where == "calls":
+            out += [(name, line) for line in accelerator_call_lines(cls)]
         else:
             out += [(name, m.lineno) for m in tests for d in m.decorator_list if pred(value, cls, inst, d)]
     return out
@@ -177,20 +205,20 @@ def collect(source):
     return classes, calls, dups
 
 
-def model_messages(source):
+def model_messages(source, gen="gen1"):
     classes, calls, dups = collect(source)
-    out = list(dups)
+    out = list(dups) if REPORTS_DUPLICATES[gen] else []
     for name, cls in classes.items():
         value = label_of(cls)
         if value is None:
             out.append(("[hw_classification]", cls.lineno))
             continue
-        out += [(f"[{rule}]", line) for rule, line in broken(value, cls, calls.get(name))]
+        out += [(f"[{rule}]", line) for rule, line in broken(value, cls, calls.get(name), gen)]
     return sorted(out)
 
 
-def accepted_values(source):
+def accepted_values(source, gen="gen1"):
     """{class name: (class line, [values the linter accepts])} for the checked definitions."""
     classes, calls, _ = collect(source)
-    return {name: (cls.lineno, [v for v in VALUES if not broken(v, cls, calls.get(name))])
+    return {name: (cls.lineno, [v for v in VALUES if not broken(v, cls, calls.get(name), gen)])
             for name, cls in classes.items()}

@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from transforms.core.class_reading import FUNCTION_TYPES, class_facts, defines_tests, dotted_name
+from transforms.core.device_needs import module_flags, module_guards
 from transforms.core.facts import (
     UNKNOWN,
     CallForm,
@@ -250,9 +251,8 @@ def _duplicates(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, tuple[int,
 def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     """Read the test classes, instantiations and labels of one parsed module.
 
-    `text`, the source `tree` was parsed from, is optional: when given, the
-    hard-coded-device hint of each test method is found with a regex over its
-    lines instead of a walk over its expressions (several times faster).
+    `text`, the source `tree` was parsed from, is optional: when given, a test
+    method without any device word in its lines skips the walk for its device needs.
     """
     lines = _LINE_END.split(text) if text is not None else None
     class_nodes = []
@@ -298,6 +298,8 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     for inst in hidden:
         hidden_by_target.setdefault(inst.target, []).append(inst)
 
+    flags = module_flags(tree)
+    everywhere, around = module_guards(tree, flags)
     classes = tuple(
         class_facts(
             node,
@@ -305,6 +307,8 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
             tuple(parametrized.get(node.name, ())),
             lines,
             tuple(hidden_by_target.get(node.name, ())),
+            everywhere + around.get(node.lineno, ()),
+            flags,
         )
         for node in kept
     )

@@ -1,8 +1,8 @@
 """One test class's facts, read from its own `ast.ClassDef` (`ast` only, like analysis.py).
 
 `class_facts(node, ...)` reads what the class itself says: its test methods (parameters,
-decorators, the device names they hard-code, the decorators that skip them without a
-GPU), its other methods, bases, decorators, docstring and `hw_classification` label.
+decorators, the devices they need: `device_needs.py`), its other methods, bases, decorators,
+docstring, `hw_classification` label and its calls of `torch.<...>`.
 Which classes are test classes and which calls instantiate them is read module-wide by
 `analysis.py`, which passes those calls in; the values are the dataclasses of `facts.py`.
 
@@ -13,18 +13,13 @@ whose name starts with `test`.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import replace
 
-from transforms.core.facts import ExistingLabel, Instantiation, TestClassFacts, TestMethod
+from transforms.core.device_needs import ClassDevices, Flags, read_class, unique
+from transforms.core.facts import DeviceNeed, ExistingLabel, Instantiation, TestClassFacts, TestMethod
 from transforms.core.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
 __all__ = ["FUNCTION_TYPES", "class_facts", "defines_tests", "dotted_name", "first_line", "is_test_name", "last_line"]
-
-# Device strings worth flagging when a test hard-codes them ("cpu" is left out:
-# device-agnostic tests legitimately move results to the CPU).
-_HARDCODED_DEVICE = re.compile(r"^(cuda|xpu|mps)(:\d+)?$")
-_DEVICE_METHODS = {"cuda": "cuda", "xpu": "xpu", "mps": "mps"}
 
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -77,80 +72,14 @@ def _params(args: ast.arguments) -> tuple[str, ...]:
     return tuple(names)
 
 
-_GPU_FLAGS = {"TEST_CUDA", "TEST_GPU", "TEST_MULTIGPU", "TEST_CUDNN"}
-
-
-def _needs_gpu(test: ast.expr) -> bool:
-    """`TEST_CUDA`, `common_cuda.TEST_CUDA`, `torch.cuda.is_available()` and the like."""
-    if isinstance(test, ast.Call):
-        name = dotted_name(test.func) or ""
-        return name.endswith("cuda.is_available") or name.endswith("cuda.device_count")
-    flag = dotted_name(test)
-    return flag is not None and flag.rsplit(".", 1)[-1] in _GPU_FLAGS
-
-
-def _gpu_guards(decorators: list[ast.expr]) -> tuple[str, ...]:
-    """Decorators that skip unless a GPU is there: skipIf(not TEST_CUDA), skipUnless(TEST_GPU)."""
-    found = []
-    for dec in decorators:
-        if not (isinstance(dec, ast.Call) and dec.args):
-            continue
-        callee = (dotted_name(dec.func) or "").rsplit(".", 1)[-1]
-        cond = dec.args[0]
-        if callee == "skipIf" and isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
-            hit = _needs_gpu(cond.operand)
-        elif callee == "skipUnless":
-            hit = _needs_gpu(cond)
-        else:
-            hit = False
-        if hit:
-            found.append(ast.unparse(dec))
-    return tuple(found)
-
-
-def _hardcoded_devices(fn: ast.AST) -> tuple[str, ...]:
-    """Device names `fn` hard-codes: "cuda" / "cuda:0" literals and `.cuda()` calls."""
-    found = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, str) and len(node.value) <= 8:
-                m = _HARDCODED_DEVICE.match(node.value)
-                if m:
-                    found.add(m.group(1))
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in _DEVICE_METHODS:
-                # `x.cuda()`; `torch.cuda.is_available()` ends in another attr.
-                found.add(_DEVICE_METHODS[func.attr])
-    return tuple(sorted(found))
-
-
-_HARDCODED_TEXT = re.compile(r"""["'](cuda|xpu|mps)(?::\d+)?["']|\.(cuda|xpu|mps)\(""")
-
-
-def _hardcoded_devices_text(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
-    """Same question as `_hardcoded_devices`, answered by a regex over the source
-    lines of `fn` (about 5x cheaper than walking its expressions; may also see
-    quoted device names in comments, which is fine for a hint)."""
-    chunk = "\n".join(lines[fn.lineno - 1 : fn.end_lineno])
-    if "cuda" not in chunk and "xpu" not in chunk and "mps" not in chunk:
-        return ()
-    return tuple(sorted({a or b for a, b in _HARDCODED_TEXT.findall(chunk)}))
-
-
-def _test_method(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | None = None) -> TestMethod:
-    if lines is not None and fn.end_lineno is not None:
-        hardcoded = _hardcoded_devices_text(lines, fn)
-    else:
-        hardcoded = _hardcoded_devices(fn)
+def _test_method(fn: ast.FunctionDef | ast.AsyncFunctionDef, devices: ClassDevices) -> TestMethod:
     return TestMethod(
         name=fn.name,
         line=fn.lineno,
         params=_params(fn.args),
         is_async=isinstance(fn, ast.AsyncFunctionDef),
         decorators=tuple(_render_decorator(d) for d in fn.decorator_list),
-        hardcoded_devices=hardcoded,
-        gpu_guards=_gpu_guards(fn.decorator_list),
+        needs=devices.methods.get(fn.lineno, ()),
     )
 
 
@@ -237,22 +166,26 @@ def class_facts(
     parametrized: tuple[int, ...],
     lines: list[str] | None = None,
     hidden: tuple[Instantiation, ...] = (),
+    module_needs: tuple[DeviceNeed, ...] = (),
+    flags: Flags = {},  # noqa: B006 - read only
 ) -> TestClassFacts:
     """The facts of the test class `node`, given the calls that instantiate it (`hidden`: those the
-    linter does not see) and the lines of instantiate_parametrized_tests(node).  `lines`, the
-    module's source split at the line ends `ast` counts, makes the hard-coded-device hint of each
-    test method a regex over its lines; without it, a walk over its expressions."""
+    linter does not see), the lines of instantiate_parametrized_tests(node), the needs the
+    module puts on it (`device_needs.module_guards`) and the module's own device flags.
+    `lines`, the module's source split at the line ends `ast` counts, lets a method without any
+    device word skip the walk for its needs."""
     body = node.body
     docstring_end = None
     first = body[0]
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         docstring_end = first.end_lineno
+    devices = read_class(node, lines, flags)
     tests = []
     others = []
     for stmt in body:
         if isinstance(stmt, FUNCTION_TYPES):
             if is_test_name(stmt.name):
-                tests.append(_test_method(stmt, lines))
+                tests.append(_test_method(stmt, devices))
             else:
                 others.append(stmt.name)
     return TestClassFacts(
@@ -270,5 +203,6 @@ def class_facts(
         label=_class_label(node),
         nested_in=None,
         hidden_instantiations=hidden,
-        gpu_guards=_gpu_guards(node.decorator_list),
+        needs=unique(module_needs + devices.own),
+        device_calls=devices.calls,
     )

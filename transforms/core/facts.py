@@ -18,15 +18,18 @@ __all__ = [
     "UNKNOWN",
     "CallForm",
     "DeviceList",
+    "DeviceNeed",
     "ExistingLabel",
     "Flag",
     "IgnoredClass",
     "IgnoredReason",
     "Instantiation",
     "ModuleFacts",
+    "Need",
     "Option",
     "TestClassFacts",
     "TestMethod",
+    "TorchCall",
     "Unread",
 ]
 
@@ -74,6 +77,37 @@ class IgnoredReason(StrEnum):
     REDEFINED = "redefined later in the file (only the last definition is linted)"
 
 
+class Need(StrEnum):
+    """A device a test needs to do what it tests (read by `device_needs.py`)."""
+
+    CUDA = "cuda"  # CUDA specifically: torch.cuda.*, .cuda(), "cuda", TEST_CUDA, @requires_cuda
+    ROCM = "rocm"  # a ROCm build (torch.version.hip): PyTorch's CUDA device, on AMD
+    XPU = "xpu"
+    MPS = "mps"
+    GPU = "gpu"  # some accelerator, whichever: GPU_TYPE, HAS_GPU, @requires_gpu, torch.accelerator
+
+
+@dataclass(frozen=True)
+class DeviceNeed:
+    """One piece of evidence that a test (or every test of a class) needs `device`."""
+
+    device: Need
+    line: int
+    what: str  # as written: "device=GPU_TYPE", "@requires_cuda", "torch.cuda.synchronize()"
+
+
+@dataclass(frozen=True)
+class TorchCall:
+    """A call in a class body whose callee, as `ast.unparse` spells it, starts with `torch.` and
+    names a device module (`torch.cuda.is_available`, `torch.ones(2).cuda`): what the newer
+    linter's accelerator_availability rule reads.  `owner` is `Class.method` for a call in a
+    method (its decorators and defaults included), else `Class`."""
+
+    line: int
+    owner: str
+    callee: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class TestMethod:
     """A method whose name starts with `test`, defined directly in a test class body."""
@@ -85,11 +119,9 @@ class TestMethod:
     params: tuple[str, ...]  # every parameter, `self` included; `*args`/`**kw` with their stars
     is_async: bool
     decorators: tuple[str, ...]  # dotted names; a call is rendered by its callee
-    # Device names the body hard-codes ("cuda", "xpu", "mps"), from string
-    # literals such as "cuda" / "cuda:0" and calls such as `.cuda()`.
-    hardcoded_devices: tuple[str, ...] = ()
-    # Decorators that skip the test without a GPU (`skipIf(not TEST_CUDA, ...)`), as written.
-    gpu_guards: tuple[str, ...] = ()
+    # What the test needs a device for: its guards, the device it places data on, the
+    # device APIs it calls (a device used only as a value is not a need).
+    needs: tuple[DeviceNeed, ...] = ()
 
     @property
     def takes_device(self) -> bool:
@@ -185,8 +217,11 @@ class TestClassFacts:
     nested_in: None = None
     # Calls the linter cannot see (under try/except* or match).
     hidden_instantiations: tuple[Instantiation, ...] = ()
-    # Class decorators that skip everything without a GPU (`skipIf(not TEST_CUDA, ...)`).
-    gpu_guards: tuple[str, ...] = ()
+    # What every test of the class needs: class decorators, setUp-style methods, a module-level
+    # guard around the class or around the module's run (`if HAS_GPU: run_tests()`).
+    needs: tuple[DeviceNeed, ...] = ()
+    # Calls of torch's device modules anywhere in the class body (not its decorators or bases).
+    device_calls: tuple[TorchCall, ...] = ()
 
     @property
     def instantiated(self) -> bool:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from transforms.core import analysis
+from transforms.core.device_needs import needed_value, test_needs
 from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, Option, TestClassFacts
 from transforms.core.members import Member
 from transforms.diagnosis.devices import (
@@ -41,6 +42,7 @@ from transforms.diagnosis.reading import (
     read_guards,
 )
 from transforms.rules.advice import Pattern
+from transforms.rules.registry import Generation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +82,10 @@ class ClassDiagnosis:
     advice: tuple[Pattern, ...] = ()  # in the order the transforms apply
     manual: tuple[str, ...] = ()  # why (part of) the class stays manual
     widening: tuple[str, ...] = ()  # the advice adds devices: which and why
+    # Not instantiated, under a generation whose GENERIC forbids accelerator calls and which only
+    # declares this device: the tests that need it (`split_tests`) can move to a class of that value.
+    split_device: Member | None = None
+    split_tests: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- diagnosis
@@ -97,13 +103,14 @@ def class_nodes(tree: ast.Module) -> dict[int, ast.ClassDef]:
     return {s.lineno: s for s in analysis.module_level(tree.body) if isinstance(s, ast.ClassDef)}
 
 
-def diagnose(tree: ast.Module, text: str | None = None) -> tuple[ClassDiagnosis, ...]:
-    """A diagnosis, with advice, for every test class of the module."""
+def diagnose(tree: ast.Module, text: str | None = None, gen: Generation | None = None) -> tuple[ClassDiagnosis, ...]:
+    """A diagnosis, with advice, for every test class of the module (`gen`: the generation of the
+    rules the advice must satisfy; None: the one whose values exclude each other)."""
     facts = analysis.analyse(tree, text)
     nodes = class_nodes(tree)
     calls = _instantiation_calls(tree)
     literals = module_literals(tree)
-    return tuple(_diagnose(cls, nodes.get(cls.line), calls, literals) for cls in facts.classes)
+    return tuple(_with_split(_diagnose(cls, nodes.get(cls.line), calls, literals), cls, gen) for cls in facts.classes)
 
 
 def diagnose_facts(cls: TestClassFacts) -> ClassDiagnosis:
@@ -187,6 +194,39 @@ def _diagnose(
         tests=tuple(tests),
     )
     return advise(diag, inst, module_known=literals is not None)
+
+
+def split_device(cls: TestClassFacts, gen: Generation | None) -> tuple[Member, tuple[str, ...]] | None:
+    """The device a non-instantiated class's accelerator-probing tests can move to under `gen`:
+    GENERIC is refused only for accelerator calls, the tests split into ones that need no device
+    and ones that need that one device (which `gen` only declares), and no test of the first kind
+    makes an accelerator call (calls outside the tests go to the shared base). Returns the device's
+    value and the tests that need it."""
+    if gen is None or cls.instantiations or cls.hidden_instantiations or not gen.accelerator_modules:
+        return None
+    broken = {v.rule for v in gen.check(cls, Member.GENERIC)}
+    if broken != {"accelerator_availability"} or any(m.takes_device for m in cls.test_methods):
+        return None
+    devices = {m.name: needed_value(test_needs(cls, m)) for m in cls.test_methods}
+    free = [m.name for m in cls.test_methods if not test_needs(cls, m)]
+    needing = {v for v in devices.values() if v is not None}
+    if not free or len(needing) != 1 or len(free) + sum(v is not None for v in devices.values()) != len(devices):
+        return None
+    value = needing.pop()
+    if gen.rules.by_value()[value]:
+        return None  # the generation checks more than the declaration for that value
+    calling = {c.owner for c in cls.device_calls if gen.accelerator_modules.intersection(c.callee.split("."))}
+    if any(f"{cls.name}.{name}" in calling for name in free):
+        return None
+    return value, tuple(name for name, v in devices.items() if v is not None)
+
+
+def _with_split(diag: ClassDiagnosis, cls: TestClassFacts, gen: Generation | None) -> ClassDiagnosis:
+    found = split_device(cls, gen)
+    if found is None:
+        return diag
+    value, tests = found
+    return dataclasses.replace(diag, split_device=value, split_tests=tests, advice=diag.advice + (Pattern.SPLIT_CLASS,))
 
 
 # --------------------------------------------------------------------------- advice

@@ -1,13 +1,14 @@
 """Decisions: which `HardwareClassification` value a test class gets, and why.
 
-The linter's rules live in `transforms.rules.linter` (a registry with examples),
-the deliberate deviations from them in `transforms.rules.deviations`, the
+The linter's rules live in `transforms.rules` (a generation per linter, each a registry with
+examples), the deliberate deviations from them in `transforms.rules.deviations`, the
 restructuring advice in `transforms.rules.advice` (which of it fits a class is
-`transforms.diagnosis`'s to say).  Here they are combined:
-`infer(cls)` picks the value whose rules all pass and that no deviation refuses
-(the rules make the values mutually exclusive, so at most one does) and
-otherwise explains, per candidate value, what breaks and which restructuring
-fits; `decide(cls, override, force)` adds existing labels and user overrides.
+`transforms.diagnosis`'s to say), the value a class's mechanics make true in `truth.py`.
+Here they are combined: `infer(cls, gen)` picks the true value when `gen`'s rules accept it
+and no deviation refuses it (under the older generation, whose rules make the values
+mutually exclusive, that is the one value that passes) and otherwise explains, per
+candidate value, what breaks and which restructuring fits; `decide(cls, gen, override,
+force)` adds existing labels and user overrides.
 Findings for the engine come from `decision_findings` and `module_findings`.
 """
 
@@ -22,10 +23,10 @@ from transforms.core.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEM
 from transforms.core.strenum import StrEnum
 from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose_facts
 from transforms.label.evidence import Evidence, call_text, evidence, needs_gpu_warnings
+from transforms.label.truth import Truth, true_value
 from transforms.rules.advice import ADVICE, Pattern
 from transforms.rules.deviations import Refusal, deviation, refusals
-from transforms.rules.linter import check
-from transforms.rules.registry import Violation
+from transforms.rules.registry import Generation, Violation
 
 __all__ = [
     "STATUS_SEVERITY",
@@ -92,8 +93,8 @@ class Decision:
 # --------------------------------------------------------------------------- inference
 
 
-def _all_violations(cls: TestClassFacts) -> Violations:
-    return {value: tuple(check(cls, value)) for value in MEMBERS}
+def _all_violations(cls: TestClassFacts, gen: Generation) -> Violations:
+    return {value: tuple(gen.check(cls, value)) for value in MEMBERS}
 
 
 def _rules_summary(violations: tuple[Violation, ...]) -> str:
@@ -127,19 +128,28 @@ def _closest(cls: TestClassFacts, violations: Violations) -> list[Member]:
     return sorted(violations, key=key)
 
 
-def infer(cls: TestClassFacts) -> Decision:
-    """The value whose rules all pass and that no deviation refuses, ignoring any existing
-    label and override."""
+def _labelled_message(cls: TestClassFacts, value: Member, truth: Truth, gen: Generation) -> str:
+    if value in (Member.GENERIC, Member.ACCELERATOR) or gen.rules.by_value()[value]:
+        return f"{cls.name}: {value} (all {value} rules pass)"
+    return f"{cls.name}: {value} ({truth.reason}; the {gen.name} rules only ask for the declaration)"
+
+
+def infer(cls: TestClassFacts, gen: Generation) -> Decision:
+    """The value that is true (`truth.true_value`) and that `gen`'s rules accept and no deviation
+    refuses; where the rules leave exactly one value, that one (a GENERIC label on tests that
+    need a GPU then comes with a warning).  Ignores any existing label and override."""
     ev = evidence(cls)
-    violations = _all_violations(cls)
+    violations = _all_violations(cls, gen)
     found = tuple(refusals(cls))
     refused = {v for r in found for v in r.values}
-    accepted = [v for v in MEMBERS if not violations[v]]  # by the linter (at most one)
+    accepted = [v for v in MEMBERS if not violations[v]]  # by the linter
     passing = [v for v in accepted if v not in refused]
+    truth = true_value(cls)
+    # The true value if the linter accepts it, else the one value it leaves (if it leaves one).
+    value = truth.value if truth.value in accepted else (accepted[0] if len(accepted) == 1 else None)
 
-    if len(passing) == 1:
-        value = passing[0]
-        message = f"{cls.name}: {value} (all {value} rules pass)"
+    if value is not None and value in passing:
+        message = _labelled_message(cls, value, truth, gen)
         warnings = needs_gpu_warnings(cls) if value == Member.GENERIC else ()
         if warnings:
             # The rules pass, but a GENERIC label on tests that need a GPU misleads.
@@ -159,8 +169,7 @@ def infer(cls: TestClassFacts) -> Decision:
             warnings=warnings,
         )
 
-    if accepted:  # the linter would accept it, but a deliberate deviation refuses it
-        value = accepted[0]
+    if value is not None:  # the linter would accept it, but a deliberate deviation says it is false
         hits = tuple(r for r in found if value in r.values)
         patterns = _with_advice(cls, hits)
         why = "; ".join(f"{r.message}: {deviation(r.deviation).why}" for r in hits)
@@ -185,6 +194,16 @@ def infer(cls: TestClassFacts) -> Decision:
             f"{cls.name}: only_for is not a literal (line {inst.line}: {call_text(inst)}); "
             "cannot tell which devices the tests run on"
         )
+    elif truth.value is not None and violations[truth.value]:
+        broken = ", ".join(f"{v.message}" for v in violations[truth.value][:2])
+        others = [v for v in passing if v != truth.value]
+        message = (
+            f"{cls.name}: {truth.value} ({truth.reason}) breaks {_rules_summary(violations[truth.value])} ({broken})"
+        )
+        if others:
+            message += f"; the {gen.name} rules accept {', '.join(others)}, but none is true"
+    elif passing:
+        message = f"{cls.name}: the {gen.name} rules accept {', '.join(passing)}, but none is true: {truth.reason}"
     else:
         order = _closest(cls, violations)
         parts = [f"{v} breaks {_rules_summary(violations[v])}" for v in order[:2]]
@@ -211,11 +230,11 @@ def _with_advice(cls: TestClassFacts, hits: tuple[Refusal, ...]) -> tuple[Patter
     return patterns + tuple(p for p in facts_advice(cls) if p not in patterns)
 
 
-def decide(cls: TestClassFacts, override: str | None = None, force: bool = False) -> Decision:
-    """What to do with `cls`: inference, existing label and override (`--classification`,
-    `--set Cls=X`) combined. Raises ValueError for an unknown override name."""
+def decide(cls: TestClassFacts, gen: Generation, override: str | None = None, force: bool = False) -> Decision:
+    """What to do with `cls` under `gen`'s rules: inference, existing label and override
+    (`--classification`, `--set Cls=X`) combined. Raises ValueError for an unknown override name."""
     wanted = normalise_member(override) if override is not None else None
-    inferred = infer(cls)
+    inferred = infer(cls, gen)
     label = cls.label
     if label is not None and not label.valid:
         return Decision(
@@ -229,16 +248,18 @@ def decide(cls: TestClassFacts, override: str | None = None, force: bool = False
             f"fix it by hand (left untouched)",
         )
     if label is not None:
-        return _labelled(cls, label, inferred, wanted)
+        return _labelled(cls, label, inferred, wanted, gen)
     if wanted is None:
         return inferred
-    return _requested(cls, wanted, force, inferred)
+    return _requested(cls, wanted, force, inferred, gen)
 
 
-def _labelled(cls: TestClassFacts, label: ExistingLabel, inferred: Decision, wanted: Member | None) -> Decision:
+def _labelled(
+    cls: TestClassFacts, label: ExistingLabel, inferred: Decision, wanted: Member | None, gen: Generation
+) -> Decision:
     """A class with a valid label: left alone, and said whether the tool agrees."""
     current = normalise_member(label.member or "")
-    own = tuple(check(cls, current))
+    own = tuple(gen.check(cls, current))
     violations: Violations = {current: own} if own else {}
     broken = f"; the label breaks {_rules_summary(own)}" if own else ""
     false = tuple(r for r in inferred.refusals if current in r.values)
@@ -284,10 +305,10 @@ def _labelled(cls: TestClassFacts, label: ExistingLabel, inferred: Decision, wan
     )
 
 
-def _requested(cls: TestClassFacts, wanted: Member, force: bool, inferred: Decision) -> Decision:
+def _requested(cls: TestClassFacts, wanted: Member, force: bool, inferred: Decision, gen: Generation) -> Decision:
     """An unlabelled class with a requested value (`--classification`, `--set`): labelled when
     the value's rules pass and no deviation says it is false, else forced or refused."""
-    own = tuple(check(cls, wanted))
+    own = tuple(gen.check(cls, wanted))
     false_refusals = tuple(r for r in inferred.refusals if wanted in r.values)
     if not own and not false_refusals:
         return Decision(
@@ -419,9 +440,13 @@ def decision_findings(decision: Decision) -> list[Finding]:
     return out
 
 
-def module_findings(facts: ModuleFacts) -> list[Finding]:
-    """Module-level findings: duplicate test classes and duplicate instantiations."""
+def module_findings(facts: ModuleFacts, gen: Generation) -> list[Finding]:
+    """Module-level findings: duplicate test classes and duplicate instantiations, errors where
+    `gen`'s linter reports them, else warnings (the last one is still the one checked, and
+    the one Python keeps)."""
     out: list[Finding] = []
+    severity = Severity.ERROR if gen.reports_duplicates else Severity.WARNING
+    tail = "" if gen.reports_duplicates else f" (the {gen.name} linter does not report it)"
     for name, lines in facts.duplicate_classes:
         shown = ", ".join(map(str, lines))
         out.append(
@@ -429,10 +454,10 @@ def module_findings(facts: ModuleFacts) -> list[Finding]:
                 rule="hw/duplicate_class",
                 message=(
                     f"test class {name} is defined {len(lines)} times (lines {shown}); "
-                    "only the last definition is linted"
+                    f"only the last definition is linted{tail}"
                 ),
                 line=lines[1],
-                severity=Severity.ERROR,
+                severity=severity,
                 cls=name,
                 data={"lines": list(lines)},
             )
@@ -444,10 +469,10 @@ def module_findings(facts: ModuleFacts) -> list[Finding]:
                 rule="hw/duplicate_instantiation",
                 message=(
                     f"{name} is passed to instantiate_device_type_tests {len(lines)} times "
-                    f"(lines {shown}); only the last call is linted"
+                    f"(lines {shown}); only the last call is linted{tail}"
                 ),
                 line=lines[1],
-                severity=Severity.ERROR,
+                severity=severity,
                 cls=name,
                 data={"lines": list(lines)},
             )

@@ -1,18 +1,18 @@
 """The evidence behind a decision: the facts the rules look at, as printable lines.
 
 `evidence(cls)` lists what decides a class's value (its label, its instantiations, which
-tests take `device`, the device-specific guards); `needs_gpu_warnings(cls)` lists why a
-class the rules call GENERIC looks like it needs a GPU.
+tests take `device`, the device-specific guards, what the tests need a device for);
+`needs_gpu_warnings(cls)` lists why a class labelled GENERIC looks like it needs a GPU.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transforms.core.facts import Instantiation, TestClassFacts
-from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS
+from transforms.core.facts import DeviceNeed, Instantiation, TestClassFacts
+from transforms.rules.checks import FORBIDDEN_ONLY_DECORATORS
 
-__all__ = ["Evidence", "call_text", "evidence", "needs_gpu_warnings"]
+__all__ = ["Evidence", "call_text", "evidence", "needs_evidence", "needs_gpu_warnings"]
 
 # How many test methods to list by name in evidence before summarising.
 _EVIDENCE_LIMIT = 8
@@ -83,24 +83,29 @@ def evidence(cls: TestClassFacts) -> tuple[Evidence, ...]:
         for d in m.decorators:
             if d.rsplit(".", 1)[-1] in FORBIDDEN_ONLY_DECORATORS:
                 out.append(Evidence(m.line, f"line {m.line}: @{d} on {m.name}"))
-    hardcoded = [m for m in cls.test_methods if m.hardcoded_devices and not m.takes_device]
-    for m in hardcoded[:_EVIDENCE_LIMIT]:
-        devices = ", ".join(m.hardcoded_devices)
-        out.append(Evidence(m.line, f"line {m.line}: {m.name} hard-codes {devices}"))
+    return tuple(out) + needs_evidence(cls)
+
+
+def _need_text(who: str, need: DeviceNeed) -> Evidence:
+    return Evidence(need.line, f"line {need.line}: {who} needs {need.device} ({need.what})")
+
+
+def needs_evidence(cls: TestClassFacts) -> tuple[Evidence, ...]:
+    """What the class and its tests (those without `device`) need a device for, one line per
+    test (its first need), the class's own needs first."""
+    out = [_need_text(f"class {cls.name}", n) for n in cls.needs[:_EVIDENCE_LIMIT]]
+    needing = [m for m in cls.test_methods if m.needs and not m.takes_device]
+    out += [_need_text(m.name, m.needs[0]) for m in needing[:_EVIDENCE_LIMIT]]
+    if len(needing) > _EVIDENCE_LIMIT:
+        out.append(Evidence(None, f"... and {len(needing) - _EVIDENCE_LIMIT} more tests that need a device"))
     return tuple(out)
 
 
 def needs_gpu_warnings(cls: TestClassFacts) -> tuple[Evidence, ...]:
-    """Why a class the rules call GENERIC looks like it needs a GPU: hard-coded device
-    strings / .cuda() calls and skip-unless-GPU guards."""
-    out: list[Evidence] = []
-    for guard in cls.gpu_guards:
-        out.append(Evidence(cls.line, f"line {cls.line}: class {cls.name} is guarded by @{guard}"))
-    for m in cls.test_methods:
-        for guard in m.gpu_guards:
-            out.append(Evidence(m.line, f"line {m.line}: {m.name} is guarded by @{guard}"))
-        if m.hardcoded_devices:
-            out.append(Evidence(m.line, f"line {m.line}: {m.name} hard-codes {', '.join(m.hardcoded_devices)}"))
+    """Why a class labelled GENERIC looks like it needs a GPU: every need of the class and of
+    each of its tests (guards, data placed on a device, device APIs called)."""
+    out = [_need_text(f"class {cls.name}", n) for n in cls.needs]
+    out += [_need_text(m.name, n) for m in cls.test_methods for n in m.needs]
     return tuple(out)
 
 

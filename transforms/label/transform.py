@@ -13,7 +13,7 @@ from typing import ClassVar
 # By module: the engine's tests swap in a faulty editor to see its output refused.
 import transforms.label.hw_edit as hw_edit
 from transforms.core.analysis import analyse, may_have_test_class
-from transforms.core.base import TransformResult
+from transforms.core.base import Severity, TransformResult
 from transforms.core.facts import ModuleFacts
 from transforms.core.members import Member
 from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
@@ -25,6 +25,7 @@ from transforms.label.classify import (
     module_findings,
     refine,
 )
+from transforms.rules.generations import NEWEST, generation
 
 # Decisions that leave a class for a human.
 _MANUAL = {Status.NEEDS_MANUAL, Status.REFUSED, Status.INVALID_LABEL}
@@ -41,22 +42,24 @@ class HwLabel:
     classification: str | None = None  # one value for every unlabelled class
     per_class: tuple[tuple[str, str], ...] = ()  # (class name, value) overrides
     force: bool = False  # apply overrides that break a rule
+    rules: str = NEWEST  # the generation of the linter's rules (transforms.rules.generations)
 
     def triage(self, text: str) -> bool:
         return may_have_test_class(text)
 
     def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
+        gen = generation(self.rules)
         facts = analyse(tree, text)
-        findings = module_findings(facts)
+        findings = module_findings(facts, gen)
         overrides = dict(self.per_class)
         labels: dict[int, Member] = {}
-        # A duplicate class or instantiation fails the linter whatever the labels: a human's job.
-        manual = len(findings)
+        # A duplicate class or instantiation the linter reports fails it whatever the labels: a human's job.
+        manual = sum(1 for f in findings if f.severity == Severity.ERROR)
         precise: dict[int, ClassDiagnosis] | None = None
         for cls in facts.classes:
-            decision = decide(cls, overrides.get(cls.name, self.classification), self.force)
+            decision = decide(cls, gen, overrides.get(cls.name, self.classification), self.force)
             if decision.status in _MANUAL | {Status.FORCED}:  # advice from the method bodies too
-                precise = precise or {d.line: d for d in diagnose(tree, text)}
+                precise = precise or {d.line: d for d in diagnose(tree, text, gen)}
                 decision = keep_deviation_advice(refine(decision, precise[cls.line]))
             findings.extend(decision_findings(decision))
             if decision.edits and decision.value is not None:

@@ -29,11 +29,14 @@ def convertible(t: TestDiagnosis) -> bool:
     )
 
 
-def _only_cuda(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+def _only_cuda(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Name | ast.Attribute | None:
+    """The name of the test's `onlyCUDA` decorator: the decorator itself or, written as a call
+    (`@onlyCUDA()`), its callee, so that the rename keeps the parentheses and arguments."""
     for dec in fn.decorator_list:
-        name = dotted_name(dec)
-        if name is not None and name.rsplit(".", 1)[-1] == "onlyCUDA":
-            return dec
+        callee = dec.func if isinstance(dec, ast.Call) else dec
+        name = dotted_name(callee)
+        if name is not None and name.rsplit(".", 1)[-1] == "onlyCUDA" and isinstance(callee, (ast.Name, ast.Attribute)):
+            return callee
     return None
 
 
@@ -125,12 +128,13 @@ def cuda_to_accelerator(text: str, tree: ast.Module, diags: Sequence[ClassDiagno
                 continue
             fn = fns[t.line]
             dec = _only_cuda(fn)
+            if dec is None:  # a guard spelled through a call or subscript: left as it is
+                continue
             if isinstance(dec, ast.Name):
                 edits.append((lines.start(dec), lines.end(dec), ACCELERATOR_GUARD))
                 name_form = True
             else:
-                target = dec.value if isinstance(dec, ast.Attribute) else None
-                edits.append((lines.end(target), lines.end(dec), "." + ACCELERATOR_GUARD))
+                edits.append((lines.end(dec.value), lines.end(dec), "." + ACCELERATOR_GUARD))
             for attr in _cuda_attrs(fn):
                 equivalent = CUDA_EQUIVALENTS[attr.attr]
                 assert equivalent is not None  # a convertible test's every torch.cuda use has one

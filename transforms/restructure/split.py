@@ -6,8 +6,13 @@
     class TestFooCpuOnly(TestFooBase):      @onlyCPU tests, instantiated only_for="cpu"
     class TestFooCudaOnly(TestFooBase):     @onlyCUDA tests using CUDA-only APIs, only_for="cuda"
 
-The original name goes to the first part of GENERIC, ACCELERATOR, CPU, CUDA that has tests;
-the base exists only when there are shared members; class decorators are copied to every
+A class that is not instantiated is split where the generation of the rules asks for it
+(`ClassDiagnosis.split_device`: its GENERIC label would break accelerator_availability): the
+tests that need no device stay GENERIC, the ones that need the one device go to a class of that
+value (CUDA, XPU, MPS: only declared there), neither instantiated.
+
+The original name goes to the first part of GENERIC, ACCELERATOR, CPU, CUDA, MPS, XPU that has
+tests; the base exists only when there are shared members; class decorators are copied to every
 part.  Statements are moved as text, comments and blank lines before them included.
 """
 
@@ -29,8 +34,15 @@ from transforms.restructure.textedit import Lines, SpanEdit, apply_spans, quote_
 from transforms.rules.advice import Pattern
 
 NAME = Pattern.SPLIT_CLASS
-ORDER = (Member.GENERIC, Member.ACCELERATOR, Member.CPU, Member.CUDA)
-SUFFIX = {Member.GENERIC: "Generic", Member.ACCELERATOR: "Accelerator", Member.CPU: "CpuOnly", Member.CUDA: "CudaOnly"}
+ORDER = (Member.GENERIC, Member.ACCELERATOR, Member.CPU, Member.CUDA, Member.MPS, Member.XPU)
+SUFFIX = {
+    Member.GENERIC: "Generic",
+    Member.ACCELERATOR: "Accelerator",
+    Member.CPU: "CpuOnly",
+    Member.CUDA: "CudaOnly",
+    Member.MPS: "MpsOnly",
+    Member.XPU: "XpuOnly",
+}
 
 # value -> the names of the tests that go to its class, in their order.
 Parts = dict[Member, list[str]]
@@ -49,7 +61,34 @@ def _plan(
 ) -> tuple[Parts, Member | None, int]:
     """(the parts, the value of a one-device only_for, the class header's last line), or Refusal."""
     if call is None or diag.instantiation is None:
-        raise Refusal("not instantiated")
+        if diag.split_device is None:
+            raise Refusal("not instantiated")
+        parts, single = _uninstantiated_parts(diag), None
+    else:
+        parts, single = _instantiated_parts(diag, tree, call)
+    if len(parts) < 2:
+        raise Refusal("nothing to split")
+    if any(
+        isinstance(s, ast.Assign) and any(getattr(x, "id", "") == HW_ATTRIBUTE for x in s.targets) for s in node.body
+    ):
+        raise Refusal("already labelled")
+    if diag.name in _names_in(node.body) or diag.name in _names_in([*node.bases, *node.keywords, *node.decorator_list]):
+        raise Refusal(f"the class refers to {diag.name} by name (super(...) or attribute access)")
+    refs = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == diag.name)
+    calls = 1 if call is not None else 0
+    if refs != calls:  # the instantiation call only
+        raise Refusal(f"{diag.name} is used elsewhere in the module ({refs - calls} other references)")
+    spans = [(class_reading.first_line(s), last_line(s)) for s in node.body]
+    for (_a0, a1), (b0, _b1) in zip(spans, spans[1:], strict=False):
+        if b0 <= a1:
+            raise Refusal("two statements share a line")
+    header_end = max([node.lineno] + [last_line(n) for n in node.bases + node.keywords])
+    if spans[0][0] <= header_end:
+        raise Refusal("the class body starts on the header line")
+    return parts, single, header_end
+
+
+def _instantiated_parts(diag: ClassDiagnosis, tree: ast.Module, call: ast.Call) -> tuple[Parts, Member | None]:
     if len([i for i in analysis.analyse(tree).instantiations if i.target == diag.name]) != 1:
         raise Refusal("instantiated more than once")
     only_for = analysis.device_list(next((k.value for k in call.keywords if k.arg == "only_for"), ast.Constant(None)))
@@ -70,25 +109,16 @@ def _plan(
         if not t.takes_device and t.parametrized:
             raise Refusal(f"{t.name} is device-free but parametrized")
         parts.setdefault(value, []).append(t.name)
-    if len(parts) < 2:
-        raise Refusal("nothing to split")
-    if any(
-        isinstance(s, ast.Assign) and any(getattr(x, "id", "") == HW_ATTRIBUTE for x in s.targets) for s in node.body
-    ):
-        raise Refusal("already labelled")
-    if diag.name in _names_in(node.body) or diag.name in _names_in([*node.bases, *node.keywords, *node.decorator_list]):
-        raise Refusal(f"the class refers to {diag.name} by name (super(...) or attribute access)")
-    refs = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == diag.name)
-    if refs != 1:  # the instantiation call only
-        raise Refusal(f"{diag.name} is used elsewhere in the module ({refs - 1} other references)")
-    spans = [(class_reading.first_line(s), last_line(s)) for s in node.body]
-    for (_a0, a1), (b0, _b1) in zip(spans, spans[1:], strict=False):
-        if b0 <= a1:
-            raise Refusal("two statements share a line")
-    header_end = max([node.lineno] + [last_line(n) for n in node.bases + node.keywords])
-    if spans[0][0] <= header_end:
-        raise Refusal("the class body starts on the header line")
-    return parts, single, header_end
+    return parts, single
+
+
+def _uninstantiated_parts(diag: ClassDiagnosis) -> Parts:
+    """The device-free tests stay GENERIC; the tests that need `split_device` go to its class."""
+    assert diag.split_device is not None
+    parts: Parts = {}
+    for t in diag.tests:
+        parts.setdefault(diag.split_device if t.name in diag.split_tests else Member.GENERIC, []).append(t.name)
+    return parts
 
 
 def _names(diag: ClassDiagnosis, parts: Parts, taken: set[str]) -> tuple[dict[Member, str], str]:
@@ -197,11 +227,12 @@ def _instantiation_edits(
 
 def _moves(diag: ClassDiagnosis, parts: Parts, names: Mapping[Member, str], original_for: Member | None) -> list[Move]:
     devices = {t.name: t.devices for t in diag.tests}
+    instantiated = diag.instantiation is not None
     moves = []
     for value in ORDER:
         for test in parts.get(value, ()):
             before = devices[test]
-            if value == Member.GENERIC:
+            if value == Member.GENERIC or not instantiated:  # runs once, without a device, as before
                 after: Sequence[str] = (GENERIC,)
             else:
                 after = before if value == original_for else (value.lower(),)
@@ -211,8 +242,8 @@ def _moves(diag: ClassDiagnosis, parts: Parts, names: Mapping[Member, str], orig
                     test=test,
                     old_class=diag.name,
                     new_class=names[value],
-                    old_instantiated=True,
-                    new_instantiated=value != Member.GENERIC,
+                    old_instantiated=instantiated,
+                    new_instantiated=instantiated and value != Member.GENERIC,
                     before=before,
                     after=tuple(after),
                 )
@@ -231,7 +262,6 @@ def split_one(
     """The edits that split `diag`'s class, its test moves and the class names it creates;
     Refusal when it cannot be split safely."""
     parts, single, header_end = _plan(diag, node, tree, call)
-    assert call is not None and call_stmt is not None  # _plan refuses a class without its call
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
         s.name for s in ast.walk(tree) if isinstance(s, (ast.ClassDef,) + FUNCTION_TYPES)
     }
@@ -246,7 +276,8 @@ def split_one(
         else (single if single is not None and single in parts else None)
     )
     edits: list[SpanEdit] = [(region[0], region[1], new_class)]
-    edits += _instantiation_edits(lines, call, call_stmt, names, original_for, diag.name)
+    if call is not None and call_stmt is not None:
+        edits += _instantiation_edits(lines, call, call_stmt, names, original_for, diag.name)
     moves = _moves(diag, parts, names, original_for)
     created = [names[v] for v in ORDER if v in parts] + ([base] if has_base else [])
     return edits, moves, created

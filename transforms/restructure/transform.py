@@ -25,6 +25,7 @@ from transforms.restructure.model import Move, Step, moves_from_json
 from transforms.restructure.split import split_class
 from transforms.restructure.verify import check_step
 from transforms.rules.advice import Pattern
+from transforms.rules.generations import NEWEST, generation
 
 __all__ = ["REGISTRY", "Restructure", "moves_from_findings", "parse_selection"]
 
@@ -100,21 +101,34 @@ class Restructure:
     name: ClassVar[str] = "restructure"
 
     selected: tuple[Pattern, ...] = tuple(REGISTRY)
+    rules: str = NEWEST  # the generation whose rules the restructured classes must satisfy
 
     def triage(self, text: str) -> bool:
-        return may_have_test_class(text) and "instantiate_device_type_tests" in text
+        if not may_have_test_class(text):
+            return False
+        # A class that is not instantiated is split only where GENERIC forbids accelerator calls.
+        return "instantiate_device_type_tests" in text or bool(generation(self.rules).accelerator_modules)
 
     def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
         findings: list[Finding] = []
         moves: list[Move] = []
         for name in self.selected:
-            diags = diagnose(tree, text)
+            diags = diagnose(tree, text, generation(self.rules))
             step = REGISTRY[name](text, tree, diags)
             findings += step.findings
             if step.text == text:
                 continue
             touched = {m.old_class for m in step.moves}
-            check_step(text, step.text, touched, step.created, step.resolved, step.normalise, step.imports)
+            check_step(
+                text,
+                step.text,
+                touched,
+                step.created,
+                step.resolved,
+                step.normalise,
+                step.imports,
+                generation(self.rules),
+            )
             lines = {d.name: d.line for d in diags}
             for cls in sorted(touched, key=lambda c: lines.get(c, 0)):
                 own = [m for m in step.moves if m.old_class == cls]

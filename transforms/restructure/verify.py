@@ -14,6 +14,8 @@ from typing import Any
 from transforms.core import analysis
 from transforms.core.class_reading import FUNCTION_TYPES, is_test_name
 from transforms.label.classify import Status, infer
+from transforms.rules.generations import GENERATIONS, NEWEST
+from transforms.rules.registry import Generation
 
 DEVICE_TYPE = "torch.testing._internal.common_device_type"
 
@@ -79,6 +81,7 @@ def check_step(
     resolved: Iterable[str] = (),
     normalise: Callable[[ast.AST], ast.AST] | None = None,
     imports: Iterable[str] = (),
+    gen: Generation = GENERATIONS[NEWEST],
 ) -> None:
     try:
         old_tree, new_tree = ast.parse(old_text), ast.parse(new_text)
@@ -127,7 +130,7 @@ def check_step(
         cls = facts.get(name)
         if cls is None:
             continue  # a test-less base
-        decision = infer(cls)
+        decision = infer(cls, gen)
         if decision.status != Status.LABEL:
             raise RestructureCheckError(f"{name} still satisfies no classification: {decision.message}")
 

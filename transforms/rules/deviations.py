@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from transforms.core.facts import TestClassFacts
 from transforms.core.members import MEMBERS, Member
 from transforms.rules.advice import Pattern
-from transforms.rules.linter import FORBIDDEN_ONLY_DECORATORS
+from transforms.rules.checks import FORBIDDEN_ONLY_DECORATORS
 
 __all__ = ["DEVIATIONS", "Deviation", "Refusal", "deviation", "refusals"]
 

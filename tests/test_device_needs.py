@@ -1,0 +1,199 @@
+"""What a test needs a device for (transforms/core/device_needs.py): the idioms PyTorch's tests
+say it with, and what is not a need (a device used only as a value, a probe, skipIfRocm)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from transforms.core.analysis import analyse
+from transforms.label.classify import infer
+from transforms.rules.generations import GENERATIONS
+
+
+def classes(src: str, with_text: bool = True):
+    src = textwrap.dedent(src)
+    return {c.name: c for c in analyse(ast.parse(src), src if with_text else None).classes}
+
+
+def needs(src: str, with_text: bool = True) -> dict[str, set[str]]:
+    """test (or class) name -> the devices it needs."""
+    out = {}
+    for cls in classes(src, with_text).values():
+        out[cls.name] = {n.device for n in cls.needs}
+        for m in cls.test_methods:
+            out[m.name] = {n.device for n in m.needs}
+    return out
+
+
+@pytest.mark.parametrize("with_text", [True, False])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("x = torch.ones(2, device='cuda')", {"cuda"}),
+        ("x = torch.ones(2, device=GPU_TYPE)", {"gpu"}),
+        ("x = torch.rand(2).to(GPU_TYPE)", {"gpu"}),
+        ("x = torch.rand(2).to('cuda:1')", {"cuda"}),
+        ("m = Model().cuda()", {"cuda"}),
+        ("x = torch.rand(2).xpu()", {"xpu"}),
+        ("torch.cuda.synchronize()", {"cuda"}),
+        ("torch.backends.cuda.enable_flash_sdp(False)", {"cuda"}),
+        ("torch.accelerator.synchronize()", {"gpu"}),
+        ("torch.mps.synchronize()", {"mps"}),
+        ("with torch.device('xpu'):\n    pass", {"xpu"}),
+        ("torch.set_default_device('cuda')", {"cuda"}),
+        ("device = 'cuda'\nx = torch.ones(2, device=device)", {"cuda"}),
+        ("x = torch.ones(2, device=f'cuda:{i}')", {"cuda"}),
+        ("with torch.autocast(device_type='cuda'):\n    pass", {"cuda"}),
+        ("if not torch.cuda.is_available():\n    self.skipTest('cuda')", {"cuda"}),
+        ("if not HAS_GPU:\n    raise unittest.SkipTest('gpu')", {"gpu"}),
+        # not needs: a device as a value, probes that choose a branch, no-op seeding, attributes
+        ("h = hash(torch.device('cuda:0'))", set()),
+        ("self.assertEqual(_gen_rank_device(5, 'cuda'), 'cpu')", set()),
+        ("self.assertEqual(x.device.type, 'cuda')", set()),
+        ("if torch.cuda.is_available():\n    pass", set()),
+        ("torch.cuda.manual_seed(0)", set()),
+        ("torch.backends.cuda.matmul.allow_tf32 = True", set()),
+        ("ok = torch.backends.cuda.is_flash_attention_available()", set()),
+        ("with mock.patch.object(torch.cuda, 'is_available', return_value=False):\n    pass", set()),
+    ],
+)
+def test_needs_in_a_test_body(body, expected, with_text):
+    found = needs("class TestA(TestCase):\n    def test_a(self):\n" + textwrap.indent(body, " " * 8) + "\n", with_text)
+    assert found["test_a"] == expected
+
+
+@pytest.mark.parametrize(
+    "decorator, expected",
+    [
+        ("@unittest.skipIf(not TEST_CUDA, 'cuda')", {"cuda"}),
+        ("@unittest.skipIf(not TEST_MULTIGPU, 'two GPUs')", {"cuda"}),
+        ("@skipUnless(HAS_CUDA, 'cuda')", {"cuda"}),
+        ("@unittest.skipIf(not torch.version.hip, 'ROCm only')", {"rocm"}),
+        ("@unittest.skipIf(torch.cuda.device_count() < 2, 'two GPUs')", set()),  # skipped only with few
+        ("@unittest.skipUnless(torch.cuda.device_count() >= 2, 'two GPUs')", {"cuda"}),
+        ("@unittest.skipIf(not (TEST_CUDA and HAS_TRITON), 'cuda')", {"cuda"}),
+        ("@unittest.skipIf(not TEST_CUDA or not TEST_CUDNN, 'cudnn')", {"cuda"}),
+        ("@unittest.skipIf(TEST_CUDA, 'CPU only')", set()),
+        ("@requires_cuda", {"cuda"}),
+        ("@requires_cuda_and_triton", {"cuda"}),
+        ("@requires_gpu_and_triton", {"gpu"}),
+        ("@requires_gpu()", {"gpu"}),
+        ("@skipIfRocm", set()),  # "not on ROCm builds": CPU tests say so too
+        ("@unittest.skipIf(IS_WINDOWS, 'windows')", set()),
+    ],
+)
+def test_needs_from_a_guard(decorator, expected):
+    found = needs(f"class TestA(TestCase):\n    {decorator}\n    def test_a(self):\n        pass\n")
+    assert found["test_a"] == expected
+
+
+def test_class_level_needs():
+    found = needs(
+        """
+        @requires_gpu_and_triton
+        class TestDecorated(TestCase):
+            def test_a(self): pass
+
+        class TestSetUp(TestCase):
+            def setUp(self):
+                torch.cuda.empty_cache()
+            def test_a(self): pass
+
+        if HAS_CUDA:
+            class TestUnderIf(TestCase):
+                def test_a(self): pass
+        else:
+            class TestElse(TestCase):
+                def test_a(self): pass
+        """
+    )
+    assert found["TestDecorated"] == {"gpu"}
+    assert found["TestSetUp"] == {"cuda"}
+    assert found["TestUnderIf"] == {"cuda"} and found["TestElse"] == set()
+
+
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        ("if __name__ == '__main__':\n    if HAS_GPU:\n        run_tests()\n", {"gpu"}),
+        ("if __name__ == '__main__':\n    if IS_LINUX and HAS_GPU_AND_TRITON:\n        run_tests()\n", {"gpu"}),
+        ("if __name__ == '__main__':\n    if HAS_GPU:\n        run_tests()\n    else:\n        run_tests()\n", set()),
+        ("if not TEST_CUDA:\n    print('skip')\n    TestCase = NoTest\n", {"cuda"}),
+        ("if not TEST_CUDA:\n    sys.exit(0)\n", {"cuda"}),
+        ("if __name__ == '__main__':\n    run_tests()\n", set()),
+    ],
+)
+def test_a_module_that_runs_its_tests_only_with_a_device(module, expected):
+    found = needs("class TestA(TestCase):\n    def test_a(self): pass\n" + module)
+    assert found["TestA"] == expected
+
+
+def test_the_modules_own_flags():
+    found = needs(
+        """
+        GPU_HOME = CUDA_HOME or ROCM_HOME
+        TWO = TEST_CUDA and torch.cuda.device_count() >= 2
+        class TestA(TestCase):
+            def test_a(self):
+                if not GPU_HOME:
+                    self.skipTest("no toolkit")
+            @unittest.skipIf(not TWO, "two")
+            def test_b(self): pass
+        """
+    )
+    assert found["test_a"] == {"cuda"} and found["test_b"] == {"cuda"}
+
+
+def test_the_issues_idioms_decide_the_warning_and_the_gen2_value():
+    cls = classes(
+        """
+        class TestHash(TestCase):
+            def test_hash_device(self):
+                self.assertEqual(hash(torch.device("cuda:0")), hash(torch.device("cuda:0")))
+
+        class TestKernel(TestCase):
+            def test_a(self):
+                x = torch.randn(4, device=GPU_TYPE)
+
+        @requires_gpu_and_triton
+        class TestBisect(TestCase):
+            def test_a(self): pass
+            @requires_cuda
+            def test_b(self):
+                x = torch.randn(4, device=GPU_TYPE)
+        """
+    )
+    gen1, gen2 = GENERATIONS["gen1"], GENERATIONS["gen2"]
+    assert not infer(cls["TestHash"], gen1).warnings  # a device used only as a value
+    assert infer(cls["TestKernel"], gen1).warnings and infer(cls["TestBisect"], gen1).warnings
+    # Under gen2: GPU_TYPE is some accelerator (GENERIC, warned); one test needs CUDA, the other
+    # only some GPU: not one device for the class.
+    assert [infer(cls[n], gen2).value for n in ("TestHash", "TestKernel", "TestBisect")] == ["GENERIC"] * 3
+    assert infer(cls["TestBisect"], gen2).warnings
+
+
+def test_torch_calls_are_read_as_the_newer_linter_reads_them():
+    (cls,) = classes(
+        """
+        class TestA(TestCase):
+            N = torch.xpu.device_count()
+            @unittest.skipIf(not torch.cuda.is_available(), "cuda")
+            def test_a(self, n=torch.cuda.current_device()):
+                torch.cuda.device(0).__enter__()
+                torch.ones(2).cuda()
+                th.cuda.synchronize()
+                f = lambda: torch.mps.synchronize()
+        """
+    ).values()
+    calls = [(c.line, c.owner, c.callee) for c in cls.device_calls]
+    assert (3, "TestA", "torch.xpu.device_count") in calls
+    assert (4, "TestA.test_a", "torch.cuda.is_available") in calls
+    assert (5, "TestA.test_a", "torch.cuda.current_device") in calls
+    assert (6, "TestA.test_a", "torch.cuda.device(0).__enter__") in calls
+    assert (6, "TestA.test_a", "torch.cuda.device") in calls
+    assert (7, "TestA.test_a", "torch.ones(2).cuda") in calls
+    assert not any(c.callee.startswith("th.") for c in cls.device_calls)
+    assert (9, "TestA.test_a", "torch.mps.synchronize") in calls

@@ -1,0 +1,525 @@
+"""Which devices a test needs, read from its code with `ast` (the facts behind honest labels).
+
+A test *needs* a device when it cannot do what it tests without one:
+- a guard that skips it otherwise: `@skipIf(not TEST_CUDA, ...)`, `@skipUnless(HAS_GPU, ...)`,
+  `@requires_cuda`, `@requires_gpu_and_triton`, `if not torch.cuda.is_available(): self.skipTest(...)`;
+  for a class, its decorators and a module-level `if HAS_GPU:` around the class or around the
+  module's `run_tests()` (or an `if not TEST_CUDA: TestCase = NoTest` that disables the module);
+- data placed on the device: `device="cuda"`, `device=GPU_TYPE`, `.to("cuda:0")`, `.cuda()`,
+  `with torch.device("cuda")`, `torch.set_default_device("xpu")`, `device = "cuda"`;
+- a device API called: `torch.cuda.synchronize()`, `torch.backends.cuda.enable_flash_sdp(...)`,
+  `torch.xpu.*`, `torch.mps.*`, `torch.accelerator.synchronize()` (some accelerator).
+A device used only as a value (`hash(torch.device("cuda:0"))`, `f(5, "cuda")`,
+`x.device.type == "cuda"`), a probe that only chooses a branch (`if torch.cuda.is_available():`)
+and the lazy no-op calls (`torch.cuda.manual_seed(0)`) are not needs.  `skipIfRocm` only says "not
+on ROCm builds", which CPU tests say too: not a need either.
+
+Each need is a `DeviceNeed` (device, line, what); `read_class` reads, in one walk over each
+statement of a class body, the needs of its tests and setUp-style methods, its decorators' needs
+and the calls of torch's device modules the way the newer linter's accelerator_availability rule
+sees them; `module_guards` reads the needs a module puts on every class it defines (or on the
+classes under an `if`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from transforms.core.facts import DeviceNeed, Need, TestClassFacts, TestMethod, TorchCall
+from transforms.core.members import Member
+
+__all__ = [
+    "DEVICE_MODULES",
+    "SETUP_METHODS",
+    "ClassDevices",
+    "module_flags",
+    "module_guards",
+    "needed_value",
+    "nodes_of",
+    "read_class",
+    "requires",
+    "source_of",
+    "test_needs",
+    "unique",
+]
+
+# Module-level flags that are true only with that device (the last name part is matched).
+_FLAGS: Mapping[str, Need] = {
+    "TEST_CUDA": Need.CUDA,
+    "HAS_CUDA": Need.CUDA,
+    "TEST_MULTIGPU": Need.CUDA,
+    "TEST_CUDNN": Need.CUDA,
+    "TEST_CUDA_GRAPH": Need.CUDA,
+    "TEST_NCCL": Need.CUDA,
+    "HAS_CUDA_AND_TRITON": Need.CUDA,
+    "TEST_WITH_ROCM": Need.ROCM,
+    "HAS_GPU": Need.GPU,
+    "HAS_GPU_AND_TRITON": Need.GPU,
+    "HAS_MULTIGPU": Need.GPU,
+    "TEST_GPU": Need.GPU,
+    "TEST_XPU": Need.XPU,
+    "HAS_XPU": Need.XPU,
+    "HAS_XPU_AND_TRITON": Need.XPU,
+    "TEST_MPS": Need.MPS,
+    "HAS_MPS": Need.MPS,
+    "CUDA_HOME": Need.CUDA,  # the CUDA toolkit
+    "ROCM_HOME": Need.ROCM,
+}
+_SM_FLAG = re.compile(r"^SM\d+OrLater$")  # CUDA compute capability
+# Probes: true only with the device, but calling them does not need one.
+_PROBES: Mapping[str, Need] = {
+    "torch.cuda.is_available": Need.CUDA,
+    "torch.cuda.device_count": Need.CUDA,
+    "torch.xpu.is_available": Need.XPU,
+    "torch.xpu.device_count": Need.XPU,
+    "torch.backends.mps.is_available": Need.MPS,
+    "torch.mps.is_available": Need.MPS,
+    "torch.accelerator.is_available": Need.GPU,
+    "torch.accelerator.device_count": Need.GPU,
+}
+_ROCM_BUILD = "torch.version.hip"
+# Decorators that skip the test without the device (by the last name part).
+_REQUIRES = (
+    (re.compile(r"^requires_(multi)?cuda"), Need.CUDA),
+    (re.compile(r"^requires_(multi)?gpu"), Need.GPU),
+    (re.compile(r"^requires_xpu"), Need.XPU),
+    (re.compile(r"^requires_mps"), Need.MPS),
+)
+# Device API modules (by dotted prefix) and the calls of them that need no device.
+_APIS: Mapping[str, Need] = {
+    "torch.cuda.": Need.CUDA,
+    "torch.backends.cuda.": Need.CUDA,
+    "torch.xpu.": Need.XPU,
+    "torch.mps.": Need.MPS,
+    "torch.backends.mps.": Need.MPS,
+    "torch.accelerator.": Need.GPU,
+}
+_NO_DEVICE_CALLS = frozenset(
+    {"manual_seed", "manual_seed_all", "seed", "seed_all", "is_initialized", "current_accelerator", "get_device_name"}
+)
+_DEVICE_STRING = re.compile(r"^(cuda|xpu|mps)(:\d+)?$")
+_DEVICE_VALUE_NAMES = {"GPU_TYPE": Need.GPU}
+_SKIP_CALLS = {"skipTest", "SkipTest", "skip"}
+# Methods every test of a class runs: their needs are the class's.
+SETUP_METHODS = frozenset({"setUp", "setUpClass", "tearDown", "tearDownClass", "asyncSetUp"})
+# Cheap pre-check: source without any of these words has no need to find.
+# Cheap pre-check: a statement without any of these (lowercased) words, `SM<digit>` or a module
+# flag names no device (a part of a callee comes from an identifier or a string in the source).
+_DEVICE_WORDS = ("cuda", "cudnn", "xpu", "mps", "gpu", "hip", "rocm", "accelerator", "hpu", "ipu", "mtia", "xla")
+_SM_TEXT = re.compile(r"SM\d")
+# torch's device modules (torch.cuda, torch.backends.mps, torch.accelerator, ...): a call whose
+# callee names one of them is what the newer linter's accelerator_availability rule looks for.
+DEVICE_MODULES = frozenset({"accelerator", "cuda", "hpu", "ipu", "mps", "mtia", "xla", "xpu"})
+
+
+# A need -> the value of the one device it ties a test to (GPU: some accelerator, none in particular;
+# ROCm: PyTorch's CUDA device on AMD).
+_VALUE_OF: Mapping[Need, Member | None] = {
+    Need.CUDA: Member.CUDA,
+    Need.ROCM: Member.CUDA,
+    Need.XPU: Member.XPU,
+    Need.MPS: Member.MPS,
+    Need.GPU: None,
+}
+
+
+def test_needs(cls: TestClassFacts, m: TestMethod) -> tuple[DeviceNeed, ...]:
+    """Everything test `m` needs: its own needs and its class's."""
+    return cls.needs + m.needs
+
+
+def needed_value(needs: Iterable[DeviceNeed]) -> Member | None:
+    """The one device value `needs` tie a test to (None: none, some accelerator, or several)."""
+    values = {_VALUE_OF[n.device] for n in needs} - {None}
+    return values.pop() if len(values) == 1 else None
+
+
+def nodes_of(root: ast.AST) -> list[ast.AST]:
+    """Every node under `root` (itself first), breadth first as `ast.walk` gives them, without
+    its generators (the walk is most of what reading the needs costs)."""
+    out = [root]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                out.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                out.append(value)
+    return out
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _text(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --------------------------------------------------------------------------- conditions
+
+
+# Flags a module defines from others (`TEST_MULTIGPU = TEST_CUDA and ...`): name -> device.
+Flags = Mapping[str, Need]
+
+
+def _atom(node: ast.expr, flags: Flags) -> Need | None:
+    """The device an atom of a condition is true only with: a flag (the module's own too), a
+    probe call, a comparison of a probe (`torch.cuda.device_count() >= 2`), the ROCm build."""
+    if isinstance(node, ast.Compare):
+        return _atom(node.left, flags)
+    if isinstance(node, ast.Call):
+        return _PROBES.get(_dotted(node.func) or "")
+    name = _dotted(node)
+    if name is None:
+        return None
+    if name == _ROCM_BUILD:
+        return Need.ROCM
+    last = name.rsplit(".", 1)[-1]
+    if last in flags and "." not in name:
+        return flags[last]
+    if last in _FLAGS:
+        return _FLAGS[last]
+    return Need.CUDA if _SM_FLAG.match(last) else None
+
+
+def requires(cond: ast.expr, truth: bool, flags: Flags = {}) -> dict[Need, ast.expr]:  # noqa: B006 - read only
+    """The devices `cond` needs in order to evaluate to `truth` (device -> the atom that says so)."""
+    if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
+        return requires(cond.operand, not truth, flags)
+    if isinstance(cond, ast.BoolOp):
+        every = isinstance(cond.op, ast.And) == truth  # all operands take `truth`
+        parts = [requires(v, truth, flags) for v in cond.values]
+        if every:
+            out: dict[Need, ast.expr] = {}
+            for part in parts:
+                out.update(part)
+            return out
+        # Some operand: only what all of them share (ROCm counts as CUDA, PyTorch's device there).
+        family = [{Need.CUDA if n == Need.ROCM else n: atom for n, atom in p.items()} for p in parts]
+        common = set(family[0]).intersection(*family[1:])
+        return {need: family[0][need] for need in common}
+    need = _atom(cond, flags)
+    return {need: cond} if need is not None and truth else {}
+
+
+def module_flags(tree: ast.Module) -> dict[str, Need]:
+    """The module's own flags: module-level names bound to a condition that needs a device
+    (`GPU_HOME = CUDA_HOME or ROCM_HOME`, `TEST_MULTIGPU = TEST_CUDA and ...`)."""
+    found: dict[str, Need] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            needs = requires(stmt.value, True, found)
+            if len(needs) == 1:
+                found[stmt.targets[0].id] = next(iter(needs))
+            else:
+                found.pop(stmt.targets[0].id, None)
+    return found
+
+
+def _needs_of_decorator(dec: ast.expr, flags: Flags) -> list[DeviceNeed]:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    last = (_dotted(target) or "").rsplit(".", 1)[-1]
+    for pattern, need in _REQUIRES:
+        if pattern.match(last):
+            return [DeviceNeed(need, dec.lineno, "@" + _text(target))]
+    if last in ("skipIf", "skipUnless") and isinstance(dec, ast.Call) and dec.args:
+        # The test runs when a skipIf condition is false and a skipUnless condition is true.
+        found = requires(dec.args[0], last == "skipUnless", flags)
+        return [DeviceNeed(need, dec.lineno, f"@{last}({_text(dec.args[0])})") for need in found]
+    return []
+
+
+# --------------------------------------------------------------------------- a function's body
+
+
+def _device_of(node: ast.expr | None) -> Need | None:
+    """The device a device-valued expression names: "cuda:0", GPU_TYPE, torch.device("xpu")."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        m = _DEVICE_STRING.match(node.value)
+        return Need(m.group(1)) if m else None
+    if isinstance(node, ast.JoinedStr) and node.values:
+        head = node.values[0]
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            m = re.match(r"^(cuda|xpu|mps)(:|$)", head.value)
+            return Need(m.group(1)) if m else None
+        return None
+    if isinstance(node, ast.Call) and _dotted(node.func) == "torch.device" and node.args:
+        return _device_of(node.args[0])
+    name = _dotted(node)
+    return _DEVICE_VALUE_NAMES.get(name.rsplit(".", 1)[-1]) if name else None
+
+
+def _placements(node: ast.AST) -> Iterator[ast.expr]:
+    """The expressions `node` uses as the device to put data or work on."""
+    if isinstance(node, ast.Call):
+        for kw in node.keywords:
+            if kw.arg in ("device", "device_type"):
+                yield kw.value
+        callee = _dotted(node.func) or ""
+        is_to = isinstance(node.func, ast.Attribute) and node.func.attr == "to"
+        if (is_to or callee == "torch.set_default_device") and node.args:
+            yield node.args[0]
+    elif isinstance(node, ast.withitem):
+        yield node.context_expr
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and ("device" in t.id.lower() or t.id == "dev") for t in targets):
+            if node.value is not None:
+                yield node.value
+
+
+def _needs_of_call(node: ast.Call) -> DeviceNeed | None:
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("cuda", "xpu") and _dotted(func.value) != "torch":
+        return DeviceNeed(Need(func.attr), node.lineno, f".{func.attr}()")
+    callee = _dotted(func)
+    if callee is None or callee in _PROBES:
+        return None
+    for prefix, need in _APIS.items():
+        if callee.startswith(prefix):
+            if callee.rsplit(".", 1)[-1] in _NO_DEVICE_CALLS or "available" in callee.rsplit(".", 1)[-1]:
+                return None
+            return DeviceNeed(need, node.lineno, callee + "()")
+    return None
+
+
+def _skip_guards(body: list[ast.stmt], flags: Flags) -> Iterator[DeviceNeed]:
+    """`if not TEST_CUDA: self.skipTest(...)` (or raise SkipTest / return) among the first
+    statements: the rest of the test runs only when the condition is false."""
+    for stmt in body[:4]:
+        if not isinstance(stmt, ast.If) or not stmt.body:
+            continue
+        first = stmt.body[0]
+        skips = isinstance(first, ast.Return) or (
+            isinstance(first, (ast.Expr, ast.Raise))
+            and any(
+                isinstance(n, ast.Call) and (_dotted(n.func) or "").rsplit(".", 1)[-1] in _SKIP_CALLS
+                for n in ast.walk(first)
+            )
+        )
+        if skips:
+            for need in requires(stmt.test, False, flags):
+                yield DeviceNeed(need, stmt.lineno, f"if {_text(stmt.test)}: skip")
+
+
+def _needs_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], flags: Flags) -> list[DeviceNeed]:
+    """What a test (or a setUp-style method) needs: its guards, its early skips, and over `nodes`
+    (its own, decorators and defaults included) the devices it places data on and the device
+    APIs it calls."""
+    found: list[DeviceNeed] = []
+    for dec in fn.decorator_list:
+        found += _needs_of_decorator(dec, flags)
+    found += _skip_guards(fn.body, flags)
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            call_need = _needs_of_call(node)
+            if call_need is not None:
+                found.append(call_need)
+        for place in _placements(node):
+            need = _device_of(place)
+            if need is not None:
+                found.append(DeviceNeed(need, place.lineno, _placement_text(node, place)))
+    return found
+
+
+def _placement_text(node: ast.AST, place: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        for kw in node.keywords:
+            if kw.value is place:
+                return f"{kw.arg}={_text(place)}"
+        return f"{_text(node.func)}({_text(place)})"
+    if isinstance(node, ast.withitem):
+        return f"with {_text(place)}"
+    return f"{_text(node)}"
+
+
+def unique(needs: Iterable[DeviceNeed]) -> tuple[DeviceNeed, ...]:
+    seen: dict[tuple[Need, str], DeviceNeed] = {}
+    for n in needs:
+        seen.setdefault((n.device, n.what), n)
+    return tuple(sorted(seen.values(), key=lambda n: (n.line, n.device, n.what)))
+
+
+# --------------------------------------------------------------------------- a class, a module
+
+
+@dataclass(frozen=True)
+class ClassDevices:
+    """What a class's own code says about devices."""
+
+    calls: tuple[TorchCall, ...]  # calls of torch's device modules in its body, in the linter's order
+    methods: Mapping[int, tuple[DeviceNeed, ...]]  # the needs of each test or setUp-style method, by `def` line
+    own: tuple[DeviceNeed, ...]  # what every test needs from the class: its decorators, its setUp-style methods
+
+
+def source_of(lines: list[str] | None, node: ast.stmt) -> str | None:
+    """The lines of `node`, its decorators included (None: the lines are not known)."""
+    if lines is None or node.end_lineno is None:
+        return None
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+    return "\n".join(lines[first - 1 : node.end_lineno])
+
+
+def _mentions_devices(text: str | None, flags: Flags) -> bool:
+    """Cheap pre-check: False means "certainly neither a need nor a device call in `text`"."""
+    if text is None:
+        return True
+    lowered = text.lower()
+    if any(w in lowered for w in _DEVICE_WORDS) or any(f in text for f in flags):
+        return True
+    return _SM_TEXT.search(text) is not None
+
+
+def read_class(
+    node: ast.ClassDef,
+    lines: list[str] | None = None,
+    flags: Flags = {},  # noqa: B006 - read only
+) -> ClassDevices:
+    """One walk over each statement of the class body gives both its device calls and the needs
+    of its test and setUp-style methods.  `lines`, the module's source lines, let a statement
+    that names no device skip the walk."""
+    own: list[DeviceNeed] = []
+    if not _mentions_devices(source_of(lines, node), flags):
+        return ClassDevices((), {}, ())
+    for dec in node.decorator_list:
+        own += _needs_of_decorator(dec, flags)
+    calls: list[TorchCall] = []
+    methods: dict[int, tuple[DeviceNeed, ...]] = {}
+    for stmt in node.body:
+        if not _mentions_devices(source_of(lines, stmt), flags):
+            continue
+        nodes = nodes_of(stmt)
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            calls += _device_calls(nodes, node.name)
+            continue
+        calls += _device_calls(nodes, f"{node.name}.{stmt.name}")
+        if stmt.name.startswith("test") or stmt.name in SETUP_METHODS:
+            methods[stmt.lineno] = unique(_needs_in(stmt, nodes, flags))
+            if stmt.name in SETUP_METHODS:
+                own += methods[stmt.lineno]
+    return ClassDevices(tuple(calls), methods, unique(own))
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
+def _runs_tests(stmts: list[ast.stmt]) -> bool:
+    return any(
+        isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and (_dotted(s.value.func) or "").rsplit(".", 1)[-1] in ("run_tests", "main")
+        for s in stmts
+    )
+
+
+def _guarded_runs(stmts: list[ast.stmt], held: dict[Need, str], flags: Flags) -> list[dict[Need, str]]:
+    """For each run_tests() call under the `if`s of `stmts`: the needs of the conditions around it."""
+    runs: list[dict[Need, str]] = []
+    if _runs_tests(stmts):
+        runs.append(held)
+    for s in stmts:
+        if isinstance(s, ast.If):
+            for branch, truth in ((s.body, True), (s.orelse, False)):
+                extra = {need: f"if {_text(s.test)}" for need in requires(s.test, truth, flags)}
+                runs += _guarded_runs(branch, {**held, **extra}, flags)
+    return runs
+
+
+def _disables_module(stmt: ast.If) -> bool:
+    """`if not TEST_CUDA: TestCase = NoTest` (or sys.exit / raise SkipTest): nothing runs then."""
+    for s in stmt.body:
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Name) and s.value.id == "NoTest":
+            return True
+        if isinstance(s, ast.Raise) or (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and (_dotted(s.value.func) or "") in ("sys.exit", "exit", "unittest.skip", "pytest.skip")
+        ):
+            return True
+    return False
+
+
+def module_guards(tree: ast.Module, flags: Flags) -> tuple[tuple[DeviceNeed, ...], dict[int, tuple[DeviceNeed, ...]]]:
+    """(the needs the module puts on every class: its run or itself guarded; class line -> the
+    needs of the module-level `if`s around that class)."""
+    everywhere: list[DeviceNeed] = []
+    around: dict[int, tuple[DeviceNeed, ...]] = {}
+    for stmt in tree.body:
+        if _is_main_block(stmt):
+            assert isinstance(stmt, ast.If)
+            runs = _guarded_runs(stmt.body, {}, flags)
+            if runs:  # every run of the module needs what all of them share
+                common = set(runs[0]).intersection(*runs[1:])
+                everywhere += [DeviceNeed(n, stmt.lineno, f"{runs[0][n]}: run_tests()") for n in common]
+        elif isinstance(stmt, ast.If) and _disables_module(stmt):
+            everywhere += [
+                DeviceNeed(n, stmt.lineno, f"if {_text(stmt.test)}: the module's tests are disabled")
+                for n in requires(stmt.test, False, flags)
+            ]
+    _classes_under_ifs(tree.body, (), around, flags)
+    return unique(everywhere), around
+
+
+def _classes_under_ifs(stmts: list[ast.stmt], held: tuple[DeviceNeed, ...], out: dict, flags: Flags) -> None:
+    for s in stmts:
+        if isinstance(s, ast.ClassDef) and held:
+            out[s.lineno] = held
+        elif isinstance(s, ast.If) and not _is_main_block(s):
+            for branch, truth in ((s.body, True), (s.orelse, False)):
+                extra = tuple(
+                    DeviceNeed(n, s.lineno, f"under if {_text(s.test)}") for n in requires(s.test, truth, flags)
+                )
+                _classes_under_ifs(branch, held + extra, out, flags)
+
+
+# --------------------------------------------------------------------------- torch.<...>() calls
+
+
+def _leftmost(node: ast.expr) -> ast.expr:
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return node
+
+
+def _device_calls(nodes: list[ast.AST], owner: str) -> list[TorchCall]:
+    """The calls among `nodes` whose callee, as `ast.unparse` spells it and split at its dots,
+    starts with `torch` and has a part naming a device module (breadth first, as the linter walks)."""
+    found: list[TorchCall] = []
+    for sub in nodes:
+        if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+            continue
+        left = _leftmost(sub.func)
+        if not (isinstance(left, ast.Name) and left.id == "torch"):
+            continue
+        parts = ast.unparse(sub.func).split(".")
+        if parts[0] == "torch" and DEVICE_MODULES.intersection(parts):
+            found.append(TorchCall(sub.lineno, owner, ".".join(parts)))
+    return found
