@@ -17,6 +17,7 @@ from codemod.cli.ab import ab
 from codemod.cli.codemod import apply, classify, lint
 from codemod.cli.discover_globals import discover_globals
 from codemod.cli.refactor import pr_body, refactor
+from codemod.cli.survey import survey
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,5 +32,5 @@ def main() -> None:
     """
 
 
-for command in (classify, lint, apply, ab, discover_globals, refactor, pr_body):
+for command in (classify, lint, apply, ab, discover_globals, refactor, pr_body, survey):
     main.add_command(command)
