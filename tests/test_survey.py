@@ -350,3 +350,42 @@ def test_no_allowlist_and_no_path_is_a_usage_error(tmp_path):
 )
 def test_owners_header(header, owners):
     assert owners_of(header + b"import torch\n") == owners
+
+
+def test_refactor_takes_the_survey_s_batches(tree, surveyed, tmp_path):
+    data, _ = surveyed
+    root = _copy(tree, tmp_path)
+    survey_json = tmp_path / "survey.json"
+    survey_json.write_text(json.dumps(data))
+    r = cli("refactor", "--batches", str(survey_json), "--limit", "2", "--no-ab", "--out", str(tmp_path / "out"), cwd=root)
+    assert r.exit_code == 0, r.output
+    made = [line.split(":")[0] for line in r.output.splitlines() if line.startswith("hw-classification/")]
+    assert len(made) == 2
+    for branch, batch in zip(made, data["batches"][:2], strict=True):
+        files = subprocess.run(
+            ["git", "-C", str(root), "show", "--name-only", "--format=", branch], capture_output=True, text=True
+        ).stdout.split()
+        assert sorted(files) == sorted([*batch["files"], ALLOWLIST])
+    # The groups are the survey's: --group-size would contradict them; paths too.
+    r = cli("refactor", "--batches", str(survey_json), "--group-size", "2", "--dry-run", cwd=root)
+    assert r.exit_code == 2 and "--batches and --group-size exclude each other" in r.output
+    r = cli("refactor", "--batches", str(tmp_path / "out" / "batch.json"), "--dry-run", cwd=root)
+    assert r.exit_code == 2 and "not a decouple survey" in r.output
+
+
+def test_refactor_batches_skip_what_is_no_longer_doable_at_the_base(tree, surveyed, tmp_path):
+    data, _ = surveyed
+    root = _copy(tree, tmp_path)
+    first = data["batches"][0]["files"]
+    broken = root / first[0]
+    broken.write_text(broken.read_text() + f"\n{REJECT_MARK}\n")
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", "reject one"], check=True, env={
+        **os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x"})
+    survey_json = tmp_path / "survey.json"
+    survey_json.write_text(json.dumps(data))
+    r = cli("refactor", "--batches", str(survey_json), "--limit", "1", "--dry-run", cwd=root)
+    assert r.exit_code == 0, r.output
+    assert f"skip {first[0]}: needs manual work" in r.output
+    assert r.output.count("would create branch") == 1
+    assert all(f"\n    {p}\n" in r.output for p in first[1:]) and f"\n    {first[0]}\n" not in r.output
