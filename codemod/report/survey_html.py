@@ -218,10 +218,15 @@ def _files_section(survey: Survey) -> list[str]:
     return out
 
 
+OPEN_BATCHES = 12  # more than this many batches start folded
+
+
 def _batches_section(survey: Survey) -> list[str]:
     out = ["<section>", f"<h2>Suggested batches (up to {survey.group_size} ready files each)</h2>"]
     if not survey.batches:
         return out + ["<p>No ready file needs a PR.</p>", "</section>"]
+    opened = " open" if len(survey.batches) <= OPEN_BATCHES else ""
+    out.append(f'<details id="sv-batches-box"{opened}><summary>{len(survey.batches)} suggested batch(es)</summary>')
     allowlist = f" --from-allowlist {survey.allowlist}" if survey.allowlist else ""
     out.append(
         "<p>Largest first; one owner per batch, files of one folder together. To make the first N as "
@@ -236,7 +241,26 @@ def _batches_section(survey: Survey) -> list[str]:
             f'<tr data-batch="{b.number}"><td class="num">{b.number}</td><td>{files}</td>'
             f"<td>{_e(', '.join(b.owners))}</td><td><code>{_e(b.directory)}</code></td></tr>"
         )
-    return out + ["</tbody></table>", "</section>"]
+    return out + ["</tbody></table>", "</details>", "</section>"]
+
+
+def _left_out(survey: Survey) -> list[str]:
+    """The allowlisted files not surveyed: excluded by a pattern, or gone."""
+    if not survey.excluded and not survey.stale:
+        return []
+    out = ["<section>", "<h2>Not surveyed</h2>"]
+    if survey.excluded:
+        items = "".join(f"<li><code>{_e(e.path)}</code> ({_e(e.pattern)})</li>" for e in survey.excluded)
+        out.append(
+            f"<details><summary>{len(survey.excluded)} excluded by a pattern</summary><ul>{items}</ul></details>"
+        )
+    if survey.stale:
+        items = "".join(f"<li><code>{_e(p)}</code></li>" for p in survey.stale)
+        out.append(
+            f"<details><summary>{len(survey.stale)} allowlist entries name files that do not exist</summary>"
+            f"<ul>{items}</ul></details>"
+        )
+    return out + ["</section>"]
 
 
 def _header(survey: Survey) -> list[str]:
@@ -293,7 +317,7 @@ def render(survey: Survey) -> str:
     if survey.history is not None:
         parts += ["<section>", "<h2>Allowlist burndown</h2>", f'<div class="sv-chart">{burndown(survey.history)}</div>']
         parts.append("</section>")
-    parts += _batches_section(survey) + _files_section(survey)
+    parts += _batches_section(survey) + _files_section(survey) + _left_out(survey)
     if survey.warnings:
         parts += ["<section>", "<h2>Warnings</h2>", "<ul>"] + [f"<li>{_e(w)}</li>" for w in survey.warnings]
         parts += ["</ul>", "</section>"]

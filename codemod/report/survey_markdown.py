@@ -89,6 +89,17 @@ def _files(survey: Survey) -> list[str]:
     return lines
 
 
+def _left_out(survey: Survey) -> list[str]:
+    lines = []
+    if survey.excluded:
+        lines += [f"## Excluded by a pattern ({len(survey.excluded)})", ""]
+        lines += [f"- {md_code(e.path)} ({md_code(e.pattern)})" for e in survey.excluded] + [""]
+    if survey.stale:
+        lines += [f"## Allowlist entries whose file is gone ({len(survey.stale)})", ""]
+        lines += [f"- {md_code(p)}" for p in survey.stale] + [""]
+    return lines
+
+
 def render(survey: Survey) -> str:
     totals = survey.totals()
     total = totals["files"]
@@ -110,7 +121,7 @@ def render(survey: Survey) -> str:
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     lines += ["## By folder", ""] + _counts_table("folder", survey.by_directory())
     lines += ["## By owner", ""] + _counts_table("owner", survey.by_owner())
-    lines += _batches(survey) + _history(survey) + _files(survey)
+    lines += _batches(survey) + _history(survey) + _files(survey) + _left_out(survey)
     if survey.warnings:
         lines += ["## Warnings", ""] + [f"- {md_cell(w)}" for w in survey.warnings] + [""]
     return "\n".join(lines).rstrip("\n") + "\n"
