@@ -389,3 +389,27 @@ def test_refactor_batches_skip_what_is_no_longer_doable_at_the_base(tree, survey
     assert f"skip {first[0]}: needs manual work" in r.output
     assert r.output.count("would create branch") == 1
     assert all(f"\n    {p}\n" in r.output for p in first[1:]) and f"\n    {first[0]}\n" not in r.output
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["auto", "weights-only-false"])
+def test_with_torch_load_the_planner_decides_as_apply_does(tree, tmp_path, mode):
+    python = os.environ.get("DECOUPLE_TORCH_PYTHON")
+    if not python:
+        pytest.skip("DECOUPLE_TORCH_PYTHON not set")
+    out = tmp_path / "s.json"
+    r = cli("survey", "--torch-load", mode, "--python", python, "-j", "2", "--json", str(out), cwd=tree.root)
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["settings"]["torch_load"] == mode
+    files = _by_path(data)
+    loads = [p for p, k in tree.kinds.items() if k == "torch_load"]
+    for p in loads:  # the planner's own facts: one call made explicit; auto would need discovery
+        assert files[p]["torch_load"] == {
+            "calls": 1, "edits": 1, "left_alone": 0, "undiscovered": int(mode == "auto"), "manual": 0}
+    labels = _apply_json(tree.root, sorted(files), "--torch-load", mode, "--python", python)
+    for p, f in files.items():
+        if f["status"] == "ready":
+            assert _doable(labels[p]), p
+        elif f["status"] != "error":
+            assert not _doable(labels[p]), p
