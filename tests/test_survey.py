@@ -413,3 +413,37 @@ def test_with_torch_load_the_planner_decides_as_apply_does(tree, tmp_path, mode)
             assert _doable(labels[p]), p
         elif f["status"] != "error":
             assert not _doable(labels[p]), p
+
+
+def _result(status, findings=(), manual=0, fully=False, reason=""):
+    from codemod.engine.result import FileResult, FileStatus
+
+    return FileResult(path="x.py", status=FileStatus(status), findings=list(findings), manual=manual,
+                      fully_classified=fully, reason=reason)
+
+
+def test_what_stays_manual_is_always_said():
+    from codemod.survey.analysis import file_survey
+    from codemod.survey.model import TorchLoadFacts
+    from transforms.core.base import Finding, Severity
+
+    label = Finding(rule="hw/label", message="TestA: GENERIC", line=3, cls="TestA", data={"value": "GENERIC"})
+    unresolved = Finding(rule="torch-load/unresolved", message="`f = torch.load`: make it explicit by hand", line=9,
+                         severity=Severity.WARNING)
+    duplicate = Finding(rule="hw/duplicate_class", message="test class TestA is defined 2 times", line=7,
+                        severity=Severity.ERROR, cls="TestA")
+
+    def survey(labels, restructured=None):
+        return file_survey(path="test/x.py", directory="test", owners=(), labels=labels, restructured=restructured,
+                           torch_load=TorchLoadFacts())
+
+    s = survey(_result("changed", [label, unresolved], manual=1, fully=True))  # with --torch-load
+    assert s.status == SurveyStatus.MANUAL
+    assert [(m.cls, m.reason) for m in s.manual] == [("torch.load", "`f = torch.load`: make it explicit by hand")]
+    s = survey(_result("changed", [label, duplicate]))
+    assert s.status == SurveyStatus.MANUAL and s.manual[0].reason == "test class TestA is defined 2 times"
+    s = survey(_result("needs-manual", [label]), _result("failed", reason="internal error: boom"))
+    assert s.status == SurveyStatus.ERROR and s.reason == "with --restructure auto: internal error: boom"
+    assert survey(_result("changed", [label], fully=True)).status == SurveyStatus.READY
+    s = survey(_result("failed", reason="syntax error: line 2: invalid syntax"))
+    assert (s.status, s.reason) == (SurveyStatus.ERROR, "syntax error: line 2: invalid syntax")

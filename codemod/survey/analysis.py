@@ -132,8 +132,11 @@ def torch_load_facts(findings: Iterable[Finding], mode: Mode) -> TorchLoadFacts:
     return TorchLoadFacts(calls=calls, **counts)
 
 
+NEW_LABEL = (Status.LABEL, Status.FORCED)  # decisions that write a label
+
+
 def _labels_reason(classes: Sequence[ClassDecision]) -> str:
-    new = [c for c in classes if c.decision in (Status.LABEL, Status.FORCED)]
+    new = [c for c in classes if c.decision in NEW_LABEL]
     if not new:
         return "every test class is labelled already: only its allowlist entry goes"
     values: dict[str, int] = {}
@@ -174,7 +177,8 @@ def file_survey(
     classes = class_decisions(final)
     if final.doable:
         names, widens = applied_transforms(final)
-        reason = f"--restructure auto ({', '.join(names)}), then {_labels_reason(classes)}"
+        then = f", then {_labels_reason(classes)}" if any(c.decision in NEW_LABEL for c in classes) else ""
+        reason = f"--restructure auto ({', '.join(names)}){then}"
         return survey(
             status=SurveyStatus.RESTRUCTURE,
             reason=reason,

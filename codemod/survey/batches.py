@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 
+from codemod.survey.analysis import NEW_LABEL
 from codemod.survey.model import Batch, FileSurvey, SurveyStatus
 
 
@@ -17,7 +18,7 @@ def wants_a_pr(f: FileSurvey) -> bool:
     """Ready, and a PR changes something: labels to write, or an allowlist entry to remove."""
     if f.status != SurveyStatus.READY:
         return False
-    return f.allowlisted is True or any(c.decision in ("label", "forced") for c in f.classes)
+    return f.allowlisted is True or any(c.decision in NEW_LABEL for c in f.classes)
 
 
 def _chunks(files: list[FileSurvey], size: int) -> list[list[FileSurvey]]:
