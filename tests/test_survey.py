@@ -447,3 +447,31 @@ def test_what_stays_manual_is_always_said():
     assert survey(_result("changed", [label], fully=True)).status == SurveyStatus.READY
     s = survey(_result("failed", reason="syntax error: line 2: invalid syntax"))
     assert (s.status, s.reason) == (SurveyStatus.ERROR, "syntax error: line 2: invalid syntax")
+
+
+def test_bad_files_are_errors_with_their_reason_and_nothing_is_written(tmp_path):
+    test = tmp_path / "test"
+    test.mkdir()
+    good = "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
+    (test / "test_good.py").write_text(good)
+    (test / "test_binary.py").write_bytes(b"class TestB:\0\n")
+    (test / "test_latin.py").write_bytes(b"# -*- coding: ascii -*-\nx = '\xe9'\n")
+    (test / "test_big.py").write_bytes(b"#" * (1024 * 1024 + 10) + b"\n")
+    (test / "test_link.py").symlink_to("test_good.py")
+    (test / "test_<odd> name.py").write_text(good)
+    before = {p: p.read_bytes() for p in test.iterdir() if not p.is_symlink()}
+    r = cli("survey", "test", "--linter", "off", "--json", "-", "-q", cwd=tmp_path)
+    assert r.exit_code == 0, r.output
+    files = _by_path(json.loads(r.stdout))
+    assert files["test/test_binary.py"]["reason"] == "binary file (contains NUL bytes)"
+    assert files["test/test_latin.py"]["reason"].startswith("cannot decode")
+    assert files["test/test_big.py"]["reason"].startswith("too large")
+    # The link and its target are one file, surveyed once under one of its names (as apply takes it).
+    (one,) = {"test/test_good.py", "test/test_link.py"} & set(files)
+    assert {p: f["status"] for p, f in files.items()} == {
+        "test/test_binary.py": "error", "test/test_latin.py": "error", "test/test_big.py": "error",
+        one: "ready", "test/test_<odd> name.py": "ready"}
+    assert {p: p.read_bytes() for p in test.iterdir() if not p.is_symlink()} == before
+    assert (test / "test_link.py").is_symlink()
+    r = cli("survey", "test", "--linter", "off", "--json", str(tmp_path / "no" / "such" / "dir.json"), cwd=tmp_path)
+    assert r.exit_code == 2 and "cannot write" in r.output

@@ -106,8 +106,10 @@ def _write(path: str, text: str) -> None:
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp, path)
+        os.replace(tmp, path)  # a report is whole or absent, never half written
     except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         fail(f"cannot write {path}: {e.strerror or e}")
 
 
