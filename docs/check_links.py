@@ -1,12 +1,14 @@
 """Check the documentation: relative links resolve, and the paths it names exist.
 
-    python docs/check_links.py        # exit 1 when a link or a named path is broken
+    python docs/check_links.py        # exit 1 when a check fails; tests/test_docs.py runs it
 
 - Every relative link of README.md, CONTRIBUTING.md and docs/*.md points to an existing file, and
   its `#anchor` (if any) to a heading of that file (GitHub's slugs).
 - Every repository path the pages name in backticks (`codemod/...`, `transforms/...`, `scripts/...`,
-  `tests/...`, `examples/...`) exists; a missing one on a line marked `TODO confirm` (or in a table
-  whose preceding line is) is listed as a reminder, not an error (the layout may still be moving).
+  `tests/...`, `examples/...`) exists. A placeholder (`tests/fixtures/hw/<case>.in.py`, a `*`) must
+  match at least one file.
+- No page carries a TODO mark: a page says what the code does, not what it may do one day.
+- docs/architecture.md names every module of both packages (`__init__.py` files aside) by its path.
 - The README stays at most 250 lines.
 """
 
@@ -18,9 +20,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+PACKAGES = ("codemod", "transforms")
 README_MAX_LINES = 250
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-NAMED_PATH = re.compile(r"`((?:codemod|transforms|scripts|tests|examples)/[\w./-]*)`")
+NAMED_PATH = re.compile(r"`((?:codemod|transforms|scripts|tests|examples)/[\w./<>*-]*)`")
+TODO = re.compile(r"\bTODO\b")
 
 
 def prose_lines(text: str) -> list[tuple[int, str]]:
@@ -53,47 +58,74 @@ def anchors(path: Path) -> set[str]:
     return found
 
 
-def check() -> tuple[list[str], list[str]]:
-    errors, reminders = [], []
-    for page in PAGES:
-        text = page.read_text(encoding="utf-8")
-        where = page.relative_to(ROOT)
-        table_marked = False  # a table preceded by a `TODO confirm` line: its rows are marked too
-        previous = ""
-        for number, line in prose_lines(text):
-            if line.startswith("|"):
-                marked = table_marked or "TODO confirm" in line
-            else:
-                marked = "TODO confirm" in line
-                if line.strip():
-                    previous = line
-                table_marked = "TODO confirm" in previous
-            for target in LINK.findall(line):
-                if re.match(r"[a-z]+:", target):
-                    continue  # https:, mailto:
-                file_part, _, anchor = target.partition("#")
-                dest = (page.parent / file_part).resolve() if file_part else page
-                if not dest.exists():
-                    errors.append(f"{where}:{number}: link to a missing file: {target}")
-                elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
-                    errors.append(f"{where}:{number}: no heading for #{anchor} in {dest.relative_to(ROOT)}")
-            for named in NAMED_PATH.findall(line):
-                candidate = ROOT / named.rstrip("/")
-                if not (candidate.exists() or any(ROOT.glob(named.replace("<", "*").split("*")[0] + "*"))):
-                    (reminders if marked else errors).append(f"{where}:{number}: no such path: {named}")
+def path_exists(named: str) -> bool:
+    """A named path exists; `<placeholder>` and `*` stand for any part of one name."""
+    if "<" not in named and "*" not in named:
+        return (ROOT / named.rstrip("/")).exists()
+    pattern = re.sub(r"<[^>/]*>", "*", named.rstrip("/"))
+    return any(ROOT.glob(pattern))
+
+
+def named_paths(text: str) -> set[str]:
+    """The repository paths a page names in backticks, outside code blocks."""
+    return {named for _, line in prose_lines(text) for named in NAMED_PATH.findall(line)}
+
+
+def shown(path: Path) -> str:
+    """A path as the messages name it: relative to the repository when inside it."""
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+def check_page(page: Path) -> list[str]:
+    errors = []
+    text = page.read_text(encoding="utf-8")
+    where = shown(page)
+    for number, line in enumerate(text.splitlines(), 1):
+        if TODO.search(line):
+            errors.append(f"{where}:{number}: a TODO mark: say what the code does, or leave it out")
+    for number, line in prose_lines(text):
+        for target in LINK.findall(line):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            file_part, _, anchor = target.partition("#")
+            dest = (page.parent / file_part).resolve() if file_part else page
+            if not dest.exists():
+                errors.append(f"{where}:{number}: link to a missing file: {target}")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                errors.append(f"{where}:{number}: no heading for #{anchor} in {shown(dest)}")
+        for named in NAMED_PATH.findall(line):
+            if not path_exists(named):
+                errors.append(f"{where}:{number}: no such path: {named}")
+    return errors
+
+
+def unnamed_modules() -> list[str]:
+    """The modules of both packages docs/architecture.md does not name by their path."""
+    named = named_paths(ARCHITECTURE.read_text(encoding="utf-8"))
+    modules = sorted(
+        path.relative_to(ROOT).as_posix()
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if path.name != "__init__.py"
+    )
+    return [module for module in modules if module not in named]
+
+
+def check() -> list[str]:
+    errors = [message for page in PAGES for message in check_page(page)]
+    for module in unnamed_modules():
+        errors.append(f"{shown(ARCHITECTURE)}: names no `{module}`: say in its folder's table what it holds")
     lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
     if lines > README_MAX_LINES:
         errors.append(f"README.md: {lines} lines (at most {README_MAX_LINES})")
-    return errors, reminders
+    return errors
 
 
 def main() -> int:
-    errors, reminders = check()
-    for message in reminders:
-        print(f"reminder: {message}")
+    errors = check()
     for message in errors:
         print(f"error: {message}")
-    print(f"{len(PAGES)} pages: {len(errors)} error(s), {len(reminders)} reminder(s)")
+    print(f"{len(PAGES)} pages: {len(errors)} error(s)")
     return 1 if errors else 0
 
 

@@ -172,7 +172,7 @@ restructure_option = click.option(
     metavar="auto|NAME[,NAME]",
     default=None,
     help=f"Restructure classes no label fits, before labelling: auto, or any of "
-    f"{', '.join(restructure.REGISTRY)} (opt-in; see README).",
+    f"{', '.join(restructure.REGISTRY)} (opt-in; see docs/restructure.md).",
 )
 
 # --- the linter gate, standard input ---------------------------------------------------------------

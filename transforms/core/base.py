@@ -1,7 +1,7 @@
 """The contract every transform honours: pure text in, text plus findings out.
 
 A transform never touches the file system, never keeps global state and never
-decides whether a file is written: the engine (codemod/engine.py) owns that.
+decides whether a file is written: the engine (codemod/engine/process.py) owns that.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Python does.  There the tool refuses the label the linter would accept, reports
 manual work with the restructuring that makes letter and meaning agree, and
 says why.  Each deviation is a small pure function with its own examples
 (`fires`: modules where it refuses the listed values for `TestFoo`; `quiet`:
-modules where it refuses nothing), run by the tests.  The README lists them.
+modules where it refuses nothing), run by the tests.  docs/classify-apply.md lists them.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Refusal:
 @dataclass(frozen=True, kw_only=True)
 class Deviation:
     name: str
-    why: str  # why the linter's verdict would be wrong (README, messages)
+    why: str  # why the linter's verdict would be wrong (docs/classify-apply.md, messages)
     pattern: Pattern  # the fitting restructuring
     find: Callable[[TestClassFacts], Refusal | None]
     fires: tuple[tuple[str, tuple[Member, ...]], ...]  # (module source, values refused)
