@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from codemod.cli.main import main
+from codemod.engine.pipeline import PROGRESS_MIN_FILES
 from codemod.survey.batches import plan_batches, wants_a_pr
 from codemod.survey.model import SCHEMA_VERSION, STATUSES, ClassDecision, FileSurvey, Survey, SurveyStatus
 from codemod.survey.run import owners_of
@@ -299,6 +302,50 @@ def test_outputs_to_standard_output(tree):
     assert r.exit_code == 0
     data = json.loads(r.stdout)
     assert data["totals"]["files"] == len(data["files"])
+
+
+def _stderr_on_a_terminal(args, cwd, env):
+    """Run `decouple ARGS` with stderr on a pseudo-terminal; return its exit code and what it printed there."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codemod", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks = []
+    while select.select([leader], [], [], 300)[0]:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    code = proc.wait(timeout=300)
+    os.close(leader)
+    return code, b"".join(chunks).decode(errors="replace")
+
+
+def test_a_progress_bar_on_a_terminal_only(tmp_path):
+    # More files than the engine's PROGRESS_MIN_FILES (below it a run is quick: no bar).
+    many = PROGRESS_MIN_FILES + 5
+    big = make_tree(str(tmp_path / "pytorch"), {"generic": many})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DECOUPLE_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["survey", "test", "--no-cache", "--linter", "off", "--json", str(tmp_path / "s.json")]
+    code, shown = _stderr_on_a_terminal(args, big.root, env)
+    assert code == 0, shown
+    surveyed = json.loads((tmp_path / "s.json").read_text())["totals"]["files"]
+    assert surveyed > PROGRESS_MIN_FILES
+    assert "survey: labels" in shown and "  0%" in shown and "100%" in shown  # the bar, run to its end
+    code, quiet = _stderr_on_a_terminal([*args, "-q"], big.root, env)
+    assert code == 0 and "survey: labels" not in quiet
+    # Not a terminal: no bar.
+    r = subprocess.run([sys.executable, "-m", "codemod", *args], cwd=big.root, env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "survey: labels" not in r.stderr
 
 
 def test_round_trip_of_the_json(surveyed):
