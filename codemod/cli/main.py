@@ -18,6 +18,7 @@ from codemod.cli.codemod import apply, classify, lint
 from codemod.cli.discover_globals import discover_globals
 from codemod.cli.entry import INTERRUPTED
 from codemod.cli.refactor import pr_body, refactor
+from codemod.cli.survey import survey
 
 
 class _Decouple(click.Group):
@@ -45,5 +46,5 @@ def main() -> None:
     """
 
 
-for command in (classify, lint, apply, ab, discover_globals, refactor, pr_body):
+for command in (classify, lint, apply, ab, discover_globals, refactor, pr_body, survey):
     main.add_command(command)

@@ -36,6 +36,7 @@ from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
 from codemod.util.files import signals_held
+from codemod.util.jsonfile import read_option_json
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
@@ -91,6 +92,7 @@ class RefactorOptions:
     lang: str
     limit: int | None
     group_size: int | None
+    batches: str | None  # a survey's JSON
     jobs: int | None
     labels: LabelChoice
     edits: EditChoice
@@ -99,6 +101,21 @@ class RefactorOptions:
     quiet: bool
     linter: str | None
     rules: str | None
+
+
+def _survey_batches(opts: RefactorOptions) -> list[list[str]] | None:
+    if opts.batches is None:
+        return None
+    if opts.paths:
+        raise click.UsageError("--batches takes the files from the survey: name no PATH")
+    if opts.group_size is not None:
+        raise click.UsageError("--batches and --group-size exclude each other: the survey made the groups")
+    from codemod.survey.model import SurveyFormatError, read_batches
+
+    try:
+        return read_batches(read_option_json(opts.batches, "--batches"))
+    except (ValueError, SurveyFormatError) as e:
+        fail(f"--batches {opts.batches}: {e}" if isinstance(e, SurveyFormatError) else str(e))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -129,6 +146,13 @@ class RefactorOptions:
 )
 @click.option("--limit", type=click.IntRange(1), help="Batch: take the next N files that need no manual work.")
 @click.option("--group-size", type=click.IntRange(1), help="Batch: K files per branch (default 1).")
+@click.option(
+    "--batches",
+    metavar="SURVEY.json",
+    type=click.Path(dir_okay=False),
+    help="Batch: one branch per suggested batch of `decouple survey --json` (in its order; "
+    "--limit N takes the first N).",
+)
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes for the edits and the A/B run.")
 @label_options
 @torch_load_option
@@ -163,6 +187,7 @@ def refactor(**params: Any) -> None:
 
     opts = build(RefactorOptions, params)
     cfg = load_config()
+    batches = _survey_batches(opts)
     ab = pipeline.AbSettings(python=opts.python or cfg.python or sys.executable, **opts.arms.run_fields())
     say = (lambda m: None) if opts.quiet else (lambda m: click.echo(m, err=True))
     try:
@@ -184,6 +209,7 @@ def refactor(**params: Any) -> None:
         lang=opts.lang,
         limit=opts.limit,
         group_size=opts.group_size,
+        batches=batches,
         jobs=opts.jobs or cfg.jobs,
         ab=ab,
         linter=opts.linter or cfg.linter or "auto",

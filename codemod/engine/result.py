@@ -60,6 +60,13 @@ class FileResult:
     original: str | None = None
     replacement: str | None = None
 
+    @property
+    def doable(self) -> bool:
+        """The file ends up linter-clean with no human: labelled (or labelled already), every
+        class's label accepted, nothing left for manual work. What a refactor batch picks and
+        what the survey calls ready."""
+        return self.status in (CHANGED, ALREADY) and self.fully_classified and not self.manual
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         del data["original"], data["replacement"]

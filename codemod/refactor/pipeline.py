@@ -71,6 +71,8 @@ class Options:
     jobs: int | None = None  # the edits' workers and the A/B run's processes (None: all cores)
     linter: str = "auto"  # the gate: auto (the base commit's linter) | PATH | off
     rules: str = "auto"  # the generation of the linter's rules: auto (the gate's linter's) | a name
+    # The groups of `decouple survey`'s batches (repo-relative files), in order: one branch each.
+    batches: list[list[str]] | None = None
     # Gitignore patterns relative to the repository root (discovery.exclude_patterns builds them
     # from the defaults, [tool.decouple] exclude and --exclude, as for `apply`).
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDES))
@@ -415,9 +417,69 @@ class Plan:
     batch: bool  # the files are candidates (the allowlist, --limit, --group-size), not the files named
 
 
+def _plan_at(repo: Repo, opts: Options, base: str, files: list[str]) -> dict[str, _plan.FilePlan]:
+    try:
+        return _plan.plan_at(repo, base, files, opts.transforms, opts.jobs, opts.linter, opts.ab.python, opts.rules)
+    except _plan.GateFailed as e:
+        raise RefactorError(f"linter gate: {e} (no branch made)") from None
+
+
+def _mark_graduation(repo: Repo, base: str, allowlist_rel: str | None, plans: dict, picked: list[str]) -> None:
+    """What the commit will record (the dry run prints it)."""
+    if allowlist_rel:
+        listed = set(_allowlist_entries(repo, base, allowlist_rel))
+        for rel in picked:
+            if rel in listed and plans[rel].fully_classified:
+                plans[rel].graduated_from = allowlist_rel
+
+
+def _plan_batches(repo: Repo, opts: Options, base: str, allowlist_rel: str | None) -> Plan:
+    """The survey's batches as groups, in its order: each keeps its files that are still doable
+    at `base` (and on its allowlist); --limit N takes the first N groups left non-empty. The
+    batches are planned a few at a time, so a limit plans little more than it takes."""
+    assert opts.batches is not None
+    listed = set(_allowlist_entries(repo, base, allowlist_rel)) if allowlist_rel else None
+    plans: dict[str, _plan.FilePlan] = {}
+    skipped: list[SkippedFile] = []
+    excluded: list[ExcludedFile] = []
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    limit = opts.limit if opts.limit is not None else len(opts.batches)
+    step = 8  # batches planned per engine run
+    for i in range(0, len(opts.batches), step):
+        if len(groups) >= limit:
+            break
+        chunk = [[f for f in dict.fromkeys(b) if f not in seen] for b in opts.batches[i : i + step]]
+        files = [f for b in chunk for f in b]
+        seen.update(files)
+        kept, dropped = _drop_excluded(files, opts.exclude)
+        excluded += dropped
+        unlisted = [f for f in kept if listed is not None and f not in listed]
+        skipped += [
+            SkippedFile(path=f, reason=f"not on the allowlist {allowlist_rel} at {base[:12]}", status=_plan.MISSING)
+            for f in unlisted
+        ]
+        todo = [f for f in kept if f not in set(unlisted)]
+        plans.update(_plan_at(repo, opts, base, todo) if todo else {})
+        for batch in chunk:
+            doable = [f for f in batch if f in plans and plans[f].doable]
+            if doable and len(groups) < limit:
+                groups.append(doable)
+            for f in batch:
+                p = plans.get(f)
+                if p is not None and not p.doable:
+                    assert p.status is not None  # plan_at gives every file a status
+                    skipped.append(SkippedFile(path=f, reason=p.skip_reason, status=p.status))
+    picked = [f for g in groups for f in g]
+    _mark_graduation(repo, base, allowlist_rel, plans, picked)
+    return Plan(groups=groups, plans=plans, skipped=skipped, excluded=excluded, allowlist_rel=allowlist_rel, batch=True)
+
+
 def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
     """What a run will do, worked out at `base`."""
     allowlist_rel = _allowlist_rel(repo, opts, base)
+    if opts.batches is not None:
+        return _plan_batches(repo, opts, base, allowlist_rel)
     batch = not opts.paths or opts.limit is not None or opts.group_size is not None
     size = opts.group_size or (1 if batch else 10**9)
     if opts.paths:
@@ -435,21 +497,7 @@ def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
     for i in range(0, len(candidates), chunk):
         if len(picked) >= limit:
             break
-        try:
-            plans.update(
-                _plan.plan_at(
-                    repo,
-                    base,
-                    candidates[i : i + chunk],
-                    opts.transforms,
-                    opts.jobs,
-                    opts.linter,
-                    opts.ab.python,
-                    opts.rules,
-                )
-            )
-        except _plan.GateFailed as e:
-            raise RefactorError(f"linter gate: {e} (no branch made)") from None
+        plans.update(_plan_at(repo, opts, base, candidates[i : i + chunk]))
         for rel in candidates[i : i + chunk]:
             p = plans[rel]
             if len(picked) >= limit:
@@ -460,11 +508,7 @@ def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
             else:
                 assert p.status is not None  # plan_at gives every file a status
                 skipped.append(SkippedFile(path=rel, reason=p.skip_reason, status=p.status))
-    if allowlist_rel:
-        listed = set(_allowlist_entries(repo, base, allowlist_rel))
-        for rel in picked:  # what the commit will record (the dry run prints it)
-            if rel in listed and plans[rel].fully_classified:
-                plans[rel].graduated_from = allowlist_rel
+    _mark_graduation(repo, base, allowlist_rel, plans, picked)
     return Plan(
         groups=_groups(picked, size),
         plans=plans,

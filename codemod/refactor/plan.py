@@ -20,7 +20,7 @@ from typing import Literal
 
 from codemod.engine import linter_gate, rules_choice
 from codemod.engine.process import run_files
-from codemod.engine.result import ALREADY, CHANGED, FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
+from codemod.engine.result import FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
 from codemod.refactor.gitrepo import Repo
 from transforms.core.base import Finding, Severity, Transform
 from transforms.rules.generations import generation
@@ -86,14 +86,11 @@ class FilePlan:
     restructured: list[str] = field(default_factory=list)  # the transforms' per-class summaries
     moves: list[Moved] = field(default_factory=list)
     fully_classified: bool = False
+    # Fully labelled afterwards without a human (what a batch picks): the engine's FileResult.doable.
+    doable: bool = False
     graduated_from: str = ""  # the allowlist the entry was removed from
     diff: str = ""
     rules: str = ""  # the generation of the linter's rules the plan applied
-
-    @property
-    def doable(self) -> bool:
-        """Fully labelled afterwards without a human (what a batch picks)."""
-        return self.status in (CHANGED, ALREADY) and self.fully_classified and not self.manual
 
     @property
     def allowlist_only(self) -> bool:
@@ -121,7 +118,7 @@ def _one_line(text: str) -> str:
 
 def from_result(path: str, fr: FileResult) -> FilePlan:
     """The plan of the file at `path` (repo-relative) that the engine's result `fr` describes."""
-    plan = FilePlan(path, status=fr.status, reason=fr.reason, fully_classified=fr.fully_classified)
+    plan = FilePlan(path, status=fr.status, reason=fr.reason, fully_classified=fr.fully_classified, doable=fr.doable)
     for x in fr.findings:
         if x.rule in LABEL_RULES and x.data.get("value"):
             evidence = "; ".join(_one_line(e["text"]) for e in x.data.get("evidence", []) if e.get("text"))

@@ -17,6 +17,7 @@ from transforms.torch_load.imports import ImportMap, RenderedImports
 from transforms.torch_load.modes import MODES, LoadRule, Mode, check_mode_supported
 from transforms.torch_load.plan import FilePlan, Wrap, merge_wraps, plan_file
 from transforms.torch_load.source import LoadSource
+from transforms.torch_load.triage import find_candidates
 from transforms.torch_load.verify import PlannedEdits, check_planned_edits, strip_tree
 
 
@@ -45,24 +46,10 @@ class TorchLoad:
     def triage(self, text: str) -> bool:
         return "load" in text and "torch" in text
 
-    @staticmethod
-    def _ast_candidates(tree: ast.Module) -> bool:
-        """Anything LibCST should look at: `x.load`, `from torch[.serialization] import load`,
-        or a string naming torch.load (mock.patch targets)."""
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module in ("torch", "torch.serialization"):
-                if any(a.name in ("load", "*") for a in node.names):
-                    return True
-            elif isinstance(node, ast.Attribute) and node.attr == "load":
-                return True
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if "torch.load" in node.value or "serialization.load" in node.value:
-                    return True
-        return False
-
     # ------------------------------------------------------------------ run
     def run(self, text: str, tree: ast.Module, path: str | None = None) -> TransformResult:
-        if not self.triage(text) or not self._ast_candidates(tree):
+        # The ast's candidates first: LibCST and its metadata only for a file that has some.
+        if not self.triage(text) or not find_candidates(tree):
             return TransformResult(text=text)
         return run_file(self.options, text, path)
 

@@ -1,0 +1,306 @@
+"""The survey pipeline: from the files asked for to a Survey.
+
+1. The selection, as `apply` makes it (files, folders, the allowlist, the excludes).
+2. Each file is read once as bytes: its digest (with everything else its result depends on:
+   the tool's own code, the options, the linter that judges it) is its cache key.
+3. The files the cache does not know go through the engine as `apply` runs them (the same
+   transforms, the linter gate on the would-be outputs; CLASSIFY mode: nothing is written and
+   the outputs are not re-verified, which changes no status): labels alone, then, for the files
+   labels alone do not finish and restructuring can touch (the transform's own triage), with
+   `--restructure auto` in front. When `--torch-load` was not asked, the torch.load census
+   (an `ast` count that edits nothing) runs beside the labels for the facts.
+4. Per file, a FileSurvey (`analysis`), stored in the cache; then the batches and the history.
+
+Nothing here prints; the CLI passes a progress wrapper and reads the run's statistics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from codemod.engine import linter_gate, pipeline
+from codemod.engine.discovery import DiscoveryError, excluded_by, relative_to_root, repo_root
+from codemod.engine.pipeline import CodemodRun
+from codemod.engine.result import FAILED, FileResult, GateSummary, Mode
+from codemod.survey import analysis
+from codemod.survey.batches import plan_batches
+from codemod.survey.cache import ResultCache
+from codemod.survey.history import HistoryError, allowlist_history
+from codemod.survey.model import Excluded, FileSurvey, Survey, SurveyFormatError
+from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
+from transforms.core import base as base_module
+from transforms.core.base import Transform
+from transforms.restructure import Restructure
+from transforms.torch_load.modes import Mode as LoadMode
+
+OWNER_PREFIX = b"# Owner(s):"
+CACHE_NAMESPACE = "survey"
+
+# (a label for the bar, the results, how many) -> the results, shown as they come.
+Progress = Callable[[str], Callable[[Iterable[FileResult], int], Iterable[FileResult]]]
+
+
+class SurveyError(Exception):
+    """Bad input (a missing path, an unreadable allowlist), a linter gate that cannot judge,
+    or a history git cannot tell: the survey stops (exit 2)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SurveyRequest:
+    paths: Sequence[str] = ()
+    allowlist: str | None = None
+    excludes: Sequence[str] = ()
+    jobs: int | None = None
+    # The transforms `apply` runs (labels alone; --torch-load if asked, else the torch.load census).
+    labels: Sequence[Transform]
+    restructured: Sequence[Transform]  # ... with `--restructure auto` in front
+    torch_load_mode: LoadMode  # --torch-load, else what the census's calls would need (auto)
+    gate: str = "off"  # auto | off | PATH
+    gate_python: str
+    group_size: int = 5
+    git_history: bool = False
+    # Every option the per-file results depend on, as JSON: part of each cache key.
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    cache: ResultCache | None = None
+    progress: Progress | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # recorded in the survey's JSON
+
+
+@dataclass(kw_only=True)
+class SurveyRun:
+    survey: Survey
+    analysed: int = 0  # files the engine looked at (the others came from the cache)
+    cached: int = 0
+    gate: list[GateSummary] = field(default_factory=list)  # the gate's runs (labels, restructure)
+
+
+@dataclass(kw_only=True)
+class _Entry:
+    """One selected file on its way through the survey."""
+
+    path: str  # as the engine takes it
+    rel: str
+    owners: tuple[str, ...]
+    digest: str | None  # None: unreadable (the engine says why; never cached)
+    key: str = ""
+    text: str | None = None  # decoded, for the transforms' triage (None: the engine will refuse it)
+
+
+def owners_of(data: bytes) -> tuple[str, ...]:
+    """The `# Owner(s): ["module: nn", ...]` header (the first such comment of the file's head)."""
+    for raw in data[:4096].splitlines()[:20]:
+        line = raw.strip()
+        if not line.startswith(OWNER_PREFIX):
+            continue
+        value = line[len(OWNER_PREFIX) :].decode("utf-8", "replace").strip()
+        try:
+            parsed = json.loads(value.replace("'", '"'))
+        except ValueError:
+            return (value,) if value else ()
+        if isinstance(parsed, str):
+            parsed = [parsed]
+        if isinstance(parsed, list):
+            return tuple(str(o).strip() for o in parsed if str(o).strip())
+        return (value,)
+    return ()
+
+
+def tool_digest() -> str:
+    """The tool's own code (both packages): a result computed by other code is not this code's."""
+    h = hashlib.sha256()
+    for root in (Path(__file__).resolve().parents[1], Path(base_module.__file__).resolve().parents[1]):
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.relative_to(root.parent).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block
+            return None
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError:
+        return None
+    return data
+
+
+def _relative(path: str, root: str) -> str:
+    rel = os.path.relpath(os.path.abspath(path), root)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return relative_to_root(path)
+    return rel.replace(os.sep, "/")
+
+
+def _linter_digests(gate: str, paths: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Per path, the digest of the linter that judges it ("" when none does), and the linters."""
+    try:
+        groups, _ = linter_gate.resolve(gate, paths)
+    except linter_gate.GateError as e:
+        raise SurveyError(f"linter gate: {e}") from None
+    digests: dict[str, str] = {}
+    for linter, judged in groups.items():
+        with open(linter, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        digests.update(dict.fromkeys(judged, digest))
+    return {p: digests.get(p, "") for p in paths}, sorted(groups)
+
+
+def _entries(paths: list[str], root: str, req: SurveyRequest, tool: str) -> tuple[list[_Entry], list[str]]:
+    linters, used = _linter_digests(req.gate, paths)
+    base = json.dumps([tool, req.fingerprint, os.path.realpath(root), req.gate_python], sort_keys=True)
+    entries = []
+    for path in paths:
+        data = _read(path)
+        rel = _relative(path, root)
+        entry = _Entry(path=path, rel=rel, owners=owners_of(data or b""), digest=None)
+        if data is not None and len(data) <= MAX_SOURCE_BYTES:
+            entry.digest = hashlib.sha256(data).hexdigest()
+            entry.key = hashlib.sha256(f"{base}\0{rel}\0{entry.digest}\0{linters[path]}".encode()).hexdigest()
+            try:
+                entry.text = decode_source(data).text
+            except SourceError:
+                pass
+        entries.append(entry)
+    return entries, used
+
+
+def _engine(req: SurveyRequest, paths: list[str], transforms_: Sequence[Transform], label: str):
+    progress = req.progress(label) if req.progress else None
+    request = CodemodRun(
+        mode=Mode.CLASSIFY,
+        transforms=transforms_,
+        paths=paths,
+        excludes=(),  # the selection excluded what it had to
+        jobs=req.jobs,
+        gate=req.gate,
+        gate_python=req.gate_python,
+        progress=progress,
+    )
+    try:
+        run = pipeline.run(request)
+    except (pipeline.UsageError, pipeline.RunError) as e:
+        raise SurveyError(str(e)) from None
+    return {os.path.normpath(r.path): r for r in run.files}, run.linter_gate
+
+
+def _analyse(req: SurveyRequest, todo: list[_Entry], out: SurveyRun) -> list[FileSurvey]:
+    paths = [os.path.normpath(e.path) for e in todo]
+    labels, gate = _engine(req, paths, req.labels, "survey: labels")
+    if gate is not None:
+        out.gate.append(gate)
+    restructure = next(t for t in req.restructured if isinstance(t, Restructure))
+    second = [
+        p
+        for p, e in zip(paths, todo, strict=True)
+        if labels[p].status != FAILED and not labels[p].doable and e.text is not None and restructure.triage(e.text)
+    ]
+    restructured: dict[str, FileResult] = {}
+    if second:
+        restructured, gate = _engine(req, second, req.restructured, "survey: --restructure auto")
+        if gate is not None:
+            out.gate.append(gate)
+    surveys = []
+    for p, e in zip(paths, todo, strict=True):
+        surveys.append(
+            analysis.file_survey(
+                path=e.rel,
+                directory=os.path.dirname(e.rel).replace(os.sep, "/") or ".",
+                owners=e.owners,
+                labels=labels[p],
+                restructured=restructured.get(p),
+                torch_load=analysis.torch_load_facts(labels[p].findings, req.torch_load_mode),
+            )
+        )
+    return surveys
+
+
+def _still_the_same(entry: _Entry) -> bool:
+    """The file has the bytes it was keyed by (nobody edited it while the engine ran)."""
+    data = _read(entry.path)
+    return data is not None and hashlib.sha256(data).hexdigest() == entry.digest
+
+
+def _from_cache(cache: ResultCache | None, entry: _Entry) -> FileSurvey | None:
+    if cache is None or not entry.key:
+        return None
+    value = cache.get(entry.key)
+    if value is None:
+        return None
+    try:
+        return FileSurvey.from_json(value)
+    except (KeyError, TypeError, ValueError, SurveyFormatError):
+        return None  # a foreign or damaged entry: recompute
+
+
+def _surveys(req: SurveyRequest, entries: list[_Entry], listed: set[str] | None, out: SurveyRun) -> list[FileSurvey]:
+    """Every entry's survey: from the cache when it knows the key, else from the engine (and
+    then stored). `listed`: the allowlist's entries (None: no allowlist)."""
+    known: dict[str, FileSurvey] = {}
+    for entry in entries:
+        hit = _from_cache(req.cache, entry)
+        if hit is not None:
+            known[entry.path] = hit
+    todo = [entry for entry in entries if entry.path not in known]
+    if todo:
+        for entry, fresh in zip(todo, _analyse(req, todo, out), strict=True):
+            known[entry.path] = fresh
+            if req.cache is not None and entry.key and _still_the_same(entry):
+                req.cache.put(entry.key, fresh.to_json())
+        if req.cache is not None:
+            req.cache.prune()
+    out.analysed, out.cached = len(todo), len(entries) - len(todo)
+    # On the allowlist or not is the selection's fact, not the file's: never from the cache.
+    surveys = [replace(s, allowlisted=None if listed is None else s.path in listed) for s in known.values()]
+    return sorted(surveys, key=lambda f: f.path)
+
+
+def run(req: SurveyRequest) -> SurveyRun:
+    """Raises SurveyError."""
+    try:
+        selection = pipeline.select(req.paths, req.allowlist, req.excludes)
+    except (pipeline.UsageError, DiscoveryError) as e:
+        raise SurveyError(str(e)) from None
+    allowlist = selection.allowlist
+    root = allowlist.root if allowlist is not None else repo_root(os.getcwd())
+    entries, linters = _entries(selection.found.files, root, req, tool_digest())
+    survey = Survey(
+        root=root,
+        allowlist=_relative(allowlist.path, root) if allowlist is not None else None,
+        commit=_head(root),
+        group_size=req.group_size,
+        settings=req.settings | {"linters": [_relative(p, root) for p in linters]},
+    )
+    out = SurveyRun(survey=survey)
+    survey.files = _surveys(req, entries, set(allowlist.entries) if allowlist is not None else None, out)
+    patterns = list(req.excludes)
+    survey.excluded = [
+        Excluded(path=_relative(p, root), pattern=excluded_by(relative_to_root(p), patterns) or "")
+        for p in selection.found.excluded
+    ]
+    survey.stale = sorted(_relative(p, root) for p in selection.stale)
+    survey.batches = plan_batches(survey.files, req.group_size)
+    if req.git_history:
+        if survey.allowlist is None:
+            raise SurveyError("--git-history needs an allowlist (--from-allowlist, or the checkout's own)")
+        try:
+            survey.history = allowlist_history(root, survey.allowlist)
+        except HistoryError as e:
+            raise SurveyError(str(e)) from None
+    return out
+
+
+def _head(root: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None

@@ -1,0 +1,524 @@
+"""`decouple survey` on a generated PyTorch-shaped checkout (tests/survey_tree.py): two files of
+every shape, owners' headers, a stand-in linter, an allowlist that shrank over four commits.
+
+The survey's status of every file is checked against what `apply --check --strict` (labels
+alone, then `--restructure auto`) and `refactor --dry-run` report for it, run separately.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from codemod.cli.main import main
+from codemod.engine.pipeline import PROGRESS_MIN_FILES
+from codemod.survey.batches import plan_batches, wants_a_pr
+from codemod.survey.model import SCHEMA_VERSION, STATUSES, ClassDecision, FileSurvey, Survey, SurveyStatus
+from codemod.survey.run import owners_of
+from survey_tree import ALLOWLIST, FOLDERS, KINDS, REJECT_MARK, make_tree
+
+COUNTS = dict.fromkeys(KINDS, 2)
+
+
+def cli(*args, cwd):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    return make_tree(str(tmp_path_factory.mktemp("survey") / "pytorch"), COUNTS)
+
+
+@pytest.fixture(scope="module")
+def surveyed(tree, tmp_path_factory):
+    """The survey's JSON of the tree's allowlist, with its history."""
+    out = tmp_path_factory.mktemp("survey-out") / "survey.json"
+    r = cli("survey", "--git-history", "-j", "2", "--json", str(out), cwd=tree.root)
+    assert r.exit_code == 0, r.output
+    return json.loads(out.read_text()), r.output
+
+
+def _by_path(data):
+    return {f["path"]: f for f in data["files"]}
+
+
+def _apply_json(root, files, *extra):
+    proc = subprocess.run(
+        [sys.executable, "-m", "codemod", "apply", "--check", "--strict", "--format", "json", "-j", "2", *extra, *files],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert proc.returncode in (1, 2), proc.stderr  # changes to make, manual work, a syntax error
+    return {f["path"]: f for f in json.loads(proc.stdout)["files"]}
+
+
+def _doable(f):
+    return f["status"] in ("changed", "already") and f["fully_classified"] and not f["manual"]
+
+
+def test_every_shape_gets_its_status(tree, surveyed):
+    data, _ = surveyed
+    files = _by_path(data)
+    assert {p: f["status"] for p, f in files.items()} == tree.expected()
+    assert data["stale"] == tree.stale
+    assert [e["path"] for e in data["excluded"]] == tree.vendored
+    assert {e["pattern"] for e in data["excluded"]} == {"test/cpython/*"}
+
+
+def test_the_status_is_what_apply_check_strict_reports(tree, surveyed):
+    data, _ = surveyed
+    paths = sorted(_by_path(data))
+    labels = _apply_json(tree.root, paths)
+    restructured = _apply_json(tree.root, paths, "--restructure", "auto")
+    for path, f in _by_path(data).items():
+        if labels[path]["status"] == "failed":
+            expected = "error"
+        elif _doable(labels[path]):
+            expected = "ready"
+        elif restructured[path]["status"] == "failed":
+            expected = "error"
+        else:
+            expected = "restructure" if _doable(restructured[path]) else "manual"
+        assert f["status"] == expected, (path, f["reason"])
+
+
+def _refactor_picks(root, *extra):
+    r = cli("refactor", "--from-allowlist", ALLOWLIST, "--dry-run", "--no-ab", "--group-size", "100", *extra, cwd=root)
+    assert r.exit_code in (0, 1), r.output
+    skipped = {line.split(":", 1)[0].removeprefix("skip ") for line in r.output.splitlines() if line.startswith("skip ")}
+    listed = json.loads(open(os.path.join(root, ALLOWLIST)).read())
+    return {p for p in listed if os.path.exists(os.path.join(root, p)) and not p.startswith("test/cpython/")} - skipped
+
+
+def test_refactor_picks_the_ready_files_and_with_restructure_the_restructure_ones(tree, surveyed):
+    data, _ = surveyed
+    status = {f["path"]: f["status"] for f in data["files"]}
+    ready = {p for p, s in status.items() if s == "ready"}
+    assert _refactor_picks(tree.root) == ready
+    assert _refactor_picks(tree.root, "--restructure", "auto") == ready | {
+        p for p, s in status.items() if s == "restructure"
+    }
+
+
+def test_reasons_classes_owners_and_torch_load(tree, surveyed):
+    data, _ = surveyed
+    files = _by_path(data)
+    kind = {p: k for p, k in tree.kinds.items()}
+    for path, f in files.items():
+        assert f["reason"], path
+        assert f["directory"] == os.path.dirname(path)
+        if f["status"] == "manual":
+            assert f["manual"], path  # always says what and why
+        k = kind[path]
+        if k == "generic":
+            assert f["values"] == {"GENERIC": f["classes"]} and f["classes"] >= 1
+        if k == "accelerator":
+            assert f["values"] == {"ACCELERATOR": f["classes"]}
+        if k == "cpu_only":
+            assert f["values"] == {"CPU": f["classes"]}
+        if k == "labelled":
+            assert f["reason"].startswith("every test class is labelled already")
+        if k == "split":
+            assert f["transforms"] == ["split-class"] and f["values"] == {"ACCELERATOR": 1, "GENERIC": 1}
+        if k == "whitelist":
+            assert f["transforms"] == ["drop-only-for"] and f["widens"] is True
+        if k == "self_super":
+            (item,) = f["manual"]
+            assert "--restructure auto tried split-class: not split: the class refers to" in item["fits"]
+        if k == "meta":
+            assert "meta" in f["manual"][0]["reason"]
+        if k == "no_tests":
+            assert f["manual"][0]["reason"].startswith("no test class to label")
+        if k == "rejected":
+            assert "rejects the would-be output: [stand_in]" in f["manual"][0]["reason"]
+        if k == "syntax":
+            assert f["reason"].startswith("syntax error: line ")
+        if k == "torch_load":
+            assert f["torch_load_calls"] == 1 and f["needs_discovery"] is True
+            assert f["torch_load"] == {"calls": 1, "edits": 1, "left_alone": 0, "undiscovered": 1, "manual": 0}
+        else:
+            assert f["torch_load_calls"] == 0 and f["needs_discovery"] is False
+        assert f["owners"] == ([FOLDERS[f["directory"]]] if FOLDERS[f["directory"]] else [])
+    assert files["test/dynamo/test_late.py"]["allowlisted"] is True
+
+
+def test_totals_and_groups_add_up(surveyed):
+    data, _ = surveyed
+    assert data["schema_version"] == SCHEMA_VERSION
+    totals = data["totals"]
+    assert totals["files"] == len(data["files"]) == sum(totals[s] for s in STATUSES)
+    for s in STATUSES:
+        assert totals[s] == sum(1 for f in data["files"] if f["status"] == s)
+        assert sum(c[s] for c in data["by_directory"].values()) == totals[s]
+    assert totals["excluded"] == 2 and totals["stale"] == 1
+    assert totals["torch_load_files"] == 2 and totals["needs_discovery"] == 2
+    assert data["by_directory"]["test/jit"]["files"] == sum(1 for f in data["files"] if f["directory"] == "test/jit")
+    # A file of several owners counts for each; files without a header under their own key.
+    assert sum(c["files"] for c in data["by_owner"].values()) == sum(max(1, len(f["owners"])) for f in data["files"])
+    assert "(no owner header)" in data["by_owner"]
+
+
+def test_batches_group_the_ready_files(surveyed):
+    data, _ = surveyed
+    files = _by_path(data)
+    size = data["group_size"]
+    batched = [p for b in data["batches"] for p in b["files"]]
+    assert len(batched) == len(set(batched))
+    assert set(batched) == {p for p, f in files.items() if wants_a_pr(FileSurvey.from_json(f))}
+    assert [b["number"] for b in data["batches"]] == list(range(1, len(data["batches"]) + 1))
+    sizes = [len(b["files"]) for b in data["batches"]]
+    assert sizes == sorted(sizes, reverse=True) and max(sizes) <= size
+    for b in data["batches"]:
+        assert {tuple(files[p]["owners"]) for p in b["files"]} == {tuple(b["owners"])}
+        assert all(files[p]["status"] == "ready" for p in b["files"])
+        assert all(os.path.dirname(p).startswith(b["directory"]) or b["directory"] == "." for p in b["files"])
+
+
+def _fs(path, owners, classes=1, status=SurveyStatus.READY, decision="label"):
+    return FileSurvey(
+        path=path,
+        directory=os.path.dirname(path),
+        owners=owners,
+        status=status,
+        reason="r",
+        classes=tuple(ClassDecision(name=f"T{i}", line=i, decision=decision, value="GENERIC") for i in range(classes)),
+        allowlisted=True,
+    )
+
+
+def test_batching_one_folder_first_then_the_owner_s_folders_together():
+    nn = ("module: nn",)
+    files = [_fs(f"test/a/test_{i}.py", nn) for i in range(5)]  # 5: a full batch of 3 and 2 left
+    files += [_fs(f"test/b/test_{i}.py", nn) for i in range(2)]  # 2 left
+    files += [_fs("test/a/test_other.py", ("oncall: jit",), classes=3)]
+    files += [_fs("test/a/test_manual.py", nn, status=SurveyStatus.MANUAL)]
+    files += [_fs("test/c/test_done.py", nn, decision="already")]  # labelled, on the allowlist: its entry goes
+    batches = plan_batches(files, 3)
+    assert [b.files for b in batches] == [
+        ("test/a/test_0.py", "test/a/test_1.py", "test/a/test_2.py"),
+        ("test/a/test_3.py", "test/a/test_4.py", "test/b/test_0.py"),
+        ("test/b/test_1.py", "test/c/test_done.py"),
+        ("test/a/test_other.py",),
+    ]
+    assert [b.directory for b in batches] == ["test/a", "test", "test", "test/a"]
+    assert batches[3].owners == ("oncall: jit",) and batches[3].classes == 3
+    not_listed = FileSurvey(**{**_fs("test/d/test_x.py", nn, decision="already").__dict__, "allowlisted": False})
+    assert not wants_a_pr(not_listed)  # labelled and not on the allowlist: nothing to do
+
+
+def test_history_is_the_allowlist_at_every_commit(tree, surveyed):
+    data, _ = surveyed
+    history = data["history"]
+    assert [h["entries"] for h in history] == tree.history
+    assert [h["date"][:10] for h in history] == ["2026-01-05", "2026-02-02", "2026-03-02", "2026-03-30"]
+    assert [(h["added"], h["removed"]) for h in history] == [(tree.history[0], 0), (0, 1), (1, 1), (0, 1)]
+    log = subprocess.run(["git", "-C", tree.root, "log", "--reverse", "--format=%H"], capture_output=True, text=True)
+    assert [h["commit"] for h in history] == log.stdout.split()
+    assert data["commit"] == log.stdout.split()[-1]
+
+
+def test_the_summary_names_totals_batches_and_history(surveyed):
+    _, output = surveyed
+    assert "survey of the allowlist tools/linter/adapters/test_linter_allowlist.json at " in output
+    assert "  ready" in output and "  restructure" in output and "  manual" in output
+    assert "2 excluded by a pattern" in output
+    assert "suggested batch(es) of up to 5 ready files; the first:" in output
+    assert "allowlist history: " in output and "(4 commits)" in output
+    assert "linter gate: " in output and "rejected by the linter" in output
+
+
+def test_nothing_in_the_checkout_is_written(tree, surveyed, tmp_path):
+    status = subprocess.run(["git", "-C", tree.root, "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""
+
+
+def _copy(tree, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(tree.root, root, symlinks=True)
+    return root
+
+
+def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, monkeypatch):
+    monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(tmp_path / "cache"))
+    root = _copy(tree, tmp_path)
+    first, second = tmp_path / "1.json", tmp_path / "2.json"
+    r1 = cli("survey", "-j", "2", "--json", str(first), cwd=root)
+    assert "cache:" not in r1.output
+    r2 = cli("survey", "-j", "2", "--json", str(second), cwd=root)
+    total = json.loads(first.read_text())["totals"]["files"]
+    assert f"cache: {total} of {total} file(s) unchanged since an earlier survey" in r2.output
+    assert first.read_bytes() == second.read_bytes()
+    # One file changes: only it is analysed again, and its new status shows.
+    generic = next(p for p, k in tree.kinds.items() if k == "generic")
+    path = root / generic
+    path.write_text(path.read_text() + f"\n{REJECT_MARK}\n")
+    r3 = cli("survey", "-j", "2", "--json", str(second), cwd=root)
+    assert f"cache: {total - 1} of {total} file(s)" in r3.output
+    assert _by_path(json.loads(second.read_text()))[generic]["status"] == "manual"
+    # A damaged or foreign entry is a miss, never trusted.
+    for n, entry in enumerate(sorted((tmp_path / "cache").rglob("*.json"))):
+        entry.write_text("{not json" if n % 2 else json.dumps({"key": "someone else's", "value": {}}))
+    r4 = cli("survey", "-j", "2", "--json", str(first), cwd=root)
+    assert "cache:" not in r4.output
+    assert first.read_bytes() == second.read_bytes()
+    # An option that changes the results is part of the key; --no-cache neither reads nor writes.
+    r5 = cli("survey", "-j", "2", "--linter", "off", "--json", str(first), cwd=root)
+    assert "cache:" not in r5.output
+    assert _by_path(json.loads(first.read_text()))[generic]["status"] == "ready"  # no linter: no rejection
+    before = sorted(p.name for p in (tmp_path / "cache").rglob("*.json"))
+    r6 = cli("survey", "-j", "2", "--no-cache", "--json", str(first), cwd=root)
+    assert "cache:" not in r6.output
+    assert sorted(p.name for p in (tmp_path / "cache").rglob("*.json")) == before
+
+
+def test_paths_instead_of_the_allowlist(tree, tmp_path):
+    out = tmp_path / "s.json"
+    r = cli("survey", "test/jit", "--json", str(out), "-q", cwd=tree.root)
+    assert r.exit_code == 0, r.output
+    assert r.output == ""  # -q: only the outputs asked for
+    data = json.loads(out.read_text())
+    assert data["allowlist"] is None and data["stale"] == []
+    assert {f["path"] for f in data["files"]} == {p for p in tree.kinds if p.startswith("test/jit/")}
+    assert all(f["allowlisted"] is None for f in data["files"])
+
+
+def test_outputs_to_standard_output(tree):
+    r = cli("survey", "test/jit", "--json", "-", cwd=tree.root)
+    assert r.exit_code == 0
+    data = json.loads(r.stdout)
+    assert data["totals"]["files"] == len(data["files"])
+
+
+def _stderr_on_a_terminal(args, cwd, env):
+    """Run `decouple ARGS` with stderr on a pseudo-terminal; return its exit code and what it printed there."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codemod", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks = []
+    while select.select([leader], [], [], 300)[0]:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    code = proc.wait(timeout=300)
+    os.close(leader)
+    return code, b"".join(chunks).decode(errors="replace")
+
+
+def test_a_progress_bar_on_a_terminal_only(tmp_path):
+    # More files than the engine's PROGRESS_MIN_FILES (below it a run is quick: no bar).
+    many = PROGRESS_MIN_FILES + 5
+    big = make_tree(str(tmp_path / "pytorch"), {"generic": many})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DECOUPLE_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["survey", "test", "--no-cache", "--linter", "off", "--json", str(tmp_path / "s.json")]
+    code, shown = _stderr_on_a_terminal(args, big.root, env)
+    assert code == 0, shown
+    surveyed = json.loads((tmp_path / "s.json").read_text())["totals"]["files"]
+    assert surveyed > PROGRESS_MIN_FILES
+    assert "survey: labels" in shown and "  0%" in shown and "100%" in shown  # the bar, run to its end
+    code, quiet = _stderr_on_a_terminal([*args, "-q"], big.root, env)
+    assert code == 0 and "survey: labels" not in quiet
+    # Not a terminal: no bar.
+    r = subprocess.run([sys.executable, "-m", "codemod", *args], cwd=big.root, env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "survey: labels" not in r.stderr
+
+
+def test_round_trip_of_the_json(surveyed):
+    data, _ = surveyed
+    assert Survey.from_json(data).to_json() == data
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("test/nowhere",), "no such file or folder: test/nowhere"),
+        (("--from-allowlist", "missing.json"), "cannot read allowlist missing.json"),
+        (("--linter", "nowhere.py"), "--linter nowhere.py: no such file"),
+    ],
+)
+def test_bad_input_is_exit_2_with_a_message(tree, args, message):
+    r = cli("survey", *args, cwd=tree.root)
+    assert r.exit_code == 2
+    assert message in r.output
+
+
+def test_history_needs_a_git_repository(tmp_path):
+    (tmp_path / "tools" / "linter" / "adapters").mkdir(parents=True)
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_a.py").write_text("class TestA:\n    def test_a(self):\n        pass\n")
+    (tmp_path / ALLOWLIST).write_text('["test/test_a.py"]\n')
+    r = cli("survey", "--from-allowlist", ALLOWLIST, "--git-history", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert "git log failed" in r.output
+    r = cli("survey", "--from-allowlist", ALLOWLIST, "--json", "-", cwd=tmp_path)
+    assert r.exit_code == 0 and json.loads(r.stdout)["commit"] is None
+
+
+def test_no_allowlist_and_no_path_is_a_usage_error(tmp_path):
+    r = cli("survey", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert "name files or folders, or --from-allowlist PATH" in r.output
+
+
+@pytest.mark.parametrize(
+    "header, owners",
+    [
+        (b'# Owner(s): ["module: nn"]\n', ("module: nn",)),
+        (b"#!/usr/bin/env python3\n# Owner(s): ['oncall: distributed', 'module: c10d']\n", ("oncall: distributed", "module: c10d")),
+        (b"# Owner(s): module: unknown\n", ("module: unknown",)),
+        (b"import torch\n", ()),
+        (b'"""doc"""\n' * 30 + b'# Owner(s): ["too late"]\n', ()),
+    ],
+)
+def test_owners_header(header, owners):
+    assert owners_of(header + b"import torch\n") == owners
+
+
+def test_refactor_takes_the_survey_s_batches(tree, surveyed, tmp_path):
+    data, _ = surveyed
+    root = _copy(tree, tmp_path)
+    survey_json = tmp_path / "survey.json"
+    survey_json.write_text(json.dumps(data))
+    r = cli("refactor", "--batches", str(survey_json), "--limit", "2", "--no-ab", "--out", str(tmp_path / "out"), cwd=root)
+    assert r.exit_code == 0, r.output
+    made = [line.split(":")[0] for line in r.output.splitlines() if line.startswith("hw-classification/")]
+    assert len(made) == 2
+    for branch, batch in zip(made, data["batches"][:2], strict=True):
+        files = subprocess.run(
+            ["git", "-C", str(root), "show", "--name-only", "--format=", branch], capture_output=True, text=True
+        ).stdout.split()
+        assert sorted(files) == sorted([*batch["files"], ALLOWLIST])
+    # The groups are the survey's: --group-size would contradict them; paths too.
+    r = cli("refactor", "--batches", str(survey_json), "--group-size", "2", "--dry-run", cwd=root)
+    assert r.exit_code == 2 and "--batches and --group-size exclude each other" in r.output
+    r = cli("refactor", "--batches", str(tmp_path / "out" / "batch.json"), "--dry-run", cwd=root)
+    assert r.exit_code == 2 and "not a decouple survey" in r.output
+
+
+def test_refactor_batches_skip_what_is_no_longer_doable_at_the_base(tree, surveyed, tmp_path):
+    data, _ = surveyed
+    root = _copy(tree, tmp_path)
+    first = data["batches"][0]["files"]
+    broken = root / first[0]
+    broken.write_text(broken.read_text() + f"\n{REJECT_MARK}\n")
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", "reject one"], check=True, env={
+        **os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x"})
+    survey_json = tmp_path / "survey.json"
+    survey_json.write_text(json.dumps(data))
+    r = cli("refactor", "--batches", str(survey_json), "--limit", "1", "--dry-run", cwd=root)
+    assert r.exit_code == 0, r.output
+    assert f"skip {first[0]}: needs manual work" in r.output
+    assert r.output.count("would create branch") == 1
+    assert all(f"\n    {p}\n" in r.output for p in first[1:]) and f"\n    {first[0]}\n" not in r.output
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["auto", "weights-only-false"])
+def test_with_torch_load_the_planner_decides_as_apply_does(tree, tmp_path, mode):
+    python = os.environ.get("DECOUPLE_TORCH_PYTHON")
+    if not python:
+        pytest.skip("DECOUPLE_TORCH_PYTHON not set")
+    out = tmp_path / "s.json"
+    r = cli("survey", "--torch-load", mode, "--python", python, "-j", "2", "--json", str(out), cwd=tree.root)
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["settings"]["torch_load"] == mode
+    files = _by_path(data)
+    loads = [p for p, k in tree.kinds.items() if k == "torch_load"]
+    for p in loads:  # the planner's own facts: one call made explicit; auto would need discovery
+        assert files[p]["torch_load"] == {
+            "calls": 1, "edits": 1, "left_alone": 0, "undiscovered": int(mode == "auto"), "manual": 0}
+    labels = _apply_json(tree.root, sorted(files), "--torch-load", mode, "--python", python)
+    for p, f in files.items():
+        if f["status"] == "ready":
+            assert _doable(labels[p]), p
+        elif f["status"] != "error":
+            assert not _doable(labels[p]), p
+
+
+def _result(status, findings=(), manual=0, fully=False, reason=""):
+    from codemod.engine.result import FileResult, FileStatus
+
+    return FileResult(path="x.py", status=FileStatus(status), findings=list(findings), manual=manual,
+                      fully_classified=fully, reason=reason)
+
+
+def test_what_stays_manual_is_always_said():
+    from codemod.survey.analysis import file_survey
+    from codemod.survey.model import TorchLoadFacts
+    from transforms.core.base import Finding, Severity
+
+    label = Finding(rule="hw/label", message="TestA: GENERIC", line=3, cls="TestA", data={"value": "GENERIC"})
+    unresolved = Finding(rule="torch-load/unresolved", message="`f = torch.load`: make it explicit by hand", line=9,
+                         severity=Severity.WARNING)
+    duplicate = Finding(rule="hw/duplicate_class", message="test class TestA is defined 2 times", line=7,
+                        severity=Severity.ERROR, cls="TestA")
+
+    def survey(labels, restructured=None):
+        return file_survey(path="test/x.py", directory="test", owners=(), labels=labels, restructured=restructured,
+                           torch_load=TorchLoadFacts())
+
+    s = survey(_result("changed", [label, unresolved], manual=1, fully=True))  # with --torch-load
+    assert s.status == SurveyStatus.MANUAL
+    assert [(m.cls, m.reason) for m in s.manual] == [("torch.load", "`f = torch.load`: make it explicit by hand")]
+    s = survey(_result("changed", [label, duplicate]))
+    assert s.status == SurveyStatus.MANUAL and s.manual[0].reason == "test class TestA is defined 2 times"
+    s = survey(_result("needs-manual", [label]), _result("failed", reason="internal error: boom"))
+    assert s.status == SurveyStatus.ERROR and s.reason == "with --restructure auto: internal error: boom"
+    assert survey(_result("changed", [label], fully=True)).status == SurveyStatus.READY
+    s = survey(_result("failed", reason="syntax error: line 2: invalid syntax"))
+    assert (s.status, s.reason) == (SurveyStatus.ERROR, "syntax error: line 2: invalid syntax")
+
+
+def test_bad_files_are_errors_with_their_reason_and_nothing_is_written(tmp_path):
+    test = tmp_path / "test"
+    test.mkdir()
+    good = "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
+    (test / "test_good.py").write_text(good)
+    (test / "test_binary.py").write_bytes(b"class TestB:\0\n")
+    (test / "test_latin.py").write_bytes(b"# -*- coding: ascii -*-\nx = '\xe9'\n")
+    (test / "test_big.py").write_bytes(b"#" * (1024 * 1024 + 10) + b"\n")
+    (test / "test_link.py").symlink_to("test_good.py")
+    (test / "test_<odd> name.py").write_text(good)
+    before = {p: p.read_bytes() for p in test.iterdir() if not p.is_symlink()}
+    r = cli("survey", "test", "--linter", "off", "--json", "-", "-q", cwd=tmp_path)
+    assert r.exit_code == 0, r.output
+    files = _by_path(json.loads(r.stdout))
+    assert files["test/test_binary.py"]["reason"] == "binary file (contains NUL bytes)"
+    assert files["test/test_latin.py"]["reason"].startswith("cannot decode")
+    assert files["test/test_big.py"]["reason"].startswith("too large")
+    # The link and its target are one file, surveyed once under one of its names (as apply takes it).
+    (one,) = {"test/test_good.py", "test/test_link.py"} & set(files)
+    assert {p: f["status"] for p, f in files.items()} == {
+        "test/test_binary.py": "error", "test/test_latin.py": "error", "test/test_big.py": "error",
+        one: "ready", "test/test_<odd> name.py": "ready"}
+    assert {p: p.read_bytes() for p in test.iterdir() if not p.is_symlink()} == before
+    assert (test / "test_link.py").is_symlink()
+    r = cli("survey", "test", "--linter", "off", "--json", str(tmp_path / "no" / "such" / "dir.json"), cwd=tmp_path)
+    assert r.exit_code == 2 and "cannot write" in r.output
