@@ -54,14 +54,17 @@ VENDORED = "test/cpython"  # excluded by default
 
 STAND_IN_LINTER = f'''\
 """A stand-in for the upstream test linter, written for decouple's survey tests: it rejects
-the files carrying the marker comment and says nothing about the others."""
+the files carrying the marker comment, and a file with a test class but no label at all (as
+the real linter rejects an unlabelled class: the gate's canary); it says nothing else."""
 import json
+import re
 import sys
 
 for name in sys.argv[1:]:
     with open(name, encoding="utf-8") as f:
         text = f.read()
-    if {REJECT_MARK!r} in text:
+    unlabelled = re.search(r"^class Test", text, re.M) and "hw_classification" not in text
+    if {REJECT_MARK!r} in text or unlabelled:
         print(json.dumps({{"path": name, "line": 1, "char": None, "code": "TEST_LINTER", "severity": "error",
                           "name": "[stand_in]", "original": None, "replacement": None,
                           "description": "the stand-in linter rejects this file"}}))
