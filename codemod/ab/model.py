@@ -9,14 +9,12 @@ literal string stay as they were.
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
-from enum import Enum
-from typing import Any, Literal, Optional, get_args, get_origin, get_type_hints
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
 
 from codemod.ab.notices import Notice
+from codemod.ab.schema import SchemaError, build, kind
 from transforms.core.strenum import StrEnum
 
 SCHEMA_VERSION = 4
@@ -522,7 +520,7 @@ class ABResult:
         (a ValueError) naming the field for anything that does not match. A result may come
         from another machine (a CI shard running the PR's code): nothing of it is trusted."""
         if not isinstance(data, dict):
-            raise SchemaError("", f"expected a JSON object, got {_kind(data)}")
+            raise SchemaError("", f"expected a JSON object, got {kind(data)}")
         version = data.get("schema_version")
         if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
             raise SchemaError(
@@ -530,21 +528,13 @@ class ABResult:
             )
         if version < 3 and isinstance(data.get("warnings"), list):
             data = {**data, "warnings": [_verbatim_warning(w) for w in data["warnings"]]}
-        result = _build(cls, data, "")
+        result = build(cls, data, "")
         _check_values(result)
         if version < 4:
             for arm in result.arms:
                 arm.totals = Totals.of(arm)
         result.schema_version = SCHEMA_VERSION
         return result
-
-
-class SchemaError(ValueError):
-    """A result that does not match the model: `field` is where (``arms[0].source``)."""
-
-    def __init__(self, where: str, message: str):
-        super().__init__(f"wrong shape: field {where}: {message}" if where else f"wrong shape: {message}")
-        self.field = where
 
 
 # Values that end up as words of a shell script (repro.sh): an environment variable name, a
@@ -567,80 +557,5 @@ def _check_values(result: ABResult) -> None:
 
 def _verbatim_warning(warning: Any) -> Any:
     """A schema 1-2 warning (a plain string) as the JSON of a verbatim notice; anything
-    else is left for `_build` to refuse."""
+    else is left for `build` to refuse."""
     return asdict(Notice.verbatim(warning)) if isinstance(warning, str) else warning
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
-    )
-
-
-_SCALARS = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
-
-
-def _scalar(tp: type, value: Any, where: str) -> Any:
-    ok = (
-        isinstance(value, tp) and not (tp is int and isinstance(value, bool))
-        if tp is not float
-        else isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    )
-    if not ok:
-        shown = json.dumps(value)
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
-        got = "a number that is not finite" if isinstance(value, float) else _kind(value)
-        raise SchemaError(where, f"expected {_SCALARS[tp]}, got {got} ({shown})")
-    return float(value) if tp is float else value
-
-
-def _build(tp: Any, value: Any, where: str) -> Any:
-    """Rebuild nested dataclasses (and enum members) from their asdict() form, checking every
-    value's type; `where` names the field in errors. Unknown keys are ignored (never read)."""
-    origin = get_origin(tp)
-    if origin is Optional or (origin is not None and type(None) in get_args(tp)):
-        if value is None:
-            return None
-        inner = [a for a in get_args(tp) if a is not type(None)][0]
-        return _build(inner, value, where)
-    if origin is Literal:
-        if value not in get_args(tp) or not isinstance(value, str):
-            raise SchemaError(where, f"{value!r} is not one of {list(get_args(tp))}")
-        return value
-    if isinstance(tp, type) and issubclass(tp, Enum):
-        try:
-            return tp(_scalar(str, value, where))
-        except ValueError:
-            raise SchemaError(where, f"{value!r} is not one of {[m.value for m in tp]}") from None
-    if isinstance(tp, type) and is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise SchemaError(where, f"expected an object ({tp.__name__}), got {_kind(value)}")
-        hints = get_type_hints(tp)
-        known = {f.name: f for f in fields(tp)}
-        missing = [
-            name
-            for name, f in known.items()
-            if name not in value and f.default is MISSING and f.default_factory is MISSING
-        ]
-        if missing:
-            raise SchemaError(_join(where, missing[0]), "missing")
-        return tp(**{name: _build(hints[name], value[name], _join(where, name)) for name in known if name in value})
-    if origin is list:
-        if not isinstance(value, list):
-            raise SchemaError(where, f"expected a list, got {_kind(value)}")
-        (item,) = get_args(tp)
-        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise SchemaError(where, f"expected an object, got {_kind(value)}")
-        key, item = get_args(tp)
-        return {
-            _build(key, k, f"{where} key {k!r}"): _build(item, v, f"{where}[{json.dumps(k)}]") for k, v in value.items()
-        }
-    if tp in _SCALARS:
-        return _scalar(tp, value, where)
-    raise SchemaError(where, f"no rule for {tp!r}")  # a model type this reader does not know: a bug
-
-
-def _join(where: str, name: str) -> str:
-    return f"{where}.{name}" if where else name

@@ -10,31 +10,30 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: state.json is still replaced atomically
-    fcntl = None  # type: ignore[assignment]
 
 from codemod.ab.model import ABResult
 from codemod.engine.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
 from codemod.engine.process import run_files
 from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, UNCHANGED, FileStatus, Mode
 from codemod.refactor import plan as _plan
-from codemod.refactor import prbody
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
+from codemod.refactor.outputs import (
+    STATE_VERSION,
+    SUMMARY_FILES,
+    branch_folder,
+    load_state,
+    record_state,
+    write_outputs,
+    write_text,
+)
 from codemod.refactor.plan import PlanStatus
-from codemod.util.files import signals_held
 from transforms.core.base import Transform
 from transforms.core.strenum import StrEnum
 
 DEFAULT_ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
-STATE_VERSION = 1
 
 
 class RefactorError(Exception):
@@ -199,73 +198,6 @@ def _groups(items: list[str], size: int) -> list[list[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-# --- state (what was verified: resuming a batch) -----------------------------------------------
-
-
-def _state_path(out: str) -> str:
-    return os.path.join(out, "state.json")
-
-
-def _load_state(out: str) -> dict[str, dict]:
-    try:
-        with open(_state_path(out), encoding="utf-8") as f:
-            data = json.load(f)
-        return {b["branch"]: b for b in data.get("branches", [])}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-
-
-@contextmanager
-def _state_lock(out: str) -> Iterator[None]:
-    """Hold `state.json.lock` (an flock, released by the kernel however the run ends): two
-    runs in one repository update state.json one after the other."""
-    os.makedirs(out, exist_ok=True)
-    fd = os.open(_state_path(out) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _record_state(out: str, rec: BranchRecord) -> None:
-    """Add `rec` to state.json: read, updated and replaced under the lock, so a concurrent
-    run's branches are kept."""
-    with _state_lock(out):
-        state = _load_state(out)
-        state[rec.branch] = asdict(rec)
-        text = json.dumps({"schema_version": STATE_VERSION, "branches": [state[k] for k in sorted(state)]}, indent=2)
-        _write(_state_path(out), text + "\n")
-
-
-def _write(path: str, text: str) -> None:
-    """Replace `path` atomically: a temporary file of its own (concurrent runs never share
-    one) in the same folder, renamed onto it."""
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    with signals_held():
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".decouple-tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-
-
-# Files of the output folder itself: no branch's folder may be one of them.
-SUMMARY_FILES = ("batch.md", "batch.json", "state.json")
-
-
-def branch_folder(out: str, branch: str) -> str:
-    """A branch's output folder: the branch name as folders (`hw-classification/test_foo`),
-    so no two branches share one (a branch name never has `.` or `..` parts)."""
-    return os.path.join(out, *branch.split("/"))
-
-
 # --- one group ---------------------------------------------------------------------------------
 
 
@@ -315,35 +247,6 @@ def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: d
         return _run.run_ab(ropts)
     except UsageError as e:
         raise RefactorError(f"A/B run: {e}") from None
-
-
-def write_outputs(
-    out_dir: str, result: ABResult | None, facts: _plan.CommitFacts, lang: str
-) -> tuple[str, dict[str, str]]:
-    """ab.json / ab.md / ab.html (when there is a result) and PR_BODY.md."""
-    reports: dict[str, str] = {}
-    if result is not None:
-        from codemod.report import ab_html, ab_markdown, ab_repro
-
-        for name, text in (
-            ("ab.json", json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"),
-            ("ab.md", ab_markdown.render(result, lang)),
-            ("ab.html", ab_html.render(result, lang)),
-            (ab_repro.REPRO_SCRIPT, ab_repro.render(result)),  # the script ab.md and ab.html refer to
-        ):
-            path = os.path.join(out_dir, name)
-            _write(path, text)
-            reports[name.split(".")[1]] = path
-        os.chmod(reports["sh"], 0o755)
-    moves = {p.path: p.moves for p in facts.files if p.moves}
-    if moves:  # what `decouple ab --map-file` reads (the PR's Test Plan names it)
-        from transforms.restructure import model
-
-        document = model.map_document({path: [model.Move(**m.__dict__) for m in ms] for path, ms in moves.items()})
-        _write(os.path.join(out_dir, "test-map.json"), json.dumps(document, indent=2) + "\n")
-    body = os.path.join(out_dir, "PR_BODY.md")
-    _write(body, prbody.compose(facts, result, lang))
-    return body, reports
 
 
 def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str) -> None:
@@ -566,11 +469,11 @@ def run(repo: Repo, opts: Options) -> Outcome:
         for rec in records:
             head = repo.branch_head(rec.branch)
             if head is not None:
-                _existing(repo, rec, head, _load_state(out))
+                _existing(repo, rec, head, load_state(out))
         outcome.branches = records
         return outcome
 
-    state = _load_state(out)
+    state = load_state(out)
     with repo.scratch_worktree(base) as wt:
         for rec in records:
             head = repo.branch_head(rec.branch)
@@ -590,7 +493,7 @@ def run(repo: Repo, opts: Options) -> Outcome:
                 rec.status = BranchStatus.CREATED
                 opts.say(f"branch {rec.branch}: {rec.head[:12]} on {base[:12]}")
             _verify(repo, wt, rec, opts, out)
-            _record_state(out, rec)
+            record_state(out, rec.branch, asdict(rec))
             outcome.branches.append(rec)
             wt.switch(base)
     write_summary(out, outcome)
@@ -623,8 +526,8 @@ def summary_markdown(outcome: Outcome) -> str:
 
 
 def write_summary(out: str, outcome: Outcome) -> None:
-    _write(os.path.join(out, "batch.json"), json.dumps(outcome.to_json(), indent=2) + "\n")
-    _write(os.path.join(out, "batch.md"), summary_markdown(outcome))
+    write_text(os.path.join(out, "batch.json"), json.dumps(outcome.to_json(), indent=2) + "\n")
+    write_text(os.path.join(out, "batch.md"), summary_markdown(outcome))
 
 
-__all__ = ["AbSettings", "Options", "Outcome", "RefactorError", "GitError", "run", "plan_groups", "write_outputs"]
+__all__ = ["AbSettings", "Options", "Outcome", "RefactorError", "GitError", "run", "plan_groups"]
