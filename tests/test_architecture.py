@@ -20,7 +20,12 @@ PACKAGES = ("codemod", "transforms")
 MAX_STATEMENTS = 60
 MAX_LINES = 600
 # Run inside the user's interpreter, which may not have the tool installed.
-STANDALONE = ("codemod/ab/plugin.py", "codemod/ab/probe.py", "codemod/ab/forkserver.py")
+STANDALONE = (
+    "codemod/ab/plugin.py",
+    "codemod/ab/probe.py",
+    "codemod/ab/forkserver.py",
+    "codemod/ab/warmup.py",
+)
 
 
 def modules() -> dict[str, Path]:
