@@ -504,6 +504,25 @@ def _start_again_without_warm_up(argv: list, out: int, why: dict) -> None:
     os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *args, "--warm-up-dropped", json.dumps(why)])
 
 
+def _warm_up(argv: list, out: int, classes: list, loaded: list, roots: list) -> tuple:
+    """Run the warm-up (decouple_ab_warmup); when it left this process unsafe to fork, ran
+    out of time or failed, start again without it (this call does not return then)."""
+    warmup = importlib.import_module("decouple_ab_warmup")  # beside this file
+    pytest_args = json.loads(_option(argv, "--pytest-args") or "[]")
+    why: dict | None = None
+    try:
+        warmed, not_warmed, timed_out = warmup.warm_up(classes, loaded, PLUGIN_MODULE, pytest_args, roots)
+    except Exception as err:  # noqa: BLE001 - whatever it left half done, the server starts again without it
+        why = {"code": "warm.warm-up-failed", "params": {"error": repr(err)[:300]}}
+    else:
+        why = fork_unsafe()
+        if why is None and timed_out:
+            why = {"code": "warm.warm-up-timeout", "params": {"seconds": str(warmup.WARM_UP_TIMEOUT)}}
+    if why is not None:
+        _start_again_without_warm_up(argv, out, {**why, "classes": classes})
+    return warmed, not_warmed
+
+
 def main(argv: list) -> int:
     parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
     names = []
@@ -529,14 +548,7 @@ def main(argv: list) -> int:
     warmed, not_warmed, dropped = [], {}, _option(argv, "--warm-up-dropped")
     classes = [c for c in (_option(argv, "--warm-up") or "").split(",") if c]
     if unsafe is None and classes and dropped is None:
-        decouple_ab_warmup = importlib.import_module("decouple_ab_warmup")  # beside this file
-        pytest_args = json.loads(_option(argv, "--pytest-args") or "[]")
-        warmed, not_warmed, timed_out = decouple_ab_warmup.warm_up(classes, loaded, PLUGIN_MODULE, pytest_args, roots)
-        why = fork_unsafe()
-        if why is None and timed_out:
-            why = {"code": "warm.warm-up-timeout", "params": {"seconds": str(decouple_ab_warmup.WARM_UP_TIMEOUT)}}
-        if why is not None:
-            _start_again_without_warm_up(argv, out, {**why, "classes": classes})
+        warmed, not_warmed = _warm_up(argv, out, classes, loaded, roots)
     tree_modules = _from_trees(roots) if len(roots) > 1 else []
     if unsafe is None and tree_modules:
         unsafe = _unsafe("tree-module-preloaded", modules=", ".join(tree_modules[:3]))

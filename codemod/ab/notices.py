@@ -103,6 +103,10 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "zh": "未保留预热（在 fork 之前先运行一次 `{classes}` 的首个测试）（{reasons}）："
         "每个文件的首个测试自行导入所需模块",
     },
+    "warm.warm-up-failed": {
+        "en": "it failed: `{error}`",
+        "zh": "预热失败：`{error}`",
+    },
     "warm.warm-up-timeout": {
         "en": "it ran longer than {seconds} s",
         "zh": "运行超过 {seconds} 秒",

@@ -17,6 +17,11 @@ cwd, ``sys.argv``/``sys.path``, the hooks of ``sys`` and ``threading``, signal h
 warning filters, the root logger, the random generators of ``random``, torch and numpy; the
 warm-up's own modules leave ``sys.modules``).  What stays is what it is for: the imported
 modules and their caches.  Bounded by WARM_UP_TIMEOUT (an alarm ends the session).
+
+The plugin modules pytest imported during the session (its entry points') keep the loader
+pytest gave them, the assertion rewriter of that session (so a forked session finds them
+rewritten, as it would itself, and does not warn), and with it the session's objects: the
+throwaway subclasses stay alive, listed by their base class's ``__subclasses__()``.
 """
 
 from __future__ import annotations
@@ -57,8 +62,9 @@ def _snapshot(roots: list):
     log_state = (list(root.handlers), root.level)
     rng = [(random.getstate, random.setstate)]
     for module, get, put in (("torch", "get_rng_state", "set_rng_state"), ("numpy.random", "get_state", "set_state")):
-        if module in sys.modules:
-            rng.append((getattr(sys.modules[module], get), getattr(sys.modules[module], put)))
+        getter, putter = (getattr(sys.modules.get(module), name, None) for name in (get, put))
+        if callable(getter) and callable(putter):
+            rng.append((getter, putter))
     states = [(get(), put) for get, put in rng]
     modules = set(sys.modules)
     # the session imports nothing of a tree under test
