@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from codemod.ab import processes
 from codemod.ab.arms import ArmSpec, safe_arg
-from codemod.ab.interpreter import ForkServer, ServerError
+from codemod.ab.interpreter import PLUGIN_MODULE, ForkServer, ServerError
 from codemod.ab.model import PYTEST_ARGS, Outcome, OutcomeValue, Phase
 from codemod.ab.notices import Notice
 from codemod.ab.processes import Interrupted
@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpret
         StartEvent,
     )
 
-PLUGIN_MODULE = "decouple_ab_plugin"
 _OUTPUT_TAIL = 4000
 # Collection (interpreter start, imports) is bounded by max(--timeout, this):
 # importing torch alone can take several seconds on a loaded machine.

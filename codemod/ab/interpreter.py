@@ -37,7 +37,9 @@ from codemod.ab.options import UsageError
 from codemod.ab.preload import preload_modules, warm_up_classes
 
 SERVER_MODULE = "decouple_ab_server"
-WARM_UP_MODULE = "decouple_ab_warmup"  # (the server imports it by this name)
+# (the server imports these by their names)
+PLUGIN_MODULE = "decouple_ab_plugin"
+WARM_UP_MODULE = "decouple_ab_warmup"
 # How long a server may take to import everything (torch on a loaded machine).
 READY_TIMEOUT = 600.0
 # Variables read only when a function runs, never while a module is imported:
@@ -48,6 +50,15 @@ CALL_TIME_VARS = {
     "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "read by torch.load at each call",
     "TORCH_FORCE_WEIGHTS_ONLY_LOAD": "read by torch.load at each call",
 }
+
+
+def install_server(support: Path) -> Path:
+    """Copy the server and the files it imports (the capture plugin, the warm-up) into
+    `support` under the names they import each other by; the server script."""
+    here = Path(__file__).resolve().parent
+    for source, name in (("forkserver.py", SERVER_MODULE), ("plugin.py", PLUGIN_MODULE), ("warmup.py", WARM_UP_MODULE)):
+        shutil.copy2(here / source, support / f"{name}.py")
+    return support / f"{SERVER_MODULE}.py"
 
 
 class ServerError(Exception):

@@ -39,7 +39,7 @@ from codemod.ab import trees as _trees
 from codemod.ab.arms import ArmSpec, Sources
 from codemod.ab.confirm import confirm_discordant
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
-from codemod.ab.interpreter import SERVER_MODULE, WARM_UP_MODULE, ForkServer
+from codemod.ab.interpreter import ForkServer
 from codemod.ab.model import ABResult, ArmResult, Environment
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
@@ -131,7 +131,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         shard=opts.shard,
         mapping=dict(opts.mapping),
     )
-    support = _support_files(work, "plugin.py", "probe.py", "forkserver.py", "warmup.py")
+    support = _support_files(work, "probe.py")
     sources = _arms.resolve_sources(opts, cwd)
     if opts.base:
         result.base_ref = opts.base
@@ -181,14 +181,12 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     return result
 
 
-def _support_files(work: Path, plugin: str, probe: str, server: str, warm_up: str) -> Path:
+def _support_files(work: Path, probe: str) -> Path:
     """The standalone files the target interpreter runs, under private names."""
     support = work / "support"
     support.mkdir()
-    shutil.copy2(_HERE / plugin, support / f"{PLUGIN_MODULE}.py")
+    _interp.install_server(support)  # and the capture plugin beside it
     shutil.copy2(_HERE / probe, support / f"{PROBE_MODULE}.py")
-    shutil.copy2(_HERE / server, support / f"{SERVER_MODULE}.py")
-    shutil.copy2(_HERE / warm_up, support / f"{WARM_UP_MODULE}.py")
     return support
 
 
