@@ -234,6 +234,33 @@ def test_a_process_that_dies_outside_a_test_ends_the_pack_and_its_files_go_on_al
     assert {arm: sorted(i) for arm, i in runs.items()} == {"A": ["0", "1", "2"], "B": ["0", "1", "2"]}
 
 
+@linux_only
+def test_pack_packs_the_files_with_a_warm_interpreter_too(tmp_path):
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    root = tmp_path / "t"
+    _pids_tree(root, 4)
+    (root / "test_p3.py").write_text((root / "test_p3.py").read_text() + (
+        "\ndef test_forked_by_the_warm_interpreter():\n"
+        "    with open(f'/proc/{os.getppid()}/cmdline', 'rb') as fh:\n"
+        "        assert b'decouple_ab_server' in fh.read()\n"))
+    pids = tmp_path / "pids"
+    r = run_ab(RunOptions(paths=["."], a_root=str(root), b_root=str(root), cwd=str(tmp_path), jobs=4, confirm=0,
+                          pack=True, env={"PYTHONPATH": str(site), "AB_PIDS": str(pids)}))
+    assert set(_rows(r).values()) == {"same-pass"} and len(r.tests) == 5, \
+        [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests]
+    assert r.warnings == [Notice("run.packed", {"processes": "2"})]
+    assert str(r.warnings[0]).startswith("--pack: each arm's files ran in 2 pytest session(s) of several files")
+    packs: dict[tuple[str, str], set[str]] = {}
+    for line in pids.read_text().split("\n"):
+        if line:
+            arm, i, pid = line.split()
+            packs.setdefault((arm, pid), set()).add(i)
+    # -j 4: two packs per arm, (test_p0, test_p1) and (test_p2, test_p3), each in one process
+    assert sorted(sorted(p) for p in packs.values()) == [["0", "1"], ["0", "1"], ["2", "3"], ["2", "3"]]
+
+
 # ---------------------------------------------------------------------------
 # the simulated out-of-tree backend, with a real torch
 

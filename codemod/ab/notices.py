@@ -76,6 +76,12 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "`{file}`: process died (`{status}`) outside a test",
         "zh": "`{file}`：进程在测试之外终止（`{status}`）",
     },
+    "run.packed": {
+        "en": "`--pack`: each arm's files ran in {processes} pytest session(s) of several files each, as plain "
+        "pytest runs them (the tests of one session share its process)",
+        "zh": "`--pack`：每组的文件分成 {processes} 个 pytest 会话运行，每个会话包含多个文件，"
+        "与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
+    },
     # ---- the warm interpreter (codemod.ab.interpreter) ---------------------------------
     "warm.no-fork": {
         "en": "no warm interpreter: this platform has no `fork()`; every file ran in a fresh process",

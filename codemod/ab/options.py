@@ -100,6 +100,7 @@ class RunOptions:
     keep_temp: bool = False  # debugging only
     fsync: FsyncPolicy = FsyncPolicy.NONE  # when the capture plugin fsyncs its events
     fork: bool = True  # warm interpreters (False: a fresh process per run)
+    pack: bool = False  # several files of an arm in one pytest session, even with a warm interpreter
 
 
 def check_options(opts: RunOptions) -> None:

@@ -155,8 +155,11 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     }
     jobs = _Jobs(opts, sources, specs, arm_errors, files, stop, result)
     # without a warm interpreter, each arm's files run packed (as plain pytest runs them);
-    # --no-fork keeps a fresh process per file
-    jobs.start(pool, runners, say, packs if opts.fork and not warm else [])
+    # --no-fork keeps a fresh process per file, --pack packs them anyway
+    packed = opts.pack or (opts.fork and not warm)
+    if opts.pack and (warm or not opts.fork) and _most_packs(packs):
+        result.warnings.append(Notice("run.packed", {"processes": str(_most_packs(packs))}))
+    jobs.start(pool, runners, say, packs if packed else [])
 
     # A and B first: their discordant tests are confirmed while the diagnostic
     # arms' files still run
