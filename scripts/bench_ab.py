@@ -34,12 +34,12 @@ interpreter and its children, or the packed sessions): the sum of their PSS (sha
 counted once, split between the processes that share them) and of their RSS.  With
 --backend the simulated out-of-tree backend of tests/fixtures/npu_backend is installed
 into a throwaway venv over --python's (tests/npu_env.py) and both runs use it: the warm
-interpreter refuses to fork and each arm runs packed.
+interpreter refuses to fork and each arm runs packed.  --pack runs decouple ab --pack.
 
 Usage: python scripts/bench_ab.py [--files 6] [--tests 25] [--work-ms 100]
        [--repeat 2] [--python PATH] [--jobs N]
        python scripts/bench_ab.py --torch [--python PATH] [--jobs N] [--repeat 1]
-       python scripts/bench_ab.py --scale 24 [--backend] [--python PATH] [--jobs N] [--repeat 1]
+       python scripts/bench_ab.py --scale 24 [--backend] [--pack] [--python PATH] [--jobs N] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -290,14 +290,15 @@ def scale_bench(args) -> int:
         shutil.copytree(repo, a_copy, ignore=shutil.ignore_patterns(".git"))
         scale_suite(repo, args.scale, labelled=True)
         print(f"scale: {args.scale} files x 2 tests (common_utils.TestCase), arm A unlabelled, arm B labelled; "
-              f"python {python}{' (simulated npu backend)' if args.backend else ''}; -j {args.jobs}")
+              f"python {python}{' (simulated npu backend)' if args.backend else ''}; -j {args.jobs}"
+              f"{'; decouple ab --pack' if args.pack else ''}")
         print(f"before: {load()}")
         env = {k: v for k, v in os.environ.items() if k not in _arms.UNSET_VARS}
         env.update({**_arms.FIXED_VARS, "PYTHONDONTWRITEBYTECODE": "1"})
         plain_cmd = [python, "-m", "pytest", "-q", *_arms.PYTEST_ARGS, "test"]
         durations = tmp / "durations.json"
         ab_cmd = [sys.executable, "-m", "codemod.cli.ab", "test", "--base", "HEAD", "-q", "--python", python,
-                  "-j", str(args.jobs), "--durations-out", str(durations)]
+                  "-j", str(args.jobs), "--durations-out", str(durations), *(["--pack"] if args.pack else [])]
         ab_env = {**os.environ, "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                   "DECOUPLE_CACHE_DIR": str(tmp / "cache")}
         rows = []
@@ -335,6 +336,7 @@ def main() -> int:
     ap.add_argument("--torch", action="store_true", help="the real-torch workload (see above)")
     ap.add_argument("--scale", type=int, default=0, help="N generated common_utils.TestCase files (see above)")
     ap.add_argument("--backend", action="store_true", help="with --scale: the simulated out-of-tree backend")
+    ap.add_argument("--pack", action="store_true", help="with --scale: decouple ab --pack")
     args = ap.parse_args()
     if args.torch:
         return torch_bench(args)

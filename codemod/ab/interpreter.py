@@ -484,6 +484,9 @@ def probe(
                 return _probe_forked(python, server, script, env, cwd, nice)
         except ServerError:
             pass
+        # the files run in packed sessions, a few long processes that leave no idle core
+        # for a niced probe until they end, and the run waits for its answer
+        nice = False
     return run_probe(python, script, env, cwd, nice)
 
 

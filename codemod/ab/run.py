@@ -315,8 +315,8 @@ def _pass_hw_classification(
 
 
 def _packs(files: _Files, opts: RunOptions) -> list[list[str]]:
-    """The packs of files to run where no warm interpreter can be used: every file that
-    runs whole (a shard's part of a file runs alone)."""
+    """The packs of files to run where no warm interpreter can be used, or with --pack: every
+    file that runs whole (a shard's part of a file runs alone)."""
     whole = [p.file for p in files.pieces if p.only is None]
     return plan_packs(whole, packs_per_arm(max(1, opts.jobs or os.cpu_count() or 1)))
 
@@ -329,8 +329,7 @@ def _most_packs(packs: list[list[str]]) -> int:
 @dataclass(kw_only=True)
 class _Job:
     arm: str
-    files: list[str]
-    future: Future[list[FileRun]]
+    future: Future[list[FileRun]]  # one file, or a pack's
 
 
 class _Jobs:
@@ -367,13 +366,13 @@ class _Jobs:
                     if mine:
                         deselect = {f: pieces[f].deselect for f in mine}
                         future = pool.submit(_run_pack, runners[name], mine, deselect, say)
-                        self.jobs.append(_Job(arm=name, files=list(mine), future=future))
+                        self.jobs.append(_Job(arm=name, future=future))
             for piece in self.files.pieces:
                 for name in arms:
                     args = self.files.by_arm[name].get(piece.file)
                     if args is not None and piece.file not in packed:
                         future = pool.submit(_run_piece, runners[name], piece, args, say)
-                        self.jobs.append(_Job(arm=name, files=[piece.file], future=future))
+                        self.jobs.append(_Job(arm=name, future=future))
 
     def results(self, names: Iterable[str], work: Path) -> dict[str, ArmResult]:
         """Wait for the jobs of the arms `names`: their results, in arm order, with
