@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from codemod.ab.notices import Notice
-from codemod.ab.options import RunOptions
+from codemod.ab.options import RunOptions, parse_diag
 from codemod.ab.packrun import packs_per_arm, plan_packs
 from codemod.ab.preload import warm_up_classes
 from codemod.ab.run import run_ab
@@ -77,6 +77,22 @@ def test_the_first_test_of_a_base_class_runs_once_in_the_warm_interpreter(tmp_pa
     assert set(_rows(r).values()) == {"same-pass"} and len(r.tests) == 4, \
         [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests]
     assert not r.warnings, r.warnings
+    (ready,) = [m for m in said if m.startswith("warm interpreters")]
+    assert "a first test of torch.fakecase:TestCase run once" in ready, ready
+
+
+def test_a_diagnosis_run_of_node_ids_with_a_diagnostic_arm_warms_up_too(tmp_path):
+    """--diagnose's second run: node ids as paths, a diagnostic arm that shares A's warm
+    interpreter (its variable is read when torch.load runs); the warm-up still runs first."""
+    said: list[str] = []
+    node = "test_warm_1.py::TestWarm::test_the_first_test_imports_were_done_before_the_fork"
+    r = run_ab(RunOptions(paths=[node], a_root=str(WARM / "tree"), b_root=str(WARM / "tree"), cwd=str(tmp_path),
+                          jobs=2, confirm=0, env={"PYTHONPATH": str(WARM / "site")}, progress=said.append,
+                          diags=[parse_diag("nowo:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1")]))
+    assert _rows(r) == {node: "same-pass"}, [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests]
+    # the diagnostic arm's run of the test passed as A's did: it was forked after the warm-up too
+    (diag,) = r.diagnostics
+    assert diag.name == "nowo" and diag.changed == {} and not r.warnings, (diag, r.warnings)
     (ready,) = [m for m in said if m.startswith("warm interpreters")]
     assert "a first test of torch.fakecase:TestCase run once" in ready, ready
 
