@@ -64,12 +64,13 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codemod.ab.interpreter import ForkServer, ServerError, install_server
-from codemod.ab.preload import preload_modules, warm_up_classes
 from codemod.engine.discover_records import Findings, Outcome, allowlist_json, read_round, tests_json
 from codemod.engine.target import TargetInfo, probe
+
+if TYPE_CHECKING:
+    from codemod.ab.interpreter import ForkServer
 
 SCHEMA_VERSION = 1
 PLUGIN_MODULE = "_decouple_discover_plugin"
@@ -230,6 +231,11 @@ def _warm_server(rounds: _Rounds, tmp: str) -> ForkServer | None:
     imports and a first test of their test base classes imported once, each round a fork of
     it (a round in a fresh interpreter imports them all again).  None where it cannot be used
     (forking unsafe, the interpreter not starting): the rounds run in fresh processes."""
+    # late: the engine and the A/B runner are floors side by side (docs/architecture.md); only the
+    # rounds use the runner's server
+    from codemod.ab.interpreter import ForkServer, ServerError, install_server
+    from codemod.ab.preload import preload_modules, warm_up_classes
+
     files = sorted({Path(rounds.cwd, t.split("::")[0]).resolve() for t in rounds.targets})
     files = [f for f in files if f.is_file()]
     # the targets' directories are the tree: nothing found there is preloaded
@@ -268,6 +274,8 @@ def _run_round(
 ) -> tuple[int | None, str, str, bool]:
     """(exit status, output, errors, timed out) of a round's pytest: forked by the warm
     interpreter (its output and errors both in `log`), or a fresh process."""
+    from codemod.ab.interpreter import ServerError  # late, as in _warm_server
+
     if server is not None:
         try:
             proc = server.start(args, Path(rounds.cwd), env, log)
