@@ -24,14 +24,29 @@ the same cache again; --no-fork is timed too (fresh interpreter per process).
 The plain run of a file stops at the segfault (pytest dies), so the plain
 baseline runs fewer tests than `decouple ab`: the ratio is conservative.
 
+With --scale N, instead: N generated files, each a common_utils.TestCase class with two
+cheap tests (what most allowlisted files look like to the runner), arm A unlabelled, arm B
+labelled with hw_classification; the plain baseline is one pytest process per arm over
+the directory, A then B.  Printed: the ratio (cold: round 1, from an empty decouple cache; warm:
+the median of the other rounds), the wall time per file of both, what a file
+costs beyond its tests in decouple's run (its file time minus its tests' durations,
+median and 90th percentile), and the peak memory of decouple's process tree (the warm
+interpreter and its children, or the packed sessions): the sum of their PSS (shared pages
+counted once, split between the processes that share them) and of their RSS.  With
+--backend the simulated out-of-tree backend of tests/fixtures/npu_backend is installed
+into a throwaway venv over --python's (tests/npu_env.py) and both runs use it: the warm
+interpreter refuses to fork and each arm runs packed.  --pack runs decouple ab --pack.
+
 Usage: python scripts/bench_ab.py [--files 6] [--tests 25] [--work-ms 100]
        [--repeat 2] [--python PATH] [--jobs N]
        python scripts/bench_ab.py --torch [--python PATH] [--jobs N] [--repeat 1]
+       python scripts/bench_ab.py --scale 24 [--backend] [--pack] [--python PATH] [--jobs N] [--repeat 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -39,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -166,6 +182,161 @@ def torch_bench(args) -> int:
     return 0
 
 
+SCALE_TEST = """from torch.testing._internal.common_utils import {imports}
+
+
+class TestScale{i}(TestCase):
+{label}    def test_add(self):
+        self.assertEqual(torch.ones(2) + 1, torch.full((2,), 2.0))
+
+    def test_sum(self):
+        self.assertEqual(torch.arange(4).sum().item(), 6)
+
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+
+def scale_suite(root: Path, n: int, labelled: bool) -> None:
+    (root / "test").mkdir(parents=True, exist_ok=True)
+    imports = ("HardwareClassification, " if labelled else "") + "TestCase, run_tests\nimport torch"
+    label = "    hw_classification = HardwareClassification.GENERIC\n\n" if labelled else ""
+    for i in range(n):
+        text = SCALE_TEST.format(imports=imports, i=i, label=label)
+        (root / "test" / f"test_scale_{i:04d}.py").write_text(text)
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _memory(pids: list[int]) -> tuple[int, int]:
+    """(sum of PSS, sum of RSS) in kB of `pids` (Linux)."""
+    pss = rss = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+        except OSError:
+            continue
+    return pss, rss
+
+
+def timed_tree(cmd: list[str], cwd: Path, env: dict) -> tuple[float, int, int, int]:
+    """Wall seconds, peak PSS and RSS (kB) of the process tree, peak number of processes; the
+    tree's CPU seconds are left in CPU['last']."""
+    c = _children_cpu()
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = [0, 0, 0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            pids = _descendants(proc.pid)
+            pss, rss = _memory(pids)
+            peak[:] = [max(peak[0], pss), max(peak[1], rss), max(peak[2], len(pids))]
+            time.sleep(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    dt = time.perf_counter() - t
+    CPU["last"] = _children_cpu() - c
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"decouple ab failed ({proc.returncode}):\n{out.decode()[-3000:]}\n{err.decode()[-3000:]}")
+    return dt, peak[0], peak[1], peak[2]
+
+
+def _beyond_tests(durations: Path) -> list[float]:
+    """Per file: its time in the run minus its tests' durations."""
+    data = json.loads(durations.read_text())
+    tests: dict[str, float] = {}
+    for nodeid, seconds in data["tests"].items():
+        tests[nodeid.split("::")[0]] = tests.get(nodeid.split("::")[0], 0.0) + seconds
+    return sorted(max(0.0, seconds - tests.get(f, 0.0)) for f, seconds in data["files"].items())
+
+
+def scale_bench(args) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ab-scale-"))
+    try:
+        python = args.python
+        if args.backend:
+            sys.path.insert(0, str(PROJECT / "tests"))
+            from npu_env import npu_python
+
+            python = npu_python(args.python, tmp)
+        repo = tmp / "repo"
+        scale_suite(repo, args.scale, labelled=False)
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "A")
+        a_copy = tmp / "a"
+        shutil.copytree(repo, a_copy, ignore=shutil.ignore_patterns(".git"))
+        scale_suite(repo, args.scale, labelled=True)
+        print(f"scale: {args.scale} files x 2 tests (common_utils.TestCase), arm A unlabelled, arm B labelled; "
+              f"python {python}{' (simulated npu backend)' if args.backend else ''}; -j {args.jobs}"
+              f"{'; decouple ab --pack' if args.pack else ''}")
+        print(f"before: {load()}")
+        env = {k: v for k, v in os.environ.items() if k not in _arms.UNSET_VARS}
+        env.update({**_arms.FIXED_VARS, "PYTHONDONTWRITEBYTECODE": "1"})
+        plain_cmd = [python, "-m", "pytest", "-q", *_arms.PYTEST_ARGS, "test"]
+        durations = tmp / "durations.json"
+        ab_cmd = [sys.executable, "-m", "codemod.cli.ab", "test", "--base", "HEAD", "-q", "--python", python,
+                  "-j", str(args.jobs), "--durations-out", str(durations), *(["--pack"] if args.pack else [])]
+        ab_env = {**os.environ, "PYTHONPATH": str(PROJECT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                  "DECOUPLE_CACHE_DIR": str(tmp / "cache")}
+        rows = []
+        for k in range(args.repeat):
+            plain = timed(plain_cmd, a_copy, env)
+            plain_cpu = CPU["last"]
+            plain += timed(plain_cmd, repo, env)
+            plain_cpu += CPU["last"]
+            ours, pss, rss, procs = timed_tree(ab_cmd, repo, ab_env)
+            beyond = _beyond_tests(durations)
+            rows.append((plain, ours, pss, rss, procs, beyond))
+            print(f"round {k + 1}: plain A+B {plain:6.1f} s | decouple ab {ours:6.1f} s ({ours / plain:.2f}); "
+                  f"CPU {plain_cpu:.1f} s / {CPU['last']:.1f} s; peak memory {pss / 1024:.0f} MB PSS, "
+                  f"{rss / 1024:.0f} MB RSS, {procs} processes   [{load()}]")
+        # round 1 starts from an empty decouple cache (a fresh interpreter with an arm's bytecode
+        # prefix compiles torch there once); the others are warm
+        warm = rows[1:] or rows
+        p, o = median([r[0] for r in warm]), median([r[1] for r in warm])
+        beyond = rows[-1][5]
+        print(f"ratio decouple/plain, cold      : {rows[0][1] / rows[0][0]:5.2f}   (round 1: an empty decouple cache)")
+        print(f"ratio decouple/plain, warm      : {o / p:5.2f}   ({o:.1f} s vs {p:.1f} s for {args.scale} files, median of "
+              f"{len(warm)} round(s); goal <= 0.60 at 24 files (0.70 with --backend), <= 0.50 at 300)")
+        print(f"wall per file                   : decouple {o / args.scale * 1000:.0f} ms, "
+              f"plain {p / args.scale * 1000:.0f} ms (both arms)")
+        print(f"a file beyond its tests (run)   : median {statistics.median(beyond) * 1000:.0f} ms, 90th percentile "
+              f"{beyond[int(0.9 * (len(beyond) - 1))] * 1000:.0f} ms (goal <= 200 ms)")
+        print(f"peak memory (decouple's tree)   : {max(r[2] for r in rows) / 1024:.0f} MB PSS, "
+              f"{max(r[3] for r in rows) / 1024:.0f} MB RSS, at most {max(r[4] for r in rows)} processes")
+        print(f"after: {load()}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=6)
@@ -175,9 +346,14 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--torch", action="store_true", help="the real-torch workload (see above)")
+    ap.add_argument("--scale", type=int, default=0, help="N generated common_utils.TestCase files (see above)")
+    ap.add_argument("--backend", action="store_true", help="with --scale: the simulated out-of-tree backend")
+    ap.add_argument("--pack", action="store_true", help="with --scale: decouple ab --pack")
     args = ap.parse_args()
     if args.torch:
         return torch_bench(args)
+    if args.scale:
+        return scale_bench(args)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     try:

@@ -24,6 +24,7 @@ STANDALONE = (
     "codemod/ab/plugin.py",
     "codemod/ab/probe.py",
     "codemod/ab/forkserver.py",
+    "codemod/ab/warmup.py",
     "codemod/engine/discover_plugin.py",
 )
 

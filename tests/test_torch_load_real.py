@@ -53,13 +53,31 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def discovered(tmp_path_factory):
+def discovery_run(tmp_path_factory):
     _target()
     root = tmp_path_factory.mktemp("discover")
     for f in FILES:
         shutil.copy(REAL / f, root / f)
-    result, status = discover(FILES, python=PY, cwd=str(root), max_iterations=10, timeout=900)
-    return root, result, status
+    said: list[str] = []
+    result, status = discover(FILES, python=PY, cwd=str(root), max_iterations=10, timeout=900, log=said.append)
+    return root, result, status, said
+
+
+@pytest.fixture(scope="module")
+def discovered(discovery_run):
+    return discovery_run[:3]
+
+
+@pytest.mark.torch
+def test_discovery_rounds_are_forks_of_one_warm_interpreter(discovery_run):
+    """torch and the targets' module-level torch imports are imported once, by the A/B runner's
+    warm interpreter; the rounds (whose findings the tests below check) are forks of it."""
+    said = discovery_run[3]
+    (ready,) = [m for m in said if m.startswith("warm interpreter: ")]
+    assert ready.endswith(" ready")
+    warmed = ready[len("warm interpreter: "):-len(" ready")].split(", ")
+    assert warmed[0] == "pytest" and "torch" in warmed and "torch.ao.nn.quantized.dynamic" in warmed, ready
+    assert said.index(ready) < min(i for i, m in enumerate(said) if m.startswith("round 1:"))
 
 
 @pytest.mark.torch

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from codemod.ab import processes
 from codemod.ab.arms import ArmSpec
-from codemod.ab.interpreter import ForkServer, ServerError
+from codemod.ab.interpreter import PLUGIN_MODULE, ForkServer, ServerError
 from codemod.ab.model import PYTEST_ARGS, Outcome, OutcomeValue, Phase, safe_arg
 from codemod.ab.notices import Notice
 from codemod.ab.processes import Interrupted
@@ -42,7 +42,6 @@ if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpret
         StartEvent,
     )
 
-PLUGIN_MODULE = "decouple_ab_plugin"
 _OUTPUT_TAIL = 4000
 # Collection (interpreter start, imports) is bounded by max(--timeout, this):
 # importing torch alone can take several seconds on a loaded machine.
@@ -496,6 +495,23 @@ class ArmRunner:
     ) -> tuple[_ProcessWatch, Kill | None, int, Path]:
         """One pytest process over the file's tests not yet run; (what it said, why it
         was killed, its exit status, its log)."""
+        env, path, log = self._prepare(events.excluded, only)
+        if self.stop.is_set():
+            raise Interrupted("stopped")
+        proc = self._start(self._pytest_argv(args), env, log, events.res.notes)
+        events.res.processes += 1
+        reader = _EventReader(path)
+        watch = _ProcessWatch()
+        try:
+            killed = self._watch(proc, reader, events, watch, t_file)
+        finally:
+            rc = self._reap(proc)
+        events.consume(watch, reader.read())
+        return watch, killed, rc, log
+
+    def _prepare(self, excluded: set[str], only: set[str] | None) -> tuple[dict[str, str], Path, Path]:
+        """A new process's environment (its event file, the node ids it leaves out or
+        keeps), its event file and its log."""
         seq = self._next()
         scratch = self.spec.workdir / "events"
         path = scratch / f"{seq:05d}.jsonl"
@@ -503,31 +519,27 @@ class ArmRunner:
         env = dict(self.spec.env)
         env["DECOUPLE_AB_EVENTS"] = str(path)
         # (an empty `only` set selects nothing; an empty deselection is none)
-        for name, ids in (("deselect", events.excluded or None), ("only", only)):
+        for name, ids in (("deselect", excluded or None), ("only", only)):
             if ids is not None:
                 listed = scratch / f"{seq:05d}.{name}"
                 listed.write_text("".join(x + "\n" for x in sorted(ids)), encoding="utf-8")
                 env[f"DECOUPLE_AB_{name.upper()}"] = str(listed)
-        argv = ["-p", PLUGIN_MODULE, *PYTEST_ARGS, "-q", "-rN", *[safe_arg(a) for a in args], *self.spec.extra_args]
-        if self.stop.is_set():
-            raise Interrupted("stopped")
-        proc = self._start(argv, env, log, events.res.notes)
-        events.res.processes += 1
-        reader = _EventReader(path)
-        watch = _ProcessWatch()
-        try:
-            killed = self._watch(proc, reader, events, watch, t_file)
-        finally:
-            # The leader has exited but is not reaped yet (processes.exited uses
-            # WNOWAIT), so its group id cannot have been reused: kill the whole
-            # group (grandchildren a test left behind included), then reap.
-            processes.kill_group(proc)
-            rc = proc.wait()
-            processes.unregister(proc)
-            if self.server is not None:
-                self.server.forget(proc)
-        events.consume(watch, reader.read())
-        return watch, killed, rc, log
+        return env, path, log
+
+    def _pytest_argv(self, args: list[str]) -> list[str]:
+        return ["-p", PLUGIN_MODULE, *PYTEST_ARGS, "-q", "-rN", *[safe_arg(a) for a in args], *self.spec.extra_args]
+
+    def _reap(self, proc: Any) -> int:
+        """Kill what is left of a process that has exited or is to die; its exit status."""
+        # The leader has exited but is not reaped yet (processes.exited uses
+        # WNOWAIT), so its group id cannot have been reused: kill the whole
+        # group (grandchildren a test left behind included), then reap.
+        processes.kill_group(proc)
+        rc = proc.wait()
+        processes.unregister(proc)
+        if self.server is not None:
+            self.server.forget(proc)
+        return rc
 
     def _watch(
         self, proc: Any, reader: _EventReader, events: _FileEvents, watch: _ProcessWatch, t_file: float

@@ -9,13 +9,17 @@ group of arms whose environments differ only in per-arm values::
 
     python decouple_ab_server.py --parent PID [--preload torch,torch.testing._internal.common_utils]
                                  [--pycache-prefix DIR] [--root OTHER_ARM_ROOT ...]
+                                 [--warm-up MODULE:CLASS,... --pytest-args JSON_LIST]
 
 with the first arm's root as cwd and its environment without
 PYTHONPYCACHEPREFIX: the preloaded installed modules are read from their own
 ``__pycache__``, as a plain ``python`` would, and nothing is written there
 (DIR is used only where no such bytecode exists).  The server imports pytest,
 its built-in plugins, the capture plugin and the preload modules once (never a
-module found in any arm's tree), then forks one child per request; each child
+module found in any arm's tree), runs one throwaway test of each --warm-up class
+in a pytest session of its own (what a first test imports and caches: the first
+test of a ``common_utils.TestCase`` imports ``torch._dynamo``), then forks one
+child per request; each child
 is a fresh pytest session (``python -m pytest ARGS`` as far as the test can
 tell: cwd, environment, bytecode prefix, ``sys.argv``, ``sys.path[0]``,
 ``__main__``, signal dispositions, temp dir), in its own session (process
@@ -34,9 +38,12 @@ devices on import).
 
 Protocol: JSON lines, requests on stdin, answers on stdout.
 
-  <- {"ev": "hello", "pid": P, "preloaded": [...], "skipped": {name: why}, "unsafe": null | why}
+  <- {"ev": "hello", "pid": P, "preloaded": [...], "skipped": {name: why}, "unsafe": null | why,
+      "warmed": [class, ...], "not_warmed": {class: text}, "warm_up_dropped": null | why}
      (why = {"code": C, "params": {...}}: C is a code of the runner's notice catalogue,
-     codemod/ab/notices.py, which says it in the report's language)
+     codemod/ab/notices.py, which says it in the report's language; warm_up_dropped:
+     the warm-up made forking unsafe or ran out of time, so the server started
+     again without it)
   -> {"op": "run", "id": N, "argv": [...], "cwd": DIR, "env": {...}, "log": PATH}
      (optional: "script": PATH runs that script instead of pytest; "nice": true
      lowers the child's priority)
@@ -206,6 +213,23 @@ def _unsafe(code: str, **params: str) -> dict:
     return {"code": "fork-unsafe." + code, "params": params}
 
 
+def autoloaded_backend() -> dict | None:
+    """Why forking will not be safe once torch is imported, known before importing it: a
+    ``torch.backends`` entry point (torch_npu's autoload) that ``import torch`` calls."""
+    if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "1":
+        return None
+    try:
+        from importlib import metadata
+
+        eps = metadata.entry_points()
+        # (before Python 3.10 entry_points() is a dict of groups)
+        group = eps.select(group="torch.backends") if hasattr(eps, "select") else eps.get("torch.backends", [])  # type: ignore[arg-type]
+        names = sorted({ep.name for ep in group})
+    except Exception:
+        return None
+    return _unsafe("backend-autoload", backends=", ".join(names)) if names else None
+
+
 def fork_unsafe() -> dict | None:
     """Why forking this process could break a child's device runtime (None = safe), as a
     notice code and its parameters (see the protocol above)."""
@@ -267,11 +291,23 @@ def _fresh_main_module():
     return main
 
 
+def _leave_inherited_finalizers() -> None:
+    """The finalizers of the objects this process inherited are the server's: they run
+    when the server exits, not when each child does (torch registers about 190, one per
+    operator library, whose unregistering cost 0.1 s at every child's exit).  A
+    finalizer a test creates still runs at exit."""
+    import weakref
+
+    for finalizer in list(getattr(weakref.finalize, "_registry", {})):
+        finalizer.atexit = False
+
+
 def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no cover - runs after fork
     code = 70
     try:
         os.setsid()
         die_with_parent(server_pid)
+        _leave_inherited_finalizers()
         try:
             signal.set_wakeup_fd(-1)
         except (ValueError, OSError):
@@ -454,6 +490,39 @@ def _installed_bytecode(top: str) -> bool:
     return spec is not None and spec.cached is not None and os.path.exists(spec.cached)
 
 
+def _option(argv: list, name: str):
+    return argv[argv.index(name) + 1] if name in argv[:-1] else None
+
+
+def _start_again_without_warm_up(argv: list, out: int, why: dict) -> None:
+    """The warm-up left this process unsafe to fork: start afresh (same pid, pipes and
+    log) without it, saying why in the hello."""
+    os.dup2(out, 1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    args = [a for i, a in enumerate(argv) if a != "--warm-up" and (i == 0 or argv[i - 1] != "--warm-up")]
+    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *args, "--warm-up-dropped", json.dumps(why)])
+
+
+def _warm_up(argv: list, out: int, classes: list, loaded: list, roots: list) -> tuple:
+    """Run the warm-up (decouple_ab_warmup); when it left this process unsafe to fork, ran
+    out of time or failed, start again without it (this call does not return then)."""
+    warmup = importlib.import_module("decouple_ab_warmup")  # beside this file
+    pytest_args = json.loads(_option(argv, "--pytest-args") or "[]")
+    why: dict | None = None
+    try:
+        warmed, not_warmed, timed_out = warmup.warm_up(classes, loaded, PLUGIN_MODULE, pytest_args, roots)
+    except Exception as err:  # noqa: BLE001 - whatever it left half done, the server starts again without it
+        why = {"code": "warm.warm-up-failed", "params": {"error": repr(err)[:300]}}
+    else:
+        why = fork_unsafe()
+        if why is None and timed_out:
+            why = {"code": "warm.warm-up-timeout", "params": {"seconds": str(warmup.WARM_UP_TIMEOUT)}}
+    if why is not None:
+        _start_again_without_warm_up(argv, out, {**why, "classes": classes})
+    return warmed, not_warmed
+
+
 def main(argv: list) -> int:
     parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
     names = []
@@ -472,8 +541,14 @@ def main(argv: list) -> int:
             sys.dont_write_bytecode = True  # read the installed bytecode, never write beside it
         else:
             sys.pycache_prefix = prefix  # no usable bytecode beside the sources: compile into the prefix
-    loaded, skipped = preload(names, roots)
-    unsafe = fork_unsafe()
+    # a backend that `import torch` will load: no use importing anything
+    unsafe = autoloaded_backend() if "torch" in names else None
+    loaded, skipped = preload(names, roots) if unsafe is None else ([], {})
+    unsafe = unsafe or fork_unsafe()
+    warmed, not_warmed, dropped = [], {}, _option(argv, "--warm-up-dropped")
+    classes = [c for c in (_option(argv, "--warm-up") or "").split(",") if c]
+    if unsafe is None and classes and dropped is None:
+        warmed, not_warmed = _warm_up(argv, out, classes, loaded, roots)
     tree_modules = _from_trees(roots) if len(roots) > 1 else []
     if unsafe is None and tree_modules:
         unsafe = _unsafe("tree-module-preloaded", modules=", ".join(tree_modules[:3]))
@@ -484,7 +559,9 @@ def main(argv: list) -> int:
     gc.collect()
     gc.freeze()
     server = Server(out, parent)
-    _write_line(out, {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped, "unsafe": unsafe})
+    hello = {"ev": "hello", "pid": os.getpid(), "preloaded": loaded, "skipped": skipped, "unsafe": unsafe}
+    hello.update(warmed=warmed, not_warmed=not_warmed, warm_up_dropped=json.loads(dropped) if dropped else None)
+    _write_line(out, hello)
     server.loop()
     return 0
 

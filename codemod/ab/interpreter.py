@@ -18,7 +18,6 @@ killed by that signal), ``wait``.
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -32,16 +31,17 @@ from typing import IO
 
 from codemod.ab import processes
 from codemod.ab.arms import PER_ARM_VARS, ArmSpec
-from codemod.ab.model import Environment
+from codemod.ab.model import PYTEST_ARGS, Environment
 from codemod.ab.notices import Notice
 from codemod.ab.options import UsageError
+from codemod.ab.preload import preload_modules, warm_up_classes
 
 SERVER_MODULE = "decouple_ab_server"
+# (the server imports these by their names)
+PLUGIN_MODULE = "decouple_ab_plugin"
+WARM_UP_MODULE = "decouple_ab_warmup"
 # How long a server may take to import everything (torch on a loaded machine).
 READY_TIMEOUT = 600.0
-# Top-level packages whose modules are worth importing once.  Only
-# installed code: a module of the tree under test is imported by pytest itself.
-PRELOAD_PACKAGES = ("torch",)
 # Variables read only when a function runs, never while a module is imported:
 # arms that differ in nothing else can share one warm interpreter (each forked
 # child gets its own environment).  Anything not listed here could change what
@@ -52,56 +52,21 @@ CALL_TIME_VARS = {
 }
 
 
+def install_server(support: Path) -> Path:
+    """Copy the server and the files it imports (the capture plugin, the warm-up) into
+    `support` under the names they import each other by; the server script."""
+    here = Path(__file__).resolve().parent
+    for source, name in (("forkserver.py", SERVER_MODULE), ("plugin.py", PLUGIN_MODULE), ("warmup.py", WARM_UP_MODULE)):
+        shutil.copy2(here / source, support / f"{name}.py")
+    return support / f"{SERVER_MODULE}.py"
+
+
 class ServerError(Exception):
     """The warm interpreter could not be started or died; `notice` says why."""
 
     def __init__(self, notice: Notice):
         super().__init__(str(notice))
         self.notice = notice
-
-
-def preload_modules(files: Iterable[Path]) -> list[str]:
-    """Modules of PRELOAD_PACKAGES imported at module level by `files`, in
-    first-seen order, `torch` first."""
-    seen: dict[str, None] = {}
-    for path in files:
-        try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
-        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
-            continue
-        for node in _module_level(tree.body):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                # `from pkg import mod`: mod may be a submodule (lower-case names
-                # only; the server skips those that are not modules)
-                names = [node.module] + [
-                    f"{node.module}.{a.name}" for a in node.names if a.name != "*" and a.name[:1].islower()
-                ]
-            for name in names:
-                if name.split(".")[0] in PRELOAD_PACKAGES:
-                    seen.setdefault(name, None)
-    mods = list(seen)
-    if any(m.split(".")[0] == "torch" for m in mods):
-        mods = ["torch"] + [m for m in mods if m != "torch"]
-    return mods
-
-
-def _module_level(body: list) -> Iterable[ast.stmt]:
-    """Statements run at import: the body, and the bodies of module-level
-    if/try blocks (``try: import torch ... except ImportError``)."""
-    for node in body:
-        yield node
-        if isinstance(node, ast.If):
-            yield from _module_level(node.body)
-            yield from _module_level(node.orelse)
-        elif isinstance(node, ast.Try):
-            yield from _module_level(node.body)
-            for h in node.handlers:
-                yield from _module_level(h.body)
-            yield from _module_level(node.orelse)
-            yield from _module_level(node.finalbody)
 
 
 class ForkedProcess:
@@ -158,10 +123,12 @@ class ForkServer:
         log: Path,
         preload: list[str],
         other_roots: Iterable[Path] = (),
+        warm_up: Iterable[str] = (),
     ):
         """`cwd` and `env`: the first arm's root and environment (its
         PYTHONPYCACHEPREFIX is not used for the preload, see forkserver.py);
-        `other_roots`: the roots of the other arms it serves."""
+        `other_roots`: the roots of the other arms it serves; `warm_up`: the test
+        base classes (``module:Name``) whose first test it runs once."""
         self.log = log
         self.hello: dict | None = None
         self.dead = False
@@ -179,6 +146,9 @@ class ForkServer:
             cmd += ["--pycache-prefix", prefix]
         for root in other_roots:
             cmd += ["--root", str(root)]
+        warm_up = list(warm_up)
+        if warm_up:
+            cmd += ["--warm-up", ",".join(warm_up), "--pytest-args", json.dumps(list(PYTEST_ARGS))]
         with open(log, "wb") as logfh:
             self.proc = subprocess.Popen(
                 cmd,
@@ -344,6 +314,7 @@ def launch(
         return None
     files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
     preload = preload_modules(files)
+    warm_up = warm_up_classes(files)
     groups: dict[tuple[tuple[str, str], ...], list[ArmSpec]] = {}
     for name, spec in specs.items():
         if files_by_arm.get(name):
@@ -358,6 +329,7 @@ def launch(
             first.workdir / "logs" / "server.log",
             preload,
             [s.root for s in others],
+            warm_up,
         )
         servers.append(server)
         for spec in (first, *others):
@@ -372,11 +344,14 @@ def settle(
     stop: threading.Event,
     say: Callable[[str], None],
     warnings: list[Notice],
+    packs: int = 0,
 ) -> dict[str, ForkServer]:
-    """The warm interpreters to use: all or none (the arms must run alike)."""
+    """The warm interpreters to use: all or none (the arms must run alike).  `packs`: how
+    many packs of several files each arm runs without them (0: a process per file)."""
+    packed = {"processes": str(packs)} if packs else None
     if started is None:
         if fork:
-            warnings.append(Notice("warm.no-fork"))
+            warnings.append(Notice("warm.no-fork-packed", packed) if packed else Notice("warm.no-fork"))
         return {}
     servers = _by_server(started)
     try:
@@ -392,20 +367,45 @@ def settle(
             if h.get("unsafe")
         ]
         if not reasons:
-            first = hellos[0][1] if hellos else {}
-            loaded = first.get("preloaded") or []
-            skipped = first.get("skipped") or {}
-            say(
-                f"warm interpreters ({', '.join('+'.join(names) for names, _ in hellos)}): pytest"
-                + "".join(f", {m}" for m in loaded)
-                + f" imported once, in {time.monotonic() - t:.1f}s"
-                + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items())
-            )
+            _say_ready(hellos, time.monotonic() - t, say)
+            warnings.extend(_warm_up_dropped(hellos))
             return started
     for server, _ in servers:
         server.close()
-    warnings.append(Notice("warm.given-up", reasons=reasons))
+    if packed:
+        warnings.append(Notice("warm.given-up-packed", packed, reasons=reasons))
+    else:
+        warnings.append(Notice("warm.given-up", reasons=reasons))
     return {}
+
+
+def _say_ready(hellos: list[tuple[list[str], dict]], seconds: float, say: Callable[[str], None]) -> None:
+    first = hellos[0][1] if hellos else {}
+    loaded = first.get("preloaded") or []
+    skipped = first.get("skipped") or {}
+    warmed = first.get("warmed") or []
+    not_warmed = first.get("not_warmed") or {}
+    say(
+        f"warm interpreters ({', '.join('+'.join(names) for names, _ in hellos)}): pytest"
+        + "".join(f", {m}" for m in loaded)
+        + " imported once"
+        + (f", a first test of {', '.join(warmed)} run once" if warmed else "")
+        + f", in {seconds:.1f}s"
+        + "".join(f"; not preloaded {m}: {why}" for m, why in skipped.items())
+        + "".join(f"; not warmed up {c}: {why}" for c, why in not_warmed.items())
+    )
+
+
+def _warm_up_dropped(hellos: list[tuple[list[str], dict]]) -> list[Notice]:
+    """A server that started again without its warm-up says why (a catalogue code)."""
+    out = []
+    for names, hello in hellos:
+        why = hello.get("warm_up_dropped")
+        if why:
+            reason = Notice(why["code"], why.get("params") or {})
+            classes = ", ".join(why.get("classes") or [])
+            out.append(Notice("warm.warm-up-dropped", {"classes": classes}, arm="+".join(names), reasons=[reason]))
+    return out
 
 
 def _by_server(started: dict[str, ForkServer]) -> list[tuple[ForkServer, list[str]]]:
@@ -484,6 +484,9 @@ def probe(
                 return _probe_forked(python, server, script, env, cwd, nice)
         except ServerError:
             pass
+        # the files run in packed sessions, a few long processes that leave no idle core
+        # for a niced probe until they end, and the run waits for its answer
+        nice = False
     return run_probe(python, script, env, cwd, nice)
 
 

@@ -87,6 +87,12 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "`{file}`: process died (`{status}`) outside a test",
         "zh": "`{file}`：进程在测试之外终止（`{status}`）",
     },
+    "run.packed": {
+        "en": "`--pack`: each arm's files ran in {processes} pytest session(s) of several files each, as plain "
+        "pytest runs them (the tests of one session share its process)",
+        "zh": "`--pack`：每组的文件分成 {processes} 个 pytest 会话运行，每个会话包含多个文件，"
+        "与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
+    },
     # ---- the warm interpreter (codemod.ab.interpreter) ---------------------------------
     "warm.no-fork": {
         "en": "no warm interpreter: this platform has no `fork()`; every file ran in a fresh process",
@@ -95,6 +101,32 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "warm.given-up": {
         "en": "no warm interpreter ({reasons}): every file ran in a fresh process",
         "zh": "未使用热解释器（{reasons}）：每个文件都在全新进程中运行",
+    },
+    "warm.no-fork-packed": {
+        "en": "no warm interpreter: this platform has no `fork()`; each arm's files ran in {processes} pytest "
+        "session(s) of several files each, as plain pytest runs them (the tests of one session share its process)",
+        "zh": "未使用热解释器：此平台没有 `fork()`；每组的文件分成 {processes} 个 pytest 会话运行，"
+        "每个会话包含多个文件，与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
+    },
+    "warm.given-up-packed": {
+        "en": "no warm interpreter ({reasons}): each arm's files ran in {processes} pytest session(s) of several "
+        "files each, as plain pytest runs them (the tests of one session share its process)",
+        "zh": "未使用热解释器（{reasons}）：每组的文件分成 {processes} 个 pytest 会话运行，每个会话包含多个文件，"
+        "与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
+    },
+    "warm.warm-up-dropped": {
+        "en": "the warm-up (a first test of `{classes}` run once, before forking) was not kept ({reasons}): "
+        "each file's first test imported what it needs itself",
+        "zh": "未保留预热（在 fork 之前先运行一次 `{classes}` 的首个测试）（{reasons}）："
+        "每个文件的首个测试自行导入所需模块",
+    },
+    "warm.warm-up-failed": {
+        "en": "it failed: `{error}`",
+        "zh": "预热失败：`{error}`",
+    },
+    "warm.warm-up-timeout": {
+        "en": "it ran longer than {seconds} s",
+        "zh": "运行超过 {seconds} 秒",
     },
     # why a warm interpreter failed (codemod.ab.interpreter.ServerError)
     "warm.exited-before-ready": {
@@ -125,6 +157,10 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "fork-unsafe.backend-imported": {
         "en": "`{module}` was imported (an out-of-tree device backend initialises on import)",
         "zh": "已导入 `{module}`（树外设备后端在导入时即完成初始化）",
+    },
+    "fork-unsafe.backend-autoload": {
+        "en": "`import torch` loads the out-of-tree device backend `{backends}` (a `torch.backends` entry point)",
+        "zh": "`import torch` 会加载树外设备后端 `{backends}`（`torch.backends` 入口点）",
     },
     "fork-unsafe.device-initialised": {
         "en": "`torch.{device}` was initialised on import",

@@ -103,6 +103,7 @@ class RunOptions:
     # B once more under PyTorch's label filter where the tree's conftest.py offers it
     label_filter: bool = True
     test_plan: bool = False  # run each file's Test Plan command in B (the PR body prints them)
+    pack: bool = False  # several files of an arm in one pytest session, even with a warm interpreter
 
 
 def check_options(opts: RunOptions) -> None:

@@ -43,10 +43,11 @@ from codemod.ab import trees as _trees
 from codemod.ab.arms import ArmSpec, Sources
 from codemod.ab.confirm import confirm_discordant
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
-from codemod.ab.interpreter import SERVER_MODULE, ForkServer
+from codemod.ab.interpreter import ForkServer
 from codemod.ab.model import ABResult, ArmResult, Environment, file_of
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
+from codemod.ab.packrun import PackRunner, packs_per_arm, plan_packs
 from codemod.ab.processes import Interrupted, SlotPool, kill_all_children, wait_all
 from codemod.util.reaper import orphans_reaped
 
@@ -140,7 +141,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         shard=opts.shard,
         mapping=dict(opts.mapping),
     )
-    support = _support_files(work, "plugin.py", "probe.py", "forkserver.py")
+    support = _support_files(work, "probe.py")
     sources = _arms.resolve_sources(opts, cwd)
     if opts.base:
         result.base_ref = opts.base
@@ -159,12 +160,18 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     probe_future = _start_probe(opts, (launched or {}).get("A"), support, base_env, arm_env, work, stop)
     if opts.hw_classification:
         _pass_hw_classification(opts, specs, probe_future, result.warnings)
-    warm = _interp.settle(opts.fork, launched, t_warm, stop, say, result.warnings)
+    packs = _packs(files, opts)
+    warm = _interp.settle(opts.fork, launched, t_warm, stop, say, result.warnings, _most_packs(packs))
     runners = {
-        n: ArmRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
+        n: PackRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
     }
     jobs = _Jobs(opts, sources, specs, arm_errors, files, stop, result)
-    jobs.start(pool, runners, say)
+    # without a warm interpreter, each arm's files run packed (as plain pytest runs them);
+    # --no-fork keeps a fresh process per file, --pack packs them anyway
+    packed = opts.pack or (opts.fork and not warm)
+    if opts.pack and (warm or not opts.fork) and _most_packs(packs):
+        result.warnings.append(Notice("run.packed", {"processes": str(_most_packs(packs))}))
+    jobs.start(pool, runners, say, packs if packed else [])
 
     # A and B first: their discordant tests are confirmed while the diagnostic
     # arms' files still run
@@ -254,13 +261,12 @@ def _walked_dirs(specs: dict[str, ArmSpec], sel: _trees.Selection, work: Path) -
             spec.env["DECOUPLE_AB_WALKED"] = str(listed)
 
 
-def _support_files(work: Path, plugin: str, probe: str, server: str) -> Path:
+def _support_files(work: Path, probe: str) -> Path:
     """The standalone files the target interpreter runs, under private names."""
     support = work / "support"
     support.mkdir()
-    shutil.copy2(_HERE / plugin, support / f"{PLUGIN_MODULE}.py")
+    _interp.install_server(support)  # and the capture plugin beside it
     shutil.copy2(_HERE / probe, support / f"{PROBE_MODULE}.py")
-    shutil.copy2(_HERE / server, support / f"{SERVER_MODULE}.py")
     return support
 
 
@@ -385,11 +391,22 @@ def _pass_hw_classification(
 # every file in every arm on the slots, and the arm results
 
 
+def _packs(files: _Files, opts: RunOptions) -> list[list[str]]:
+    """The packs of files to run where no warm interpreter can be used, or with --pack: every
+    file that runs whole (a shard's part of a file runs alone)."""
+    whole = [p.file for p in files.pieces if p.only is None]
+    return plan_packs(whole, packs_per_arm(max(1, opts.jobs or os.cpu_count() or 1)))
+
+
+def _most_packs(packs: list[list[str]]) -> int:
+    """How many packs an arm runs when some hold several files (0: one file each)."""
+    return len(packs) if any(len(p) > 1 for p in packs) else 0
+
+
 @dataclass(kw_only=True)
 class _Job:
     arm: str
-    file: str
-    future: Future[FileRun]
+    future: Future[list[FileRun]]  # one file, or a pack's
 
 
 class _Jobs:
@@ -411,17 +428,28 @@ class _Jobs:
         self.files, self.stop, self.result = files, stop, result
         self.jobs: list[_Job] = []
 
-    def start(self, pool: SlotPool, runners: dict[str, ArmRunner], say: Callable[[str], None]) -> None:
-        """Queue every piece in every arm that has its file, in job order: each file in A
-        and B side by side (they run under the same conditions), then the diagnostic
-        arms' files."""
+    def start(
+        self, pool: SlotPool, runners: dict[str, PackRunner], say: Callable[[str], None], packs: list[list[str]]
+    ) -> None:
+        """Queue every piece (or pack of pieces) in every arm that has its files, in job
+        order: each file in A and B side by side (they run under the same conditions),
+        then the diagnostic arms' files."""
+        packed = {f for pack in packs for f in pack}
+        pieces = {p.file: p for p in self.files.pieces}
         for arms in ([n for n in runners if n in ("A", "B")], [n for n in runners if n not in ("A", "B")]):
+            for pack in packs:
+                for name in arms:
+                    mine = {f: self.files.by_arm[name][f] for f in pack if f in self.files.by_arm[name]}
+                    if mine:
+                        deselect = {f: pieces[f].deselect for f in mine}
+                        future = pool.submit(_run_pack, runners[name], mine, deselect, say)
+                        self.jobs.append(_Job(arm=name, future=future))
             for piece in self.files.pieces:
                 for name in arms:
                     args = self.files.by_arm[name].get(piece.file)
-                    if args is not None:
+                    if args is not None and piece.file not in packed:
                         future = pool.submit(_run_piece, runners[name], piece, args, say)
-                        self.jobs.append(_Job(arm=name, file=piece.file, future=future))
+                        self.jobs.append(_Job(arm=name, future=future))
 
     def results(self, names: Iterable[str], work: Path) -> dict[str, ArmResult]:
         """Wait for the jobs of the arms `names`: their results, in arm order, with
@@ -430,17 +458,16 @@ class _Jobs:
         mine = [job for job in self.jobs if job.arm in wanted]
         wait_all([job.future for job in mine], self.stop)
         out = {name: self._empty(name) for name in self.specs if name in wanted}
-        for job in mine:
-            fr = job.future.result()
-            ar = out[job.arm]
+        for fr in (fr for job in mine for fr in job.future.result()):
+            ar = out[fr.arm]
             ar.outcomes.update(fr.outcomes)
             ar.collection_errors.update(fr.collection_errors)
             ar.collection_skips.update(fr.collection_skips)
             ar.crashes.extend(fr.crashes)
             ar.duration += fr.duration
-            if job.arm in ("A", "B"):
+            if fr.arm in ("A", "B"):
                 durations = self.result.file_durations
-                durations[job.file] = max(durations.get(job.file, 0.0), fr.duration)
+                durations[fr.file] = max(durations.get(fr.file, 0.0), fr.duration)
             self.result.warnings.extend(fr.notes)
         roots = [str(s.root) for s in self.specs.values()] + [str(r) for r in self.sources.user_roots] + [str(work)]
         for name, ar in out.items():
@@ -478,17 +505,33 @@ class _Jobs:
         )
 
 
-def _run_piece(runner: ArmRunner, piece: _shard.Piece, args: list[str], say: Callable[[str], None]) -> FileRun:
+def _run_piece(runner: ArmRunner, piece: _shard.Piece, args: list[str], say: Callable[[str], None]) -> list[FileRun]:
     only = set(piece.only) if piece.only is not None else None
     fr = runner.run_file(piece.file, args, only=only, deselect=piece.deselect)
+    _say_file(runner.spec.name, fr, say)
+    return [fr]
+
+
+def _run_pack(
+    runner: PackRunner,
+    files: dict[str, list[str]],
+    deselect: dict[str, tuple[str, ...]],
+    say: Callable[[str], None],
+) -> list[FileRun]:
+    runs = runner.run_pack(files, deselect)
+    for fr in runs:
+        _say_file(runner.spec.name, fr, say)
+    return runs
+
+
+def _say_file(arm: str, fr: FileRun, say: Callable[[str], None]) -> None:
     counts: dict[str, int] = {}
     for o in fr.outcomes.values():
         counts[o.outcome] = counts.get(o.outcome, 0) + 1
     bits = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
     if fr.collection_errors:
         bits = (bits + ", " if bits else "") + f"{len(fr.collection_errors)} collection error(s)"
-    say(f"[{runner.spec.name}] {piece.file}: {bits or 'no tests'} ({fr.duration:.1f}s)")
-    return fr
+    say(f"[{arm}] {fr.file}: {bits or 'no tests'} ({fr.duration:.1f}s)")
 
 
 # ---------------------------------------------------------------------------

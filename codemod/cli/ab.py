@@ -262,6 +262,7 @@ class AbRunOptions:
     durations_out: str | None
     fsync: str
     fork: bool
+    pack: bool
     diagnose: bool
     diagnose_budget: float
     test_plan: bool
@@ -299,6 +300,7 @@ class AbRunOptions:
                 fork=self.fork,
                 test_plan=self.test_plan,
                 label_filter=self.label_filter,
+                pack=self.pack,
                 **arms,
             )
             _options.parse_shard(self.shard)
@@ -399,6 +401,13 @@ class AbRunOptions:
     show_default=True,
     help="Warm interpreters that import pytest and torch once (shared by the arms where no import "
     "can tell them apart) and fork a process per file; --no-fork starts a fresh interpreter for every file.",
+)
+@click.option(
+    "--pack",
+    is_flag=True,
+    help="Run each arm's files several to a pytest session (N/2 sessions per arm with -j N), as plain pytest "
+    "runs a directory: faster on many small files, but the tests of a session share its process. Where "
+    "forking is unsafe this is what happens anyway.",
 )
 @click.option(
     "--diagnose",

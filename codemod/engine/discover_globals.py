@@ -64,11 +64,14 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codemod.engine.discover_records import Findings, Outcome, allowlist_json, read_round, tests_json
 from codemod.engine.target import TargetInfo, probe
 from codemod.util.reaper import orphans_reaped
+
+if TYPE_CHECKING:
+    from codemod.ab.interpreter import ForkServer
 
 SCHEMA_VERSION = 1
 PLUGIN_MODULE = "_decouple_discover_plugin"
@@ -210,10 +213,12 @@ def _run_rounds(rounds: _Rounds, found: Findings) -> tuple[int, int]:
     run_targets = list(rounds.targets)
     it = 0
     tmp = tempfile.mkdtemp(prefix="decouple-discover-")
+    server = None
     try:
         Path(tmp, PLUGIN_MODULE + ".py").write_text(_plugin_source(), encoding="utf-8")
+        server = _warm_server(rounds, tmp)
         for it in range(1, rounds.max_iterations + 1):
-            data = _one_round(rounds, found, run_targets, it, tmp)
+            data = _one_round(rounds, found, run_targets, it, tmp, server)
             if data is None:
                 return it, 1
             rerun = read_round(found, data, it)
@@ -222,6 +227,8 @@ def _run_rounds(rounds: _Rounds, found: Findings) -> tuple[int, int]:
             rootdir = data.get("rootdir") or rounds.cwd
             run_targets = sorted(_target_arg(n, rootdir) for n in rerun)
     finally:
+        if server is not None:
+            server.close()
         shutil.rmtree(tmp, ignore_errors=True)
     if rounds.iterate:
         found.errors.append(
@@ -236,7 +243,73 @@ def _run_rounds(rounds: _Rounds, found: Findings) -> tuple[int, int]:
     return it, 1
 
 
-def _one_round(rounds: _Rounds, found: Findings, run_targets: list[str], it: int, tmp: str) -> dict[str, Any] | None:
+def _warm_server(rounds: _Rounds, tmp: str) -> ForkServer | None:
+    """The A/B runner's warm interpreter for the rounds: torch, the targets' module-level torch
+    imports and a first test of their test base classes imported once, each round a fork of
+    it (a round in a fresh interpreter imports them all again).  None where it cannot be used
+    (forking unsafe, the interpreter not starting): the rounds run in fresh processes."""
+    # late: the engine and the A/B runner are floors side by side (docs/architecture.md); only the
+    # rounds use the runner's server
+    from codemod.ab.interpreter import ForkServer, ServerError, install_server
+    from codemod.ab.preload import preload_modules, warm_up_classes
+
+    files = sorted({Path(rounds.cwd, t.split("::")[0]).resolve() for t in rounds.targets})
+    files = [f for f in files if f.is_file()]
+    # the targets' directories are the tree: nothing found there is preloaded
+    dirs = sorted({f.parent for f in files}) or [Path(rounds.cwd)]
+    try:
+        server = ForkServer(
+            rounds.python,
+            install_server(Path(tmp)),
+            dirs[0],
+            _clean_env({"PYTHONPATH": _pythonpath(tmp)}),
+            Path(tmp, "server.log"),
+            preload_modules(files),
+            dirs[1:],
+            warm_up_classes(files),
+        )
+    except OSError:
+        return None
+    try:
+        hello = server.ready(timeout=rounds.timeout)
+    except ServerError:
+        hello = {"unsafe": True}
+    if hello.get("unsafe"):
+        server.close()
+        return None
+    warmed = hello.get("warmed") or []
+    rounds.log("warm interpreter: " + ", ".join(["pytest", *(hello.get("preloaded") or []), *warmed]) + " ready")
+    return server
+
+
+def _pythonpath(tmp: str) -> str:
+    return os.pathsep.join([tmp] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+
+
+def _run_round(
+    rounds: _Rounds, server: ForkServer | None, args: list[str], env: dict[str, str], log: Path
+) -> tuple[int | None, str, str, bool]:
+    """(exit status, output, errors, timed out) of a round's pytest: forked by the warm
+    interpreter (its output and errors both in `log`), or a fresh process."""
+    from codemod.ab.interpreter import ServerError  # late, as in _warm_server
+
+    if server is not None:
+        try:
+            proc = server.start(args, Path(rounds.cwd), env, log)
+        except ServerError:
+            server = None
+        else:
+            done = proc.exited(rounds.timeout)
+            proc.kill_group()
+            rc = proc.wait()
+            server.forget(proc)
+            return (rc if done else None), log.read_text(encoding="utf-8", errors="replace"), "", not done
+    return _run_pytest(rounds.python, args, rounds.cwd, env, rounds.timeout)
+
+
+def _one_round(
+    rounds: _Rounds, found: Findings, run_targets: list[str], it: int, tmp: str, server: ForkServer | None = None
+) -> dict[str, Any] | None:
     """Run round `it` with the allowlists found so far: the plugin's output, or None when the
     round did not finish (the error is recorded). Raises Refusal when the first round cannot run."""
     python = rounds.info.python
@@ -245,12 +318,12 @@ def _one_round(rounds: _Rounds, found: Findings, run_targets: list[str], it: int
         {
             "DECOUPLE_DISCOVER_OUT": out_path,
             "DECOUPLE_SAFE_GLOBALS": json.dumps(found.allowlists()),
-            "PYTHONPATH": os.pathsep.join([tmp] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])),
+            "PYTHONPATH": _pythonpath(tmp),
         }
     )
     args = ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", *rounds.pytest_args, *run_targets]
     rounds.log(f"round {it}: {len(run_targets)} target(s)")
-    rc, out, err, timed_out = _run_pytest(rounds.python, args, rounds.cwd, env, rounds.timeout)
+    rc, out, err, timed_out = _run_round(rounds, server, args, env, Path(tmp, f"round{it}.log"))
     if timed_out:
         found.errors.append(f"round {it}: pytest timed out after {rounds.timeout:.0f}s")
         return None

@@ -1,0 +1,253 @@
+"""Several files of one arm in one pytest session (a pack), as plain pytest runs them.
+
+Where no warm interpreter can be used (an out-of-tree backend that is loaded on ``import
+torch`` makes forking unsafe; no ``fork()``), a fresh interpreter per file would import
+torch, the backend and what a first test imports again for every file, every resumed rest
+and every rerun: plain pytest pays that once per run.  So each arm's files are split into
+packs (`plan_packs`: contiguous runs of the sorted files, the same packs in every arm), and
+one pytest process runs a pack.  The tests of a pack's files share that process, as in
+plain pytest; the files of different packs do not.
+
+The events of a pack's process are routed by node id to each file's own events
+(``filerun``'s per-file folding, unchanged), so every file gets the outcomes, collection
+errors and crashes a run of it alone records.  A crash is pinned on the running test and
+the rest of the pack resumes in a new process; a per-test timeout likewise; ``--file-timeout``
+bounds a file from its first test to its last (collection, shared by the pack, is bounded
+by the collection limit).  What cannot be pinned on one file (the process did not start
+pytest, died or timed out during collection or between tests, or said something of a file
+outside the pack, such as a conftest.py error) ends the pack: each of its unfinished
+files then runs on its own, as without packs, from where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codemod.ab import processes
+from codemod.ab.filerun import (  # the per-file folding of the capture events, shared with the packs
+    COLLECT_TIMEOUT_MIN,
+    ArmRunner,
+    FileRun,
+    Kill,
+    _EventReader,
+    _FileEvents,
+    _ProcessWatch,
+    _tail,
+)
+from codemod.ab.model import Outcome, OutcomeValue, file_of
+from codemod.ab.notices import Notice
+from codemod.ab.processes import Interrupted
+
+if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
+    from codemod.ab.plugin import Event
+
+
+def packs_per_arm(jobs: int) -> int:
+    """How many packs each arm's files are split into: arms A and B run side by side, so
+    -j N slots hold N/2 processes of each (at least one)."""
+    return max(1, jobs // 2)
+
+
+def plan_packs(files: Sequence[str], packs: int) -> list[list[str]]:
+    """`files` (sorted) in at most `packs` contiguous runs of nearly equal length."""
+    n = max(1, min(packs, len(files)))
+    size, extra = divmod(len(files), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        if end > start:
+            out.append(list(files[start:end]))
+        start = end
+    return out
+
+
+@dataclass
+class _Process:
+    """What one process of a pack said, as a whole and per file."""
+
+    whole: _ProcessWatch = field(default_factory=_ProcessWatch)
+    files: dict[str, _ProcessWatch] = field(default_factory=dict)
+    elsewhere: bool = False  # an event named a file outside the pack
+    # the process's events unrouted: what `whole` watches (its running test, its collection)
+    everyone: _FileEvents = field(default_factory=lambda: _FileEvents(FileRun(arm="", file=""), ()))
+
+
+class PackRunner(ArmRunner):
+    """An arm runner that also runs packs (see the module docstring)."""
+
+    def run_pack(self, files: dict[str, list[str]], deselect: dict[str, tuple[str, ...]]) -> list[FileRun]:
+        """The files (file -> its pytest arguments) in one session, resumed after crashes;
+        one FileRun per file, in the order given."""
+        pack = _Pack({f: _FileEvents(FileRun(arm=self.spec.name, file=f), deselect.get(f, ())) for f in files}, files)
+        attempts = 0
+        while pack.unfinished():
+            attempts += 1
+            if attempts > 2 + sum(len(e.collected) for e in pack.files.values()) + 1:
+                for f in pack.unfinished():
+                    res = pack.files[f].res
+                    res.notes.append(
+                        Notice("file.gave-up-resuming", {"file": f, "processes": str(attempts - 1)}, arm=res.arm)
+                    )
+                break
+            said, killed, rc, log = self._run_pack_process(pack)
+            if said.whole.saw_end and not said.elsewhere:
+                break
+            if not self._resume_pack(pack, said, killed, rc, _tail(log)):
+                self._alone(pack)
+                break
+        return pack.results()
+
+    def _run_pack_process(self, pack: _Pack) -> tuple[_Process, Kill | None, int, Path]:
+        """One pytest process over the pack's tests not yet run; (what it said, why it was
+        killed, its exit status, its log)."""
+        todo = pack.unfinished()
+        env, path, log = self._prepare(pack.excluded(), None)
+        if self.stop.is_set():
+            raise Interrupted("stopped")
+        notes = pack.files[todo[0]].res.notes
+        proc = self._start(self._pytest_argv([a for f in todo for a in pack.args[f]]), env, log, notes)
+        for f in todo:
+            pack.files[f].res.processes += 1
+        reader = _EventReader(path)
+        said = _Process(files={f: _ProcessWatch() for f in pack.files})
+        try:
+            killed = self._watch_pack(proc, reader, pack, said)
+        finally:
+            rc = self._reap(proc)
+        pack.consume(said, reader.read())
+        return said, killed, rc, log
+
+    def _watch_pack(self, proc: Any, reader: _EventReader, pack: _Pack, said: _Process) -> Kill | None:
+        """Follow the process's events until it exits (None) or a limit kills it (why)."""
+        t_proc = time.time()
+        while not processes.exited(proc, 0.1):
+            pack.consume(said, reader.read())
+            if self.stop.is_set():
+                processes.kill_group(proc)
+                proc.wait()
+                raise Interrupted("stopped")
+            now = time.time()
+            current = said.whole.current
+            if current is not None:
+                if self.timeout and now - current.t_start > self.timeout:
+                    return Kill.TEST_TIMEOUT
+                began = pack.began.get(file_of(current.nodeid))
+                if self.file_timeout and began is not None and now - began > self.file_timeout:
+                    return Kill.FILE_TIMEOUT
+            if self.timeout and not said.whole.collected and now - t_proc > max(self.timeout, COLLECT_TIMEOUT_MIN):
+                return Kill.COLLECT_TIMEOUT
+        return None
+
+    def _resume_pack(self, pack: _Pack, said: _Process, killed: Kill | None, rc: int, tail: str) -> bool:
+        """Record why a pack's process ended early on the test it concerns; whether the
+        rest of the pack runs in a new process (False: its files go on alone)."""
+        acc = said.whole.current
+        if said.elsewhere or killed == Kill.COLLECT_TIMEOUT or acc is None:
+            return False  # nothing to pin it on (nor a test running when it was stopped)
+        file = file_of(acc.nodeid)
+        events = pack.files[file]
+        own = events.accs[acc.nodeid]
+        if killed is not None:
+            option, limit = (
+                ("timeout", self.timeout) if killed == Kill.TEST_TIMEOUT else ("file-timeout", self.file_timeout)
+            )
+            events.stopped(
+                own, OutcomeValue.TIMEOUT, f"killed after exceeding --{option} {limit:g}s", tail, signal=None
+            )
+            if killed == Kill.FILE_TIMEOUT:
+                params = {"file": file, "seconds": f"{self.file_timeout:g}"}
+                events.res.notes.append(Notice("file.timeout", params, arm=events.res.arm))
+                pack.stopped.add(file)
+            return True
+        sig = processes.signame(rc)
+        events.stopped(
+            own, OutcomeValue.CRASHED, f"the test process died ({sig}) while this test was running", tail, signal=sig
+        )
+        events.res.crashes.append(acc.nodeid)
+        return True
+
+    def _alone(self, pack: _Pack) -> None:
+        """The pack's unfinished files, each run on its own from where it stopped."""
+        for f in pack.unfinished():
+            events = pack.files[f]
+            events.fold()
+            finished = {n: o for n, o in events.res.outcomes.items() if n in events.excluded}
+            alone = self.run_file(f, pack.args[f], deselect=tuple(sorted(events.excluded)))
+            pack.went_alone(f, finished, alone)
+
+
+class _Pack:
+    """The files of a pack: their events, and what is left to run."""
+
+    def __init__(self, files: dict[str, _FileEvents], args: dict[str, list[str]]):
+        self.files = files
+        self.args = args
+        self.began: dict[str, float] = {}  # file -> when its first test started
+        self.last: dict[str, float] = {}  # file -> when it last said something
+        self.stopped: set[str] = set()  # files ended by --file-timeout
+        self.alone: dict[str, FileRun] = {}  # files that went on alone: their whole result
+
+    def excluded(self) -> set[str]:
+        return set().union(*(e.excluded for e in self.files.values()))
+
+    def unfinished(self) -> list[str]:
+        """The files with tests still to run, or not yet collected."""
+        return [
+            f
+            for f, e in self.files.items()
+            if f not in self.stopped and f not in self.alone and (not e.ever_collected or e.remaining())
+        ]
+
+    def consume(self, said: _Process, events: list[Event]) -> None:
+        """Route each event to the file it concerns (node id lists are split; an event of
+        the session goes to every file)."""
+        for ev in events:
+            said.everyone.consume(said.whole, [ev])
+            nodeids = ev.get("nodeids")
+            if isinstance(nodeids, list):
+                for f, e in self.files.items():
+                    mine: Any = {**ev, "nodeids": [n for n in nodeids if file_of(n) == f]}
+                    e.consume(said.files[f], [mine])
+                said.elsewhere |= any(file_of(n) not in self.files for n in nodeids)
+                continue
+            nodeid = ev.get("nodeid")
+            if not isinstance(nodeid, str):
+                for f, e in self.files.items():
+                    e.consume(said.files[f], [ev])
+                continue
+            f = file_of(nodeid)
+            if f not in self.files:
+                said.elsewhere = True
+                continue
+            t = float(ev.get("t") or time.time())
+            if ev["ev"] == "start":
+                self.began.setdefault(f, t)
+            self.last[f] = t
+            self.files[f].consume(said.files[f], [ev])
+
+    def went_alone(self, file: str, finished: dict[str, Outcome], alone: FileRun) -> None:
+        """A file's result: what its pack finished, then what it did on its own."""
+        res = self.files[file].res
+        alone.outcomes = {**finished, **alone.outcomes}
+        alone.collection_errors = {**res.collection_errors, **alone.collection_errors}
+        alone.collection_skips = {**res.collection_skips, **alone.collection_skips}
+        alone.crashes = res.crashes + alone.crashes
+        alone.processes += res.processes
+        alone.notes = res.notes + alone.notes
+        alone.duration += self.last.get(file, 0.0) - self.began.get(file, self.last.get(file, 0.0))
+        self.alone[file] = alone
+
+    def results(self) -> list[FileRun]:
+        out = []
+        for f, e in self.files.items():
+            if f in self.alone:
+                out.append(self.alone[f])
+                continue
+            e.fold()
+            e.res.duration = self.last.get(f, 0.0) - self.began.get(f, self.last.get(f, 0.0))
+            out.append(e.res)
+        return out
