@@ -27,6 +27,7 @@ from codemod.ab.interpreter import PLUGIN_MODULE, ForkServer, ServerError
 from codemod.ab.model import PYTEST_ARGS, Outcome, OutcomeValue, Phase, safe_arg
 from codemod.ab.notices import Notice
 from codemod.ab.processes import Interrupted
+from codemod.ab.testevents import TestEvents, build_outcome, exc_fields, first_line, next_phase
 from transforms.core.strenum import StrEnum
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
@@ -36,7 +37,6 @@ if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpret
         CollectSkipEvent,
         DeselectedEvent,
         Event,
-        ExcInfo,
         FinishEvent,
         ReportEvent,
         StartEvent,
@@ -61,118 +61,6 @@ class Kill(StrEnum):
 
 
 # ---------------------------------------------------------------------------
-# the events of one test -> its outcome
-
-
-class _TestAcc:
-    __slots__ = ("nodeid", "reports", "subtests", "started", "finished", "t_start")
-
-    def __init__(self, nodeid: str):
-        self.nodeid = nodeid
-        self.reports: dict[str, ReportEvent] = {}  # by phase
-        self.subtests: list[ReportEvent] = []
-        self.started = False
-        self.finished = False
-        self.t_start = 0.0
-
-
-def _phase_result(rec: ReportEvent) -> OutcomeValue:
-    out, when, xf = rec.get("outcome"), rec.get("when"), rec.get("xfail")
-    if out == "failed":
-        return OutcomeValue.FAILED if when == "call" else OutcomeValue.ERROR
-    if out == "skipped":
-        return OutcomeValue.XFAILED if xf else OutcomeValue.SKIPPED
-    return OutcomeValue.XPASSED if (xf and when == "call") else OutcomeValue.PASSED
-
-
-def _subtest_desc(rec: ReportEvent) -> str:
-    sub = rec.get("subtest")
-    parts = []
-    if sub and sub.get("msg") is not None:
-        parts.append(f"[{sub['msg']}]")
-    if sub and sub.get("kwargs"):
-        parts.append("(" + ", ".join(f"{k}={v}" for k, v in sub["kwargs"].items()) + ")")
-    return " ".join(parts) or "(<subtest>)"
-
-
-def _exc_fields(exc: ExcInfo | None) -> tuple[str | None, list[str], str]:
-    """(type, cause chain, message) of an exception the plugin described."""
-    if not exc:
-        return None, [], ""
-    return exc.get("type"), list(exc.get("chain") or []), exc.get("message") or ""
-
-
-def _first_line(text: str) -> str:
-    return next((ln for ln in text.splitlines() if ln.strip()), "")
-
-
-def _rec_outcome(nodeid: str, rec: ReportEvent, result: OutcomeValue, phase: Phase) -> Outcome:
-    exc_type, chain, msg = _exc_fields(rec.get("exc"))
-    msg = msg or rec.get("skip_reason") or ""
-    if not msg and result != OutcomeValue.PASSED:
-        msg = _first_line(rec.get("longrepr") or "")
-    return Outcome(
-        nodeid=nodeid,
-        outcome=result,
-        phase=phase,
-        exc_type=exc_type,
-        exc_chain=chain,
-        message=msg[:4000],
-        traceback=rec.get("longrepr") or "",
-        duration=float(rec.get("duration") or 0.0),
-    )
-
-
-_NOT_PASSING = (OutcomeValue.PASSED, OutcomeValue.XPASSED, OutcomeValue.SKIPPED)
-
-
-def build_outcome(acc: _TestAcc) -> Outcome:
-    """Fold the phase reports (and subtests) of one test into one Outcome."""
-    setup, call, teardown = (acc.reports.get(w) for w in ("setup", "call", "teardown"))
-    duration = sum(float(r.get("duration") or 0.0) for r in acc.reports.values())
-    if setup is not None and _phase_result(setup) != OutcomeValue.PASSED:
-        out = _rec_outcome(acc.nodeid, setup, _phase_result(setup), Phase.SETUP)
-    elif call is not None:
-        out = _rec_outcome(acc.nodeid, call, _phase_result(call), Phase.CALL)
-        if out.outcome == OutcomeValue.PASSED:
-            out.message, out.traceback, out.exc_type, out.exc_chain = "", "", None, []
-    else:
-        out = Outcome(nodeid=acc.nodeid, outcome=OutcomeValue.PASSED, phase=Phase.CALL)
-    out.subtests = [
-        _rec_outcome(f"{acc.nodeid} {_subtest_desc(sub)}", sub, _phase_result(sub), Phase.CALL)
-        for sub in acc.subtests
-        if _phase_result(sub) != OutcomeValue.PASSED
-    ]
-    failing_subs = [s for s in out.subtests if s.outcome in (OutcomeValue.FAILED, OutcomeValue.ERROR)]
-    if failing_subs and (out.outcome in _NOT_PASSING or (out.outcome == OutcomeValue.FAILED and not out.exc_type)):
-        n = len(failing_subs)
-        out.outcome, out.phase, out.exc_type, out.exc_chain = OutcomeValue.FAILED, Phase.CALL, None, []
-        out.message = f"{n} failed subtest{'s' if n != 1 else ''}: " + "; ".join(
-            f"{s.nodeid.split(' ', 1)[1] if ' ' in s.nodeid else ''} {s.exc_type or ''}".strip()
-            for s in failing_subs[:5]
-        )
-        out.traceback = "\n\n".join(s.traceback for s in failing_subs)[:30000]
-    if teardown is not None and teardown.get("outcome") == "failed":
-        td = _rec_outcome(acc.nodeid, teardown, OutcomeValue.ERROR, Phase.TEARDOWN)
-        if out.outcome in (OutcomeValue.FAILED, OutcomeValue.ERROR):
-            out.message = (out.message + "\n[teardown] " + (td.exc_type or "") + ": " + td.message)[:4000]
-            out.traceback = (out.traceback + "\n\n[teardown]\n" + td.traceback)[:40000]
-        else:
-            td.subtests = out.subtests
-            out = td
-    out.duration = duration
-    return out
-
-
-def _next_phase(acc: _TestAcc) -> Phase:
-    if "teardown" in acc.reports or "call" in acc.reports:
-        return Phase.TEARDOWN
-    if "setup" in acc.reports:
-        return Phase.CALL
-    return Phase.SETUP
-
-
-# ---------------------------------------------------------------------------
 # the events of all processes of one file
 
 
@@ -193,7 +81,7 @@ class FileRun:
 class _ProcessWatch:
     """What the current pytest process of a file has said so far."""
 
-    current: _TestAcc | None = None  # the test running now
+    current: TestEvents | None = None  # the test running now
     saw_session: bool = False
     saw_end: bool = False
     collected: bool = False
@@ -205,7 +93,7 @@ class _FileEvents:
 
     def __init__(self, res: FileRun, deselect: tuple[str, ...]):
         self.res = res
-        self.accs: dict[str, _TestAcc] = {}
+        self.accs: dict[str, TestEvents] = {}
         self.collected: list[str] = []  # node ids, in collection order
         self.excluded: set[str] = set(deselect)  # the node ids another shard runs, then finished tests
         self.ever_collected = False
@@ -214,10 +102,10 @@ class _FileEvents:
         self.runs = True  # the last session runs its tests (not --collect-only)
         self.ended: int | None = None  # the last process's exit status, when it reached its end
 
-    def _known(self, nodeid: str) -> _TestAcc:
+    def _known(self, nodeid: str) -> TestEvents:
         acc = self.accs.get(nodeid)
         if acc is None:
-            acc = self.accs[nodeid] = _TestAcc(nodeid)
+            acc = self.accs[nodeid] = TestEvents(nodeid)
             self.collected.append(nodeid)
         return acc
 
@@ -258,7 +146,7 @@ class _FileEvents:
 
     def _collect_error(self, ev: CollectErrorEvent) -> None:
         key = ev.get("nodeid") or self.res.file
-        etype, chain, emsg = _exc_fields(ev.get("exc"))
+        etype, chain, emsg = exc_fields(ev.get("exc"))
         if not etype:
             etype, emsg = _parse_error_line(ev.get("longrepr") or "")
         self.res.collection_errors[key] = Outcome(
@@ -267,7 +155,7 @@ class _FileEvents:
             phase=Phase.COLLECT,
             exc_type=etype,
             exc_chain=chain,
-            message=(emsg or _first_line(ev.get("longrepr") or ""))[:4000],
+            message=(emsg or first_line(ev.get("longrepr") or ""))[:4000],
             traceback=ev.get("longrepr") or "",
         )
 
@@ -289,7 +177,7 @@ class _FileEvents:
 
     def _report(self, ev: ReportEvent) -> None:
         nid = ev["nodeid"]
-        acc = self.accs.get(nid) or self.accs.setdefault(nid, _TestAcc(nid))  # not a collected test
+        acc = self.accs.get(nid) or self.accs.setdefault(nid, TestEvents(nid))  # not a collected test
         if ev.get("subtest") is not None:
             acc.subtests.append(ev)
         else:
@@ -308,10 +196,10 @@ class _FileEvents:
 
     # -- after a process died ------------------------------------------------
 
-    def stopped(self, acc: _TestAcc, outcome: OutcomeValue, message: str, tail: str, signal: str | None) -> None:
+    def stopped(self, acc: TestEvents, outcome: OutcomeValue, message: str, tail: str, signal: str | None) -> None:
         """The test that was running when its process was killed or died."""
         o = build_outcome(acc)
-        o.outcome, o.phase, o.signal = outcome, _next_phase(acc), signal
+        o.outcome, o.phase, o.signal = outcome, next_phase(acc), signal
         o.exc_type, o.exc_chain = None, []
         o.message = message
         o.traceback = tail
