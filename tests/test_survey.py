@@ -448,6 +448,7 @@ def test_round_trip_of_the_json(surveyed):
         (("test/nowhere",), "no such file or folder: test/nowhere"),
         (("--from-allowlist", "missing.json"), "cannot read allowlist missing.json"),
         (("--linter", "nowhere.py"), "--linter nowhere.py: no such file"),
+        (("--rules", "gen9"), "Invalid value for '--rules': 'gen9' is not one of 'auto', 'gen1', 'gen2'"),
     ],
 )
 def test_bad_input_is_exit_2_with_a_message(tree, args, message):
