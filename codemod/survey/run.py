@@ -6,11 +6,12 @@
 2. Each file is read once as bytes: its digest (with everything else its result depends on:
    the tool's own code, the options, the generation, the linter that judges it) is its cache key.
 3. The files the cache does not know go through the engine as `apply` runs them (the same
-   transforms under that generation, the linter gate on the would-be outputs; CLASSIFY mode: nothing is written and
-   the outputs are not re-verified, which changes no status): labels alone, then, for the files
-   labels alone do not finish and restructuring can touch (the transform's own triage), with
-   `--restructure auto` in front. When `--torch-load` was not asked, the torch.load census
-   (an `ast` count that edits nothing) runs beside the labels for the facts.
+   transforms under that generation, the linter gate on the would-be outputs; CLASSIFY mode:
+   nothing is written and the outputs are not re-verified, which changes no status): labels
+   alone, then, for the files labels alone do not finish and restructuring can touch (the
+   transform's own triage, under that generation too), with `--restructure auto` in front.
+   When `--torch-load` was not asked, the torch.load census (an `ast` count that edits
+   nothing) runs beside the labels for the facts.
 4. Per file, a FileSurvey (`analysis`), stored in the cache; then the batches and the history.
 
 Nothing here prints; the CLI passes a progress wrapper and reads the run's statistics.
@@ -158,7 +159,7 @@ def _linter_digests(gate: str, paths: list[str]) -> tuple[dict[str, str], list[s
     return {p: digests.get(p, "") for p in paths}, sorted(groups)
 
 
-def choose_rules(req: SurveyRequest, paths: list[str]) -> RulesChoice:
+def _choose_rules(req: SurveyRequest, paths: list[str]) -> RulesChoice:
     """The generation of the rules for the whole selection, chosen as `apply` chooses it for the
     same files (the gate's linters; with the gate off, the checkouts' own, found as `auto` finds
     them): the engine then applies it to every file it analyses, whichever the cache left."""
@@ -296,7 +297,7 @@ def run(req: SurveyRequest) -> SurveyRun:
         raise SurveyError(str(e)) from None
     allowlist = selection.allowlist
     root = allowlist.root if allowlist is not None else repo_root(os.getcwd())
-    choice = choose_rules(req, selection.found.files)
+    choice = _choose_rules(req, selection.found.files)
     entries, linters = _entries(selection.found.files, root, req, tool_digest(), choice.name)
     survey = Survey(
         root=root,
