@@ -190,7 +190,8 @@ def _request(opts: SurveyOptions, cfg) -> tuple[survey_run.SurveyRequest, list[s
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary: only the outputs asked for.")
 def survey(**params: Any) -> None:
     """The campaign at a glance: every allowlisted file (default: the checkout's allowlist, else
-    the PATHS) through the same analysis as `apply`: ready (labels alone make the linter pass),
+    the PATHS) through the same analysis as `apply`, under the same generation of the linter's
+    rules (--rules): ready (labels alone make the linter pass),
     restructure (after --restructure auto), manual (what and why), error; owners, folders,
     torch.load calls, and suggested PR batches. Reads only; writes the reports asked for.
     Exit: 0 done; 2 usage error or bad input."""
