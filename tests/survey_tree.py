@@ -3,9 +3,11 @@ project: no upstream file or code).
 
 Folders like upstream's (test/, test/distributed/..., test/inductor, test/dynamo, test/jit, the
 vendored test/cpython), `# Owner(s):` headers, test files of every shape the survey tells apart
-(`KINDS`, with the status each must get), a stand-in linter at tools/linter/adapters that
-rejects the files carrying a marker comment, and an allowlist that shrinks over several commits
-(files labelled and graduated), with one entry added and one file deleted on the way.
+(`KINDS`, with the status each must get under either generation of the rules), a stand-in
+linter at tools/linter/adapters that rejects the files carrying a marker comment or an
+unlabelled test class (the tool knows no such linter: `--rules auto` takes the nearest, gen2),
+and an allowlist that shrinks over several commits (files labelled and graduated), with one
+entry added and one file deleted on the way.
 
     make_tree(root, counts)   -> Tree (the files by kind, the history's expected sizes)
     python tests/survey_tree.py OUT [--files 1200]   (the benchmark's tree)
