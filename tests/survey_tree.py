@@ -3,9 +3,11 @@ project: no upstream file or code).
 
 Folders like upstream's (test/, test/distributed/..., test/inductor, test/dynamo, test/jit, the
 vendored test/cpython), `# Owner(s):` headers, test files of every shape the survey tells apart
-(`KINDS`, with the status each must get), a stand-in linter at tools/linter/adapters that
-rejects the files carrying a marker comment, and an allowlist that shrinks over several commits
-(files labelled and graduated), with one entry added and one file deleted on the way.
+(`KINDS`, with the status each must get under either generation of the rules), a stand-in
+linter at tools/linter/adapters that rejects the files carrying a marker comment or an
+unlabelled test class (the tool knows no such linter: `--rules auto` takes the nearest, gen2),
+and an allowlist that shrinks over several commits (files labelled and graduated), with one
+entry added and one file deleted on the way.
 
     make_tree(root, counts)   -> Tree (the files by kind, the history's expected sizes)
     python tests/survey_tree.py OUT [--files 1200]   (the benchmark's tree)
@@ -31,6 +33,7 @@ KINDS = {
     "cpu_only": "ready",  # instantiated only_for="cpu": CPU
     "labelled": "ready",  # labelled already: only the allowlist entry goes
     "torch_load": "ready",  # GENERIC, with bare torch.load calls (needs discovery)
+    "gpu_guarded": "ready",  # not instantiated, CUDA-guarded: gen1 GENERIC (with a warning), gen2 CUDA
     "split": "restructure",  # a device-free test in an instantiated class: split-class
     "whitelist": "restructure",  # only_for=("cpu", "cuda"): drop-only-for
     "self_super": "manual",  # a mixed class naming itself in super(): the split is refused
@@ -82,9 +85,10 @@ LABELLED_HEAD = (
 MAIN = '\n\nif __name__ == "__main__":\n    run_tests()\n'
 
 
-def _tests(rng: random.Random, n: int, device: bool) -> str:
+def _tests(rng: random.Random, n: int, device: bool, placed: str = "") -> str:
+    """`n` tests; taking `device` and placing their data there, or placing it as `placed` says."""
     params = "self, device" if device else "self"
-    where = ", device=device" if device else ""
+    where = ", device=device" if device else placed
     out = []
     for i in range(n):
         size = rng.randint(2, 9)
@@ -116,6 +120,9 @@ def _class(rng: random.Random, name: str, kind: str, n: int) -> str:
             "meta": ', only_for=("cpu", "meta")',
         }[kind]
         return f"class {name}(TestCase):\n{_tests(rng, n, True)}\n\ninstantiate_device_type_tests({name}, globals(){option})\n"
+    if kind == "gpu_guarded":
+        body = _tests(rng, n, device=False, placed=', device="cuda"')
+        return f'@unittest.skipIf(not torch.cuda.is_available(), "needs CUDA")\nclass {name}(TestCase):\n{body}\n'
     if kind in ("split", "self_super"):
         setup = (
             f"    def setUp(self):\n        super({name}, self).setUp()\n\n" if kind == "self_super" else ""
@@ -136,6 +143,8 @@ def file_text(kind: str, stem: str, owner: str | None, rng: random.Random, class
         head = DEVICE_HEAD
     if kind == "torch_load":
         head = "import io\n\n" + head
+    if kind == "gpu_guarded":
+        head = "import unittest\n\n" + head
     if kind in ("split", "self_super", "meta", "whitelist"):
         classes = 1  # the one class that needs the restructuring (or stays manual)
     parts = [header + head]

@@ -3,6 +3,7 @@ and the dashboard in headless Chromium (sorting, filtering, the charts on a scre
 
 from __future__ import annotations
 
+import dataclasses
 import html.parser
 import os
 import shutil
@@ -11,6 +12,7 @@ import zlib
 
 import pytest
 
+from codemod.engine.result import RulesChoice
 from codemod.report import survey_html, survey_markdown, survey_text
 from codemod.report.survey_charts import COLOURS
 from codemod.survey.batches import plan_batches
@@ -26,6 +28,8 @@ from codemod.survey.model import (
 )
 
 READY, RESTRUCTURE, MANUAL, ERROR = SurveyStatus
+LINTER = "tools/linter/adapters/test_linter.py"
+RULES = f"gen1 (the generation of {LINTER})"  # how apply's summary names it
 # folder -> (owner, {status: files}); the totals: 30 ready, 6 restructure, 10 manual, 2 error
 LAYOUT = {
     "test/inductor": ("module: inductor", {READY: 14, RESTRUCTURE: 2, MANUAL: 4}),
@@ -84,6 +88,7 @@ def build_survey() -> Survey:
         commit="ab" * 20,
         group_size=4,
         settings={"torch_load": "not asked (calls counted)", "restructure": "auto", "linter": "auto"},
+        generation=RulesChoice(name="gen1", setting="auto", linters=(LINTER,)),
         files=files,
         excluded=[Excluded(path="test/cpython/test_x.py", pattern="test/cpython/*")],
         stale=["test/test_gone.py"],
@@ -104,6 +109,7 @@ def test_markdown_tables_and_escaping():
     assert "### manual (10)" in md and "only_for lists meta <b>; fits: inject-device" in md
     assert "## Excluded by a pattern (1)" in md and "`test/test_gone.py`" in md
     assert "- torch 2.13.0 has no HardwareClassification" in md
+    assert f"\nRules: {RULES}.\n" in md
 
 
 def test_terminal_summary():
@@ -113,6 +119,22 @@ def test_terminal_summary():
     assert "  test/distributed/fsdp: 18 (10 ready, 4 restructure, 2 manual, 2 error)" in text
     assert "allowlist history: 60 entries on 2026-01-01, 48 on 2026-04-01 (4 commits)" in text
     assert "cache: 40 of 48 file(s) unchanged since an earlier survey" in text
+    assert f"\nrules: {RULES}\n" in text
+
+
+def test_the_generation_in_every_view_and_none_without_one():
+    survey = build_survey()
+    assert f'<p class="muted" id="sv-rules">Rules: {RULES}.</p>' in survey_html.render(survey)
+    asked = dataclasses.replace(survey, generation=RulesChoice(name="gen2", setting="gen2", linters=(LINTER,)))
+    assert "\nrules: gen2 (as asked (--rules gen2))\n" in survey_text.summary(asked)
+    assert Survey.from_json(survey.to_json()).generation == survey.generation
+    # A survey that names none (written before the generations): no line, in no view.
+    bare = dataclasses.replace(survey, generation=None)
+    assert "rules: " not in survey_text.summary(bare)
+    assert "Rules: " not in survey_markdown.render(bare) and 'id="sv-rules"' not in survey_html.render(bare)
+    data = survey.to_json()
+    del data["generation"]
+    assert Survey.from_json(data).generation is None
 
 
 class _Parsed(html.parser.HTMLParser):

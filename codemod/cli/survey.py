@@ -27,6 +27,7 @@ from codemod.cli.options import (
     globals_option,
     linter_option,
     load_config,
+    rules_option,
     selection_options,
     torch_load_option,
 )
@@ -47,12 +48,14 @@ STDOUT = "-"
 
 @dataclass(frozen=True, kw_only=True)
 class AnalysisChoice:
-    """Every option the per-file analysis depends on (all of it goes into the cache key)."""
+    """Every option the per-file analysis depends on (all of it goes into the cache key; of
+    `rules`, the generation it comes to)."""
 
     torch_load: str | None
     globals_file: str | None
     python: str | None  # the target interpreter: the torch.load probe and the gate's linter
     linter: str | None
+    rules: str | None  # auto | a generation's name; None: [tool.decouple] rules, else auto
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,7 +129,8 @@ def _request(opts: SurveyOptions, cfg) -> tuple[survey_run.SurveyRequest, list[s
     except SetupError as e:
         fail(str(e))
     torch = next((t for t in alone.transforms if isinstance(t, TorchLoad)), None)
-    fingerprint = dataclasses.asdict(a) | {
+    # The generation `rules` comes to is keyed by the survey run (`auto` may mean either).
+    fingerprint = {k: v for k, v in dataclasses.asdict(a).items() if k != "rules"} | {
         "globals_digest": _file_digest(a.globals_file),
         "torch_version": list(torch.options.torch_version or ()) if torch else None,
     }
@@ -142,6 +146,7 @@ def _request(opts: SurveyOptions, cfg) -> tuple[survey_run.SurveyRequest, list[s
         restructured=restructured.transforms,
         torch_load_mode=LoadMode(a.torch_load or LoadMode.AUTO),
         gate=gate,
+        rules=a.rules or cfg.rules or "auto",
         gate_python=python or sys.executable,
         group_size=opts.group_size,
         git_history=opts.git_history,
@@ -180,11 +185,13 @@ def _request(opts: SurveyOptions, cfg) -> tuple[survey_run.SurveyRequest, list[s
     "with --torch-load, and runs the linter gate.",
 )
 @linter_option
+@rules_option
 @click.option("--no-cache", is_flag=True, help="Analyse every file again (the cache is not read nor written).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary: only the outputs asked for.")
 def survey(**params: Any) -> None:
     """The campaign at a glance: every allowlisted file (default: the checkout's allowlist, else
-    the PATHS) through the same analysis as `apply`: ready (labels alone make the linter pass),
+    the PATHS) through the same analysis as `apply`, under the same generation of the linter's
+    rules (--rules): ready (labels alone make the linter pass),
     restructure (after --restructure auto), manual (what and why), error; owners, folders,
     torch.load calls, and suggested PR batches. Reads only; writes the reports asked for.
     Exit: 0 done; 2 usage error or bad input."""

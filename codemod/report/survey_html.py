@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 
 from codemod.report.survey_charts import COLOURS, burndown, folder_bars, legend
-from codemod.report.survey_text import MEANING, percent, what
+from codemod.report.survey_text import MEANING, percent, rules_line, what
 from codemod.survey.model import NO_OWNER, STATUSES, FileSurvey, Survey
 
 _CSS = """
@@ -290,6 +290,9 @@ def _header(survey: Survey) -> list[str]:
         )
     if notes:
         out.append(f'<p class="muted">{_e("; ".join(notes))}.</p>')
+    if survey.generation is not None:
+        rules = "Rules: " + rules_line(survey).removeprefix("rules: ")
+        out.append(f'<p class="muted" id="sv-rules">{_e(rules)}.</p>')
     return out + ["</header>"]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from codemod.report.ab_markdown import md_cell, md_code
-from codemod.report.survey_text import MEANING, percent, what
+from codemod.report.survey_text import MEANING, percent, rules_line, what
 from codemod.survey.model import STATUSES, FileSurvey, Survey, SurveyStatus
 
 
@@ -106,6 +106,8 @@ def render(survey: Survey) -> str:
     lines = ["# decouple survey", "", f"Surveyed {what(survey)}: **{total}** file(s).", ""]
     settings = ", ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in survey.settings.items())
     lines += [f"Analysis: {md_cell(settings)}.", ""]
+    if survey.generation is not None:
+        lines += [md_cell("Rules: " + rules_line(survey).removeprefix("rules: ")) + ".", ""]
     rows = [[f"**{s}**", str(totals[s]), percent(totals[s], total), MEANING[s]] for s in STATUSES]
     lines += ["## Totals", ""] + _table(["status", "files", "share", "meaning"], rows)
     notes = []

@@ -1,9 +1,10 @@
 """The survey's terminal summary: the totals, the folders with the most work, the first
-suggested batches, and how the run went (cache, linter gate)."""
+suggested batches, and how the run went (the rules generation, cache, linter gate)."""
 
 from __future__ import annotations
 
-from codemod.engine.result import GateSummary
+from codemod.engine.result import GateSummary, Mode, RunResult
+from codemod.report.text import rules_summary
 from codemod.survey.model import STATUSES, Survey, SurveyStatus
 
 MEANING = {
@@ -25,6 +26,14 @@ def what(survey: Survey) -> str:
     where = f"the allowlist {survey.allowlist}" if survey.allowlist else "the files named"
     at = f" at {survey.commit[:12]}" if survey.commit else ""
     return f"{where}{at}"
+
+
+def rules_line(survey: Survey) -> str:
+    """The generation of the linter's rules the survey applied, and why, worded as `apply`'s
+    summary words it (the survey's runs are classify runs of the engine); "" when none."""
+    if survey.generation is None:
+        return ""
+    return rules_summary(RunResult(mode=Mode.CLASSIFY, generation=survey.generation)).strip()
 
 
 def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = None) -> str:
@@ -61,6 +70,8 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
             f"allowlist history: {first.entries} entries on {first.date[:10]}, {last.entries} on "
             f"{last.date[:10]} ({len(survey.history)} commits)"
         )
+    if survey.generation is not None:
+        lines.append(rules_line(survey))
     for g in gates or []:
         if g.checked:
             line = f"linter gate: {g.checked} file(s) checked, {g.agree} agree with the tool, {g.disagree} disagree"

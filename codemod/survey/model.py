@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from codemod.engine.result import RulesChoice
 from transforms.core.strenum import StrEnum
 
 SCHEMA_VERSION = 1
@@ -204,6 +205,8 @@ class Survey:
     commit: str | None  # HEAD of the root's repository when surveyed
     group_size: int
     settings: dict[str, Any]  # what the analysis ran with (torch-load mode, the gate, the linters)
+    # The generation of the linter's rules applied (as `apply` names it; linters relative to the root).
+    generation: RulesChoice | None = None
     files: list[FileSurvey] = field(default_factory=list)
     excluded: list[Excluded] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # allowlist entries whose file is gone
@@ -243,6 +246,7 @@ class Survey:
             "commit": self.commit,
             "group_size": self.group_size,
             "settings": self.settings,
+            "generation": _generation_json(self.generation),
             "totals": self.totals(),
             "by_directory": self.by_directory(),
             "by_owner": self.by_owner(),
@@ -266,6 +270,7 @@ class Survey:
                 commit=data["commit"],
                 group_size=data["group_size"],
                 settings=dict(data["settings"]),
+                generation=_generation(data.get("generation")),
                 files=[FileSurvey.from_json(f) for f in data["files"]],
                 excluded=[Excluded(path=e["path"], pattern=e["pattern"]) for e in data["excluded"]],
                 stale=list(data["stale"]),
@@ -284,6 +289,24 @@ class Survey:
             )
         except (KeyError, TypeError, ValueError) as e:
             raise SurveyFormatError(f"not a decouple survey: {type(e).__name__}: {e}") from None
+
+
+def _generation_json(choice: RulesChoice | None) -> dict[str, Any] | None:
+    """As `apply`'s JSON names it (in JSON's own types: lists, not tuples)."""
+    if choice is None:
+        return None
+    return choice.to_json() | {"linters": list(choice.linters), "differences": list(choice.differences)}
+
+
+def _generation(data: dict[str, Any] | None) -> RulesChoice | None:
+    if data is None:
+        return None
+    return RulesChoice(
+        name=data["name"],
+        setting=data["setting"],
+        linters=tuple(data["linters"]),
+        differences=tuple(data["differences"]),
+    )
 
 
 def _check_kind(data: Any) -> None:

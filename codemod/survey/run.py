@@ -1,14 +1,17 @@
 """The survey pipeline: from the files asked for to a Survey.
 
-1. The selection, as `apply` makes it (files, folders, the allowlist, the excludes).
+1. The selection, as `apply` makes it (files, folders, the allowlist, the excludes), and the
+   generation of the linter's rules `apply` would apply to it (`--rules`, chosen over the whole
+   selection: the cache may answer for part of it).
 2. Each file is read once as bytes: its digest (with everything else its result depends on:
-   the tool's own code, the options, the linter that judges it) is its cache key.
+   the tool's own code, the options, the generation, the linter that judges it) is its cache key.
 3. The files the cache does not know go through the engine as `apply` runs them (the same
-   transforms, the linter gate on the would-be outputs; CLASSIFY mode: nothing is written and
-   the outputs are not re-verified, which changes no status): labels alone, then, for the files
-   labels alone do not finish and restructuring can touch (the transform's own triage), with
-   `--restructure auto` in front. When `--torch-load` was not asked, the torch.load census
-   (an `ast` count that edits nothing) runs beside the labels for the facts.
+   transforms under that generation, the linter gate on the would-be outputs; CLASSIFY mode:
+   nothing is written and the outputs are not re-verified, which changes no status): labels
+   alone, then, for the files labels alone do not finish and restructuring can touch (the
+   transform's own triage, under that generation too), with `--restructure auto` in front.
+   When `--torch-load` was not asked, the torch.load census (an `ast` count that edits
+   nothing) runs beside the labels for the facts.
 4. Per file, a FileSurvey (`analysis`), stored in the cache; then the batches and the history.
 
 Nothing here prints; the CLI passes a progress wrapper and reads the run's statistics.
@@ -26,10 +29,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from codemod.engine import linter_gate, pipeline
+from codemod.engine import linter_gate, pipeline, rules_choice
 from codemod.engine.discovery import DiscoveryError, excluded_by, relative_to_root, repo_root
 from codemod.engine.pipeline import CodemodRun
-from codemod.engine.result import FAILED, FileResult, GateSummary, Mode
+from codemod.engine.result import FAILED, FileResult, GateSummary, Mode, RulesChoice
 from codemod.survey import analysis
 from codemod.survey.batches import plan_batches
 from codemod.survey.cache import ResultCache
@@ -64,10 +67,12 @@ class SurveyRequest:
     restructured: Sequence[Transform]  # ... with `--restructure auto` in front
     torch_load_mode: LoadMode  # --torch-load, else what the census's calls would need (auto)
     gate: str = "off"  # auto | off | PATH
+    rules: str = rules_choice.AUTO  # the generation of the linter's rules: auto | a generation's name
     gate_python: str
     group_size: int = 5
     git_history: bool = False
-    # Every option the per-file results depend on, as JSON: part of each cache key.
+    # Every other option the per-file results depend on, as JSON: part of each cache key (with
+    # the generation of the rules applied, which `rules` only asks for).
     fingerprint: dict[str, Any] = field(default_factory=dict)
     cache: ResultCache | None = None
     progress: Progress | None = None
@@ -154,9 +159,24 @@ def _linter_digests(gate: str, paths: list[str]) -> tuple[dict[str, str], list[s
     return {p: digests.get(p, "") for p in paths}, sorted(groups)
 
 
-def _entries(paths: list[str], root: str, req: SurveyRequest, tool: str) -> tuple[list[_Entry], list[str]]:
+def _choose_rules(req: SurveyRequest, paths: list[str]) -> RulesChoice:
+    """The generation of the rules for the whole selection, chosen as `apply` chooses it for the
+    same files (the gate's linters; with the gate off, the checkouts' own, found as `auto` finds
+    them): the engine then applies it to every file it analyses, whichever the cache left."""
+    try:
+        linters, _ = linter_gate.resolve("auto" if req.gate == "off" else req.gate, paths)
+        return rules_choice.choose(req.rules, list(linters))
+    except linter_gate.GateError as e:
+        raise SurveyError(f"linter gate: {e}") from None
+    except rules_choice.RulesError as e:
+        raise SurveyError(str(e)) from None
+
+
+def _entries(paths: list[str], root: str, req: SurveyRequest, tool: str, rules: str) -> tuple[list[_Entry], list[str]]:
+    """`rules`: the generation applied (part of every key: a result of one generation is never
+    served for another)."""
     linters, used = _linter_digests(req.gate, paths)
-    base = json.dumps([tool, req.fingerprint, os.path.realpath(root), req.gate_python], sort_keys=True)
+    base = json.dumps([tool, req.fingerprint, rules, os.path.realpath(root), req.gate_python], sort_keys=True)
     entries = []
     for path in paths:
         data = _read(path)
@@ -173,7 +193,7 @@ def _entries(paths: list[str], root: str, req: SurveyRequest, tool: str) -> tupl
     return entries, used
 
 
-def _engine(req: SurveyRequest, paths: list[str], transforms_: Sequence[Transform], label: str):
+def _engine(req: SurveyRequest, paths: list[str], transforms_: Sequence[Transform], rules: str, label: str):
     progress = req.progress(label) if req.progress else None
     request = CodemodRun(
         mode=Mode.CLASSIFY,
@@ -182,6 +202,7 @@ def _engine(req: SurveyRequest, paths: list[str], transforms_: Sequence[Transfor
         excludes=(),  # the selection excluded what it had to
         jobs=req.jobs,
         gate=req.gate,
+        rules=rules,  # the selection's generation, whatever part of it the cache answered
         gate_python=req.gate_python,
         progress=progress,
     )
@@ -192,12 +213,15 @@ def _engine(req: SurveyRequest, paths: list[str], transforms_: Sequence[Transfor
     return {os.path.normpath(r.path): r for r in run.files}, run.linter_gate
 
 
-def _analyse(req: SurveyRequest, todo: list[_Entry], out: SurveyRun) -> list[FileSurvey]:
+def _analyse(req: SurveyRequest, todo: list[_Entry], rules: str, out: SurveyRun) -> list[FileSurvey]:
+    """`rules`: the generation of the rules every transform (and the triage) applies."""
     paths = [os.path.normpath(e.path) for e in todo]
-    labels, gate = _engine(req, paths, req.labels, "survey: labels")
+    labels, gate = _engine(req, paths, req.labels, rules, "survey: labels")
     if gate is not None:
         out.gate.append(gate)
-    restructure = next(t for t in req.restructured if isinstance(t, Restructure))
+    # The triage below is the transform's under that generation, as the engine will run it.
+    restructured_transforms = rules_choice.with_rules(req.restructured, rules)
+    restructure = next(t for t in restructured_transforms if isinstance(t, Restructure))
     second = [
         p
         for p, e in zip(paths, todo, strict=True)
@@ -205,7 +229,7 @@ def _analyse(req: SurveyRequest, todo: list[_Entry], out: SurveyRun) -> list[Fil
     ]
     restructured: dict[str, FileResult] = {}
     if second:
-        restructured, gate = _engine(req, second, req.restructured, "survey: --restructure auto")
+        restructured, gate = _engine(req, second, restructured_transforms, rules, "survey: --restructure auto")
         if gate is not None:
             out.gate.append(gate)
     surveys = []
@@ -241,9 +265,11 @@ def _from_cache(cache: ResultCache | None, entry: _Entry) -> FileSurvey | None:
         return None  # a foreign or damaged entry: recompute
 
 
-def _surveys(req: SurveyRequest, entries: list[_Entry], listed: set[str] | None, out: SurveyRun) -> list[FileSurvey]:
-    """Every entry's survey: from the cache when it knows the key, else from the engine (and
-    then stored). `listed`: the allowlist's entries (None: no allowlist)."""
+def _surveys(
+    req: SurveyRequest, entries: list[_Entry], listed: set[str] | None, rules: str, out: SurveyRun
+) -> list[FileSurvey]:
+    """Every entry's survey: from the cache when it knows the key, else from the engine under
+    the generation `rules` (and then stored). `listed`: the allowlist's entries (None: no allowlist)."""
     known: dict[str, FileSurvey] = {}
     for entry in entries:
         hit = _from_cache(req.cache, entry)
@@ -251,7 +277,7 @@ def _surveys(req: SurveyRequest, entries: list[_Entry], listed: set[str] | None,
             known[entry.path] = hit
     todo = [entry for entry in entries if entry.path not in known]
     if todo:
-        for entry, fresh in zip(todo, _analyse(req, todo, out), strict=True):
+        for entry, fresh in zip(todo, _analyse(req, todo, rules, out), strict=True):
             known[entry.path] = fresh
             if req.cache is not None and entry.key and _still_the_same(entry):
                 req.cache.put(entry.key, fresh.to_json())
@@ -271,16 +297,19 @@ def run(req: SurveyRequest) -> SurveyRun:
         raise SurveyError(str(e)) from None
     allowlist = selection.allowlist
     root = allowlist.root if allowlist is not None else repo_root(os.getcwd())
-    entries, linters = _entries(selection.found.files, root, req, tool_digest())
+    choice = _choose_rules(req, selection.found.files)
+    entries, linters = _entries(selection.found.files, root, req, tool_digest(), choice.name)
     survey = Survey(
         root=root,
         allowlist=_relative(allowlist.path, root) if allowlist is not None else None,
         commit=_head(root),
         group_size=req.group_size,
         settings=req.settings | {"linters": [_relative(p, root) for p in linters]},
+        generation=replace(choice, linters=tuple(_relative(p, root) for p in choice.linters)),
     )
     out = SurveyRun(survey=survey)
-    survey.files = _surveys(req, entries, set(allowlist.entries) if allowlist is not None else None, out)
+    listed = set(allowlist.entries) if allowlist is not None else None
+    survey.files = _surveys(req, entries, listed, choice.name, out)
     patterns = list(req.excludes)
     survey.excluded = [
         Excluded(path=_relative(p, root), pattern=excluded_by(relative_to_root(p), patterns) or "")
