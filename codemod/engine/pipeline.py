@@ -148,11 +148,10 @@ def _stdin_run(req: CodemodRun) -> RunResult:
             raise SourceError(f"too large: more than {MAX_SOURCE_BYTES:,} bytes on standard input; not processed")
         src = decode_source(data)
     except SourceError as e:
-        return RunResult(mode=req.mode, files=[FileResult(path=name, status=FAILED, reason=str(e))])
+        return RunResult(mode=req.mode, files=[FileResult(path=name, status=FAILED, reason=str(e))], strict=req.strict)
     linters, ungated = _resolve_gate(req.gate, [name])
-    result = RunResult(
-        mode=req.mode, files=[process_file(name, req.transforms, req.mode, src=src, staged=bool(linters))]
-    )
+    processed = process_file(name, req.transforms, req.mode, src=src, staged=bool(linters))
+    result = RunResult(mode=req.mode, files=[processed], strict=req.strict)
     if req.gate != "off":
         # A file of that name on disk is not what was read: the gate encodes as standard input was.
         _gate(result, req.gate, linters, ungated, req.gate_python, encodings={name: src.encoding})
