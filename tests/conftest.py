@@ -24,6 +24,17 @@ def decouple_cache(tmp_path_factory):
         os.environ["DECOUPLE_CACHE_DIR"] = old
 
 
+@pytest.fixture(autouse=True)
+def result_cache(decouple_cache, tmp_path_factory, monkeypatch):
+    """Each test its own cache of per-file results (a test may patch a transform: its results
+    must not reach another test), sharing the session's A/B bytecode."""
+    path = tmp_path_factory.mktemp("decouple-results")
+    (decouple_cache / "pycache").mkdir(exist_ok=True)
+    os.symlink(decouple_cache / "pycache", path / "pycache")
+    monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(path))
+    return path
+
+
 @pytest.fixture
 def regen() -> bool:
     """DECOUPLE_REGEN_FIXTURES=1 rewrites expected outputs instead of comparing."""

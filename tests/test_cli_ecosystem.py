@@ -19,6 +19,12 @@ GENERIC_SRC = (
     "from torch.testing._internal.common_utils import run_tests, TestCase\n\n\n"
     "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
 )
+MIXED_SRC = (
+    "from torch.testing._internal.common_device_type import instantiate_device_type_tests\n"
+    "from torch.testing._internal.common_utils import TestCase\n\n\n"
+    "class TestM(TestCase):\n    def test_d(self, device):\n        pass\n\n    def test_p(self):\n        pass\n\n\n"
+    "instantiate_device_type_tests(TestM, globals())\n"
+)
 
 
 def cli(*args, cwd=None, stdin=None, env=None):
@@ -48,6 +54,15 @@ def test_apply_diff_from_stdin_matches_the_file_diff_and_writes_nothing(tmp_path
     code, _, _ = cli("apply", "--check", "-", stdin=GENERIC_SRC.encode())
     assert code == 1
     assert f.read_bytes() == GENERIC_SRC.replace("\n", "\r\n").encode()
+
+
+def test_check_strict_from_stdin_fails_on_manual_work_as_for_the_file(tmp_path):
+    f = tmp_path / "test_m.py"
+    f.write_text(MIXED_SRC)  # nothing to edit, one class for a human
+    for strict, code in (([], 0), (["--strict"], 1)):
+        assert cli("apply", "--check", *strict, "test_m.py", cwd=tmp_path)[0] == code
+        assert cli("apply", "--check", *strict, "-", stdin=MIXED_SRC.encode(), cwd=tmp_path)[0] == code
+        assert cli("apply", "--diff", *strict, "-", stdin=MIXED_SRC.encode(), cwd=tmp_path)[0] == code
 
 
 def test_lint_from_stdin_names_the_stdin_filename(tmp_path):

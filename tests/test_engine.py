@@ -258,3 +258,26 @@ def test_bad_config_is_a_clear_error(tmp_path):
         code, out, err = cli(command, str(f), cwd=tmp_path)
         assert code == 2 and "jobs must be a positive integer" in err and "Traceback" not in err
     assert f.read_text() == GENERIC_SRC
+
+
+def test_repo_roots_are_git_s_answers_asked_once_per_repository(tmp_path, monkeypatch):
+    from codemod.engine import discovery
+
+    outer, nested = tmp_path / "outer", tmp_path / "outer" / "sub" / "nested"
+    for repo in (outer, nested):
+        (repo / "test" / "deep").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (tmp_path / "plain" / "test").mkdir(parents=True)
+    folders = [outer / "test" / "deep", outer / "test", outer / "sub", nested / "test" / "deep", nested,
+               tmp_path / "plain" / "test"]
+    asked = [str(f) for f in folders]
+    expected = {f: subprocess.run(["git", "-C", f, "rev-parse", "--show-toplevel"], capture_output=True,
+                                  text=True).stdout.strip() or None for f in asked}
+    calls = []
+    real = discovery._git_root
+    monkeypatch.setattr(discovery, "_git_root", lambda folder: calls.append(folder) or real(folder))
+    discovery._work_tree_of.cache_clear()
+    assert {f: discovery._work_tree_of(f) for f in asked} == expected
+    assert expected[str(outer / "sub")] == str(outer) and expected[str(nested / "test" / "deep")] == str(nested)
+    assert sorted(calls) == sorted([str(outer), str(nested), "/"])  # one per repository, and one for none
+    discovery._work_tree_of.cache_clear()

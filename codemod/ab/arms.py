@@ -31,6 +31,7 @@ from codemod.ab import trees
 from codemod.ab.model import PYTEST_ARGS, REPRO_VARS, BaseArm, safe_arg
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, UsageError
+from codemod.util.cache_dir import user_cache_dir
 from transforms.core.strenum import StrEnum
 
 # ---------------------------------------------------------------------------
@@ -62,10 +63,7 @@ def pycache_root() -> Path | None:
     apart while installed code compiles once; the entries for a run's temporary roots
     are deleted when the run ends (`forget_run_pycache`). None when no writable cache.
     """
-    base = os.environ.get("DECOUPLE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "decouple"
-    )
-    root = Path(base) / "pycache"
+    root = user_cache_dir() / "pycache"
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError:

@@ -19,7 +19,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codemod.ab.model import ABResult
-from codemod.cli.options import ArmChoice, build, confirm_option, diag_option, env_option, stack, timeout_option
+from codemod.cli.options import (
+    ArmChoice,
+    build,
+    confirm_option,
+    diag_option,
+    env_option,
+    load_config,
+    stack,
+    timeout_option,
+)
+from codemod.util.config import Config
 
 if TYPE_CHECKING:
     from codemod.ab.options import RunOptions
@@ -270,8 +280,9 @@ class AbRunOptions:
     keep_temp: bool
     reports: ReportChoice
 
-    def run_options(self) -> RunOptions:
-        """The A/B runner's RunOptions; a malformed value is a usage error."""
+    def run_options(self, cfg: Config) -> RunOptions:
+        """The A/B runner's RunOptions, with [tool.decouple]'s python and jobs as the defaults of
+        --python and -j; a malformed value is a usage error."""
         from codemod.ab import compare as _compare
         from codemod.ab import options as _options
         from codemod.ab import shard as _shard
@@ -290,10 +301,10 @@ class AbRunOptions:
                 shard=self.shard,
                 durations=_shard.load_durations(self.durations) if self.durations else None,
                 progress=None if self.reports.quiet else (lambda m: click.echo(m, err=True)),
-                python=self.python or sys.executable,
+                python=self.python or cfg.python or sys.executable,
                 hw_classification=[x for item in self.hw for x in item.replace(",", " ").split()],
                 file_timeout=self.file_timeout,
-                jobs=self.jobs or (os.cpu_count() or 1),
+                jobs=self.jobs or cfg.jobs or (os.cpu_count() or 1),
                 mapping=mapping,
                 keep_temp=self.keep_temp,
                 fsync=_options.FsyncPolicy(self.fsync),
@@ -321,7 +332,7 @@ class AbRunOptions:
     "python",
     metavar="PATH",
     default=None,
-    help="Target interpreter (default: the one running decouple). Must import pytest.",
+    help="Target interpreter (default: [tool.decouple] python, else the one running decouple). Must import pytest.",
 )
 @env_option
 @diag_option
@@ -346,7 +357,7 @@ class AbRunOptions:
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Parallel test processes, all arms together (default: number of cores).",
+    help="Parallel test processes, all arms together (default: [tool.decouple] jobs, else number of cores).",
 )
 @confirm_option
 @click.option(
@@ -457,7 +468,7 @@ def run_cmd(**params: Any) -> None:
     check_report_paths(reports, durations_out=args.durations_out)
     if args.base and (args.a_root or args.b_root):
         raise click.UsageError("--base and --a-root/--b-root exclude each other")
-    opts = args.run_options()
+    opts = args.run_options(load_config())
     try:
         result = _run.run_ab(opts)
         if args.diagnose:

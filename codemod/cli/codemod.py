@@ -125,6 +125,7 @@ def _run(
         strict=strict,
         stdin_name=given.stdin_filename,
         progress=None if given.quiet or not sys.stderr.isatty() else _progress,
+        cache=not given.no_cache,
     )
     try:
         return pipeline.run(request)

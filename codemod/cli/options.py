@@ -211,7 +211,7 @@ gate_options = stack(
     ),
 )
 
-# `-` as the path, and --quiet: for the commands that read test files.
+# `-` as the path, --quiet and --no-cache: for the commands that read test files.
 stdin_quiet_options = stack(
     click.option(
         "--stdin-filename",
@@ -224,6 +224,12 @@ stdin_quiet_options = stack(
         "--quiet",
         is_flag=True,
         help="No progress bar, no summary: only the output asked for and per-file problems.",
+    ),
+    click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Neither reuse nor keep per-file results (kept in $DECOUPLE_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/decouple, else ~/.cache/decouple; keyed by each file's bytes, the tool and the options).",
     ),
 )
 
@@ -318,6 +324,7 @@ class GateChoice:
 class InputChoice:
     stdin_filename: str | None
     quiet: bool
+    no_cache: bool  # --no-cache: every file processed afresh, nothing kept
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from transforms import restructure
 from transforms.core.base import Transform
 from transforms.core.members import MEMBERS as VALUES
 from transforms.label import HwLabel
-from transforms.torch_load import TorchLoad, check_mode_supported
+from transforms.torch_load import check_mode_supported
 
 
 class SetupError(Exception):
@@ -94,6 +94,8 @@ def build_transforms(labels: LabelChoice, edits: EditChoice, *, label: bool, pyt
         )
         if refusal:
             raise SetupError(refusal)
+        from transforms.torch_load import TorchLoad  # late: it imports LibCST
+
         setup.transforms.append(
             TorchLoad(torch_load, read_globals(edits.globals_file), info.torch_version, edits.explain)
         )

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from codemod.engine import linter_gate, rules_choice
+from codemod.engine.cache import Cache
 from codemod.engine.discovery import (
     DEFAULT_EXCLUDES,
     Allowlist,
@@ -24,9 +25,10 @@ from codemod.engine.discovery import (
     graduate,
     read_allowlist,
 )
-from codemod.engine.process import process_file, run_files, write_staged
+from codemod.engine.file_results import ResultKeys
+from codemod.engine.process import process_raw, run_files, write_staged
 from codemod.engine.result import FAILED, FileResult, Mode, RulesChoice, RunResult
-from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
+from codemod.util.files import MAX_SOURCE_BYTES, RawSource, SourceError
 from transforms.core.base import Transform
 from transforms.rules.generations import generation
 
@@ -60,6 +62,7 @@ class CodemodRun:
     strict: bool = False  # manual work fails --check/--diff too
     stdin_name: str | None = None  # the name standard input goes by in messages
     progress: Progress | None = None  # wraps the results of a run of many files
+    cache: bool = False  # reuse and keep per-file results in the user's cache folder (cache.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,13 +86,14 @@ def run(req: CodemodRun) -> RunResult:
     except DiscoveryError as e:
         raise RunError(str(e)) from None
     files = selection.found.files
+    cache = Cache.open() if req.cache else None
     linters, ungated = _resolve_gate(req.gate, files)
     choice = _choose_rules(req.rules, req.gate, files, linters)
     transforms = rules_choice.with_rules(req.transforms, choice.name)
     if req.mode == Mode.WRITE and _set_names(transforms):
         # Check the --set names on a look-only pass (up to the labels), before any file is written.
         upto = next(i for i, t in enumerate(transforms) if hasattr(t, "per_class")) + 1
-        _check_set_names(transforms, run_files(files, transforms[:upto], Mode.CLASSIFY, req.jobs))
+        _check_set_names(transforms, run_files(files, transforms[:upto], Mode.CLASSIFY, req.jobs, cache=cache))
     root = selection.allowlist.root if selection.allowlist is not None else None
     results = run_files(
         files,
@@ -99,6 +103,7 @@ def run(req: CodemodRun) -> RunResult:
         req.progress if len(files) > PROGRESS_MIN_FILES else None,
         display=lambda p: diff_name(p, root),
         staged=bool(linters),
+        cache=cache,
     )
     _check_set_names(transforms, results)
     results += [FileResult(path=p, status=FAILED, reason="no such file or folder") for p in selection.missing]
@@ -153,20 +158,21 @@ def _stdin_run(req: CodemodRun) -> RunResult:
     The gate judges its would-be output as it judges a file's, at that name's place in the mirror."""
     name = req.stdin_name or "<stdin>"
     data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)  # bounded, as for files
+    raw = RawSource(data=data, mtime_ns=0, size=len(data))
     try:
         if len(data) > MAX_SOURCE_BYTES:
             raise SourceError(f"too large: more than {MAX_SOURCE_BYTES:,} bytes on standard input; not processed")
-        src = decode_source(data)
+        src = raw.decode()
     except SourceError as e:
-        return RunResult(mode=req.mode, files=[FileResult(path=name, status=FAILED, reason=str(e))])
+        return RunResult(mode=req.mode, files=[FileResult(path=name, status=FAILED, reason=str(e))], strict=req.strict)
     linters, ungated = _resolve_gate(req.gate, [name])
     choice = _choose_rules(req.rules, req.gate, [name], linters)
     transforms = rules_choice.with_rules(req.transforms, choice.name)
-    result = RunResult(
-        mode=req.mode,
-        files=[process_file(name, transforms, req.mode, src=src, staged=bool(linters))],
-        generation=_named(choice, transforms),
-    )
+    staged = bool(linters)
+    cache = Cache.open() if req.cache else None
+    keys = ResultKeys.of(transforms, req.mode, staged) if cache is not None else None
+    processed = process_raw(name, raw, transforms, req.mode, name, staged, cache, keys)
+    result = RunResult(mode=req.mode, files=[processed], strict=req.strict, generation=_named(choice, transforms))
     if req.gate != "off":
         # A file of that name on disk is not what was read: the gate encodes as standard input was.
         _gate(result, req.gate, linters, ungated, req.gate_python, choice, encodings={name: src.encoding})

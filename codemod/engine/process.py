@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import ast
 import difflib
+import itertools
 import multiprocessing
 import os
 import pickle
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-import libcst
-
+from codemod.engine import file_results
+from codemod.engine.cache import Cache
+from codemod.engine.file_results import ResultKeys
 from codemod.engine.result import (
     ALREADY,
     CHANGED,
@@ -32,7 +34,7 @@ from codemod.engine.result import (
     FileStatus,
     Mode,
 )
-from codemod.util.files import Source, SourceError, read_source, write_atomic
+from codemod.util.files import RawSource, Source, SourceError, read_bytes, read_source, write_atomic
 from transforms.core.base import Finding, Severity, Transform
 from transforms.core.source_lines import split_lines
 
@@ -83,6 +85,8 @@ def verify(
     """The output parses (ast and LibCST), differs from the input only by what the
     transforms may add, and a second run changes nothing. Raises VerificationError;
     returns notes worth reporting. Both trees are consumed (strip() works in place)."""
+    import libcst  # late: only a file with an edit pays for LibCST's import (0.15 s)
+
     notes = []
     try:
         libcst.parse_module(new_text)
@@ -271,14 +275,60 @@ def _with_path(f: Finding, path: str) -> Finding:
     return replace(f, path=path)
 
 
+def process_raw(
+    path: str,
+    raw: RawSource,
+    transforms: Sequence[Transform],
+    mode: Mode,
+    display: str,
+    staged: bool = False,
+    cache: Cache | None = None,
+    keys: ResultKeys | None = None,
+) -> FileResult:
+    """process_file on bytes already read (a file's, standard input's), through `cache` when
+    one is given (`keys`: of these transforms, mode and `staged`)."""
+    if cache is not None and keys is not None:
+        hit = file_results.lookup(cache, keys, path, display, raw)
+        if hit is not None:
+            return hit
+    try:
+        src = raw.decode()
+    except SourceError as e:
+        return FileResult(path=path, status=FAILED, reason=str(e))
+    result = process_file(path, transforms, mode, display, src=src, staged=staged)
+    if cache is not None and keys is not None:
+        file_results.store_result(cache, keys, raw, result, display, src.text)
+    return result
+
+
+def _process_path(
+    path: str,
+    display: str,
+    transforms: Sequence[Transform],
+    mode: Mode,
+    staged: bool,
+    cache: Cache | None,
+    keys: ResultKeys | None,
+) -> FileResult:
+    if cache is None:
+        return process_file(path, transforms, mode, display, staged=staged)
+    try:
+        raw = read_bytes(path)
+    except SourceError:
+        return process_file(path, transforms, mode, display, staged=staged)  # which reports it
+    return process_raw(path, raw, transforms, mode, display, staged, cache, keys)
+
+
 # --- parallel driver ----------------------------------------------------------------------------
 
 _worker_args: tuple = ()
 
 
-def _init_worker(transforms: Sequence[Transform], mode: Mode, staged: bool = False) -> None:
+def _init_worker(
+    transforms: Sequence[Transform], mode: Mode, staged: bool, cache: Cache | None, keys: ResultKeys | None
+) -> None:
     global _worker_args
-    _worker_args = (transforms, mode, staged)
+    _worker_args = (transforms, mode, staged, cache, keys)
     # Ctrl-C reaches the whole process group: the parent ends the pool (a worker mid-write
     # finishes the write first: write_atomic holds the signals), a worker says nothing.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -288,8 +338,7 @@ def _work(item: tuple[str, str]) -> bytes:
     """Pickled here, so that a result that cannot cross the process boundary (a RecursionError
     while pickling it) is that file's failure, not the pool's."""
     path, display = item
-    transforms, mode, staged = _worker_args
-    result = process_file(path, transforms, mode, display, staged=staged)
+    result = _process_path(path, display, *_worker_args)
     try:
         return pickle.dumps(result)
     except RecursionError as e:
@@ -308,21 +357,54 @@ def run_files(
     progress: Callable[[Iterable[FileResult], int], Iterable[FileResult]] | None = None,
     display: Callable[[str], str] | None = None,
     staged: bool = False,
+    cache: Cache | None = None,
 ) -> list[FileResult]:
     """Process every path; results come back sorted by path whatever the parallelism.
     `display(path)` is the name diff headers show (default: the path itself); `staged`: see
-    process_file."""
+    process_file. With `cache`, a file whose result the cache holds is only read and hashed
+    (file_results.py says which results are reused); the others are processed and kept."""
     jobs = jobs or os.cpu_count() or 1
     items = [(p, display(p) if display else p) for p in sorted(paths)]
-    # A pool costs ~100 ms to start: not worth it for a handful of files.
-    if jobs == 1 or len(items) < 8:
-        it: Iterable[FileResult] = (process_file(p, transforms, mode, d, staged=staged) for p, d in items)
-        results = list(progress(it, len(items)) if progress else it)
-    else:
-        ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-        with ctx.Pool(jobs, initializer=_init_worker, initargs=(transforms, mode, staged)) as pool:
-            chunks = max(1, min(16, len(items) // (jobs * 8)))
-            it = (pickle.loads(b) for b in pool.imap_unordered(_work, items, chunksize=chunks))
-            results = list(progress(it, len(items)) if progress else it)
+    keys = ResultKeys.of(transforms, mode, staged) if cache is not None else None
+    missed: list[tuple[str, str]] = []
+    it = itertools.chain(
+        _cached(items, cache, keys, missed), _computed(missed, transforms, mode, jobs, staged, cache, keys)
+    )
+    results = list(progress(it, len(items)) if progress else it)
+    if cache is not None and missed:
+        cache.trim()
     results.sort(key=lambda r: r.path)
     return results
+
+
+def _cached(
+    items: list[tuple[str, str]], cache: Cache | None, keys: ResultKeys | None, missed: list[tuple[str, str]]
+) -> Iterator[FileResult]:
+    """The results the cache holds (looked up here, before any worker starts); the other items
+    go to `missed`."""
+    for item in items:
+        hit = file_results.cached(cache, keys, *item) if cache is not None and keys is not None else None
+        if hit is None:
+            missed.append(item)
+        else:
+            yield hit
+
+
+def _computed(
+    items: list[tuple[str, str]],
+    transforms: Sequence[Transform],
+    mode: Mode,
+    jobs: int,
+    staged: bool,
+    cache: Cache | None,
+    keys: ResultKeys | None,
+) -> Iterator[FileResult]:
+    # A pool costs ~100 ms to start: not worth it for a handful of files.
+    if jobs == 1 or len(items) < 8:
+        for p, d in items:
+            yield _process_path(p, d, transforms, mode, staged, cache, keys)
+        return
+    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    with ctx.Pool(jobs, initializer=_init_worker, initargs=(transforms, mode, staged, cache, keys)) as pool:
+        chunks = max(1, min(16, len(items) // (jobs * 8)))
+        yield from (pickle.loads(b) for b in pool.imap_unordered(_work, items, chunksize=chunks))

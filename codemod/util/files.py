@@ -35,7 +35,24 @@ class Source:
     size: int
 
 
+@dataclass(frozen=True, kw_only=True)
+class RawSource:
+    """A file's bytes as read, with the stat that `write_atomic(expect=...)` compares."""
+
+    data: bytes
+    mtime_ns: int
+    size: int
+
+    def decode(self) -> Source:
+        return decode_source(self.data, self.mtime_ns, self.size)
+
+
 def read_source(path: str) -> Source:
+    return read_bytes(path).decode()
+
+
+def read_bytes(path: str) -> RawSource:
+    """The bytes of a regular file of at most MAX_SOURCE_BYTES (SourceError otherwise)."""
     try:
         # stat before open: opening a FIFO for reading would block until someone writes to it.
         if not stat.S_ISREG(os.stat(path).st_mode):
@@ -50,7 +67,7 @@ def read_source(path: str) -> Source:
             data = f.read()
     except OSError as e:
         raise SourceError(f"unreadable: {e.strerror or e}") from None
-    return decode_source(data, st.st_mtime_ns, st.st_size)
+    return RawSource(data=data, mtime_ns=st.st_mtime_ns, size=st.st_size)
 
 
 def decode_source(data: bytes, mtime_ns: int = 0, size: int | None = None) -> Source:

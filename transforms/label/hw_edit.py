@@ -45,7 +45,6 @@ from transforms.core.source_lines import (
     split_lines,
     without_eol,
 )
-from transforms.label.import_merge import merge_edit
 
 __all__ = [
     "ATTRIBUTE",
@@ -255,6 +254,9 @@ def _import_edit(lines: Sequence[str], tree: ast.Module, before_line: int | None
         if before_line is not None and stmt.lineno >= before_line:
             break
         if _is_common_utils(stmt):
+            # Late: import_merge imports LibCST (0.15 s), needed only for this one edit.
+            from transforms.label.import_merge import merge_edit
+
             return merge_edit(lines, tree, stmt)
     return _new_import_edit(lines, tree, before_line)
 

@@ -66,8 +66,23 @@ globals never to allowlist.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from transforms.torch_load.discovery import Discovery, Evidence
 from transforms.torch_load.modes import LOAD_NAMES, MODES, SAFE_GLOBALS_NAME, check_mode_supported
-from transforms.torch_load.transform import TorchLoad
+
+if TYPE_CHECKING:
+    from transforms.torch_load.transform import TorchLoad
+
+
+def __getattr__(name: str) -> Any:
+    # TorchLoad on first use: the transform imports LibCST (0.15 s), which a command that only
+    # names the modes (the command line's choices) must not pay for.
+    if name == "TorchLoad":
+        from transforms.torch_load.transform import TorchLoad
+
+        return TorchLoad
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Discovery", "Evidence", "LOAD_NAMES", "MODES", "SAFE_GLOBALS_NAME", "TorchLoad", "check_mode_supported"]

@@ -1,0 +1,395 @@
+"""The cache of per-file results: the store (codemod/engine/cache.py), the key and entries of the
+codemod's results (codemod/engine/file_results.py), and what the commands do with them."""
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from codemod.engine import cache as store
+from codemod.engine import file_results
+from codemod.engine import process as engine
+from codemod.engine.cache import Cache
+from codemod.engine.file_results import ResultKeys, canonical
+from codemod.engine.result import Mode
+from transforms.label import HwLabel
+from transforms.restructure import Restructure, parse_selection
+
+GENERIC_SRC = (
+    "from torch.testing._internal.common_utils import run_tests, TestCase\n\n\n"
+    "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
+)
+LABELLED_SRC = (
+    "from torch.testing._internal.common_utils import HardwareClassification, TestCase\n\n\n"
+    "class TestA(TestCase):\n    hw_classification = HardwareClassification.GENERIC\n\n"
+    "    def test_a(self):\n        pass\n"
+)
+MIXED_SRC = (
+    "from torch.testing._internal.common_device_type import instantiate_device_type_tests\n"
+    "from torch.testing._internal.common_utils import TestCase\n\n\n"
+    "class TestM(TestCase):\n    def test_d(self, device):\n        pass\n\n    def test_p(self):\n        pass\n\n\n"
+    "instantiate_device_type_tests(TestM, globals())\n"
+)
+
+
+def cli(*args, cwd=None, stdin=None, env=None):
+    proc = subprocess.run([sys.executable, "-m", "codemod", *args], capture_output=True, cwd=cwd, input=stdin,
+                          stdin=None if stdin is not None else subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def shape(value):
+    """`value` spelled with the type of every part (StrEnum members equal their strings)."""
+    if dataclasses.is_dataclass(value):
+        return type(value), {f.name: shape(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return type(value), [shape(v) for v in value]
+    if isinstance(value, dict):
+        return type(value), [(shape(k), shape(v)) for k, v in value.items()]
+    return type(value), value
+
+
+def entries(folder):
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+# --- the store -------------------------------------------------------------------------------------
+
+
+def test_put_get_round_trip_and_a_miss(tmp_path):
+    c = Cache(str(tmp_path))
+    k = store.key("a", b"b")
+    assert c.get(k) is None
+    c.put(k, b"payload\nwith lines\n")
+    assert c.get(k) == b"payload\nwith lines\n"
+    assert store.key("a", b"b") == k and store.key("ab") != k and store.key("a", "b", "") != k
+    assert not [p for p in tmp_path.rglob(".tmp-*")]  # written through a temporary file, renamed
+
+
+def test_corrupt_and_foreign_entries_are_ignored(tmp_path):
+    c = Cache(str(tmp_path))
+    k1, k2 = store.key("one"), store.key("two")
+    c.put(k1, b"the first payload")
+    path1 = tmp_path / k1[:2] / k1[2:]
+    good = path1.read_bytes()
+    path1.write_bytes(good.replace(b"first", b"frist"))  # a flipped byte in the payload
+    assert c.get(k1) is None
+    path1.write_bytes(good[:-3])  # truncated
+    assert c.get(k1) is None
+    path1.write_bytes(b"garbage")
+    assert c.get(k1) is None
+    path1.write_bytes(good.replace(store.FORMAT, b"decouple-cache 0"))  # another format
+    assert c.get(k1) is None
+    path2 = tmp_path / k2[:2] / k2[2:]  # another key's entry, copied under this key's name
+    path2.parent.mkdir(parents=True, exist_ok=True)
+    path2.write_bytes(good)
+    assert c.get(k2) is None
+    path1.write_bytes(good)
+    assert c.get(k1) == b"the first payload"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_an_entry_of_another_user_is_ignored(tmp_path):
+    c = Cache(str(tmp_path))
+    k = store.key("x")
+    c.put(k, b"value")
+    os.chown(tmp_path / k[:2] / k[2:], 12345, 12345)
+    assert c.get(k) is None
+
+
+def test_a_record_naming_anything_but_the_tools_records_is_refused(tmp_path):
+    c = Cache(str(tmp_path))
+    k = store.key("evil")
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    c.put(k, pickle.dumps(Evil()))  # a well-formed entry whose payload would run a command
+    assert c.get(k) is not None and c.get_value(k) is None and not marker.exists()
+    c.put(k, pickle.dumps(dataclasses.replace))  # a function of an allowed kind of module
+    assert c.get_value(k) is None
+    c.put_value(k, {"a": [1, (2, 3)], "b": Mode.CHECK})
+    assert c.get_value(k) == {"a": [1, (2, 3)], "b": Mode.CHECK}
+
+
+def test_trim_keeps_the_store_bounded_and_the_recent_entries(tmp_path):
+    c = Cache(str(tmp_path), max_bytes=20_000)
+    keys = [store.key(str(i)) for i in range(40)]
+    for i, k in enumerate(keys):
+        c.put(k, b"x" * 1000)
+        path = tmp_path / k[:2] / k[2:]
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # put in order, oldest first
+    stale_temp = tmp_path / keys[0][:2] / ".tmp-left-by-a-dead-run"
+    stale_temp.write_bytes(b"")
+    os.utime(stale_temp, (1, 1))
+    c.trim()
+    kept = [k for k in keys if c.get(k) is not None]
+    assert sum(p.stat().st_size for p in entries(tmp_path)) <= 20_000 * store.TRIM_TO
+    assert kept == keys[-len(kept):] and len(kept) >= 10  # the least recently used went first
+    assert not stale_temp.exists()
+
+
+def test_concurrent_writers_of_one_key_leave_one_whole_entry(tmp_path):
+    script = (
+        "import sys\nfrom codemod.engine.cache import Cache\nc = Cache(sys.argv[1])\n"
+        "for i in range(200):\n    c.put('ab' + '0' * 62, sys.argv[2].encode() * 5000)\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), w]) for w in "pq"]
+    assert [p.wait() for p in procs] == [0, 0]
+    assert Cache(str(tmp_path)).get("ab" + "0" * 62) in (b"p" * 5000, b"q" * 5000)
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["0" * 62]
+
+
+def test_open_is_none_where_the_cache_folder_cannot_be_made(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(blocker / "cache"))
+    assert Cache.open() is None
+    f = tmp_path / "test_a.py"
+    f.write_text(GENERIC_SRC)
+    code, out, err = cli("apply", "--check", str(f), "--linter", "off")  # runs without a cache
+    assert code == 1 and "1 would change" in err
+
+
+def test_the_folder_follows_decouple_cache_dir_then_xdg(tmp_path, monkeypatch):
+    from codemod.util.cache_dir import user_cache_dir
+
+    monkeypatch.delenv("DECOUPLE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache_dir() == tmp_path / "xdg" / "decouple"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_cache_dir() == tmp_path / "home" / ".cache" / "decouple"
+    monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(tmp_path / "mine"))
+    assert user_cache_dir() == tmp_path / "mine"
+    assert Cache.open().folder == str(tmp_path / "mine" / "results" / "v1")
+
+
+# --- the key -----------------------------------------------------------------------------------------
+
+
+def _options_key(transforms, mode=Mode.CHECK, staged=False):
+    return ResultKeys.of(transforms, mode, staged).options
+
+
+def test_every_option_of_every_transform_is_in_the_key():
+    from transforms.torch_load import TorchLoad
+
+    variants = [
+        [HwLabel()],
+        [HwLabel(classification="CPU")],
+        [HwLabel(per_class=(("TestA", "CPU"),))],
+        [HwLabel(force=True)],
+        [Restructure(), HwLabel()],
+        [Restructure(parse_selection("split-class")), HwLabel()],
+        [HwLabel(), TorchLoad("weights-only-false", None, (2, 14))],
+        [HwLabel(), TorchLoad("weights-only-false", None, (2, 14), explain=True)],
+        [HwLabel(), TorchLoad("weights-only-false", None, (2, 13))],
+        [HwLabel(), TorchLoad("auto", {"schema_version": 1, "globals": []}, (2, 14))],
+        [HwLabel(), TorchLoad("auto", {"schema_version": 1, "globals": [{"name": "a.B"}]}, (2, 14))],
+    ]
+    keys = [_options_key(v) for v in variants]
+    assert len(set(keys)) == len(keys)
+    assert _options_key([HwLabel(classification="CPU")]) == keys[1]  # and only the options
+    assert len({_options_key([HwLabel()], m) for m in (Mode.CLASSIFY, Mode.CHECK, Mode.DIFF, Mode.LINT)}) == 4
+    assert _options_key([HwLabel()], Mode.WRITE) == _options_key([HwLabel()], Mode.CHECK)
+    assert _options_key([HwLabel()], staged=True) != _options_key([HwLabel()])
+
+
+def test_a_new_option_is_in_the_key_without_anyone_listing_it():
+    @dataclass(frozen=True)
+    class HwLabelWithGeneration(HwLabel):
+        generation: int = 1
+
+    assert _options_key([HwLabelWithGeneration(generation=1)]) != _options_key([HwLabelWithGeneration(generation=2)])
+    assert _options_key([HwLabelWithGeneration()]) != _options_key([HwLabel()])
+
+    class PlainTransform:  # not a dataclass: its attributes all the same
+        name = "plain"
+
+        def __init__(self, level):
+            self.level = level
+
+    assert _options_key([PlainTransform(1)]) != _options_key([PlainTransform(2)])
+
+
+def test_a_value_the_key_cannot_spell_fails_loudly():
+    with pytest.raises(TypeError, match="cannot key"):
+        canonical(lambda text: text)
+    with pytest.raises(TypeError, match="cannot key"):
+        canonical({"hook": print})
+    assert canonical({3, 1, 2}) == canonical({2, 3, 1})  # sets in a stable order
+
+
+def test_the_key_covers_every_argument_of_process_file():
+    # A new argument of process_file changes what a file's result depends on: give it to
+    # ResultKeys (and extend this list) so that the cache cannot serve a result made without it.
+    assert list(inspect.signature(engine.process_file).parameters) == [
+        "path", "transforms", "mode", "display", "src", "staged",
+    ]
+    raw = file_results.RawSource(data=b"x", mtime_ns=0, size=1)
+    keys = ResultKeys.of([HwLabel()], Mode.DIFF, False)
+    assert len({keys.key("a.py", "a.py", raw), keys.key("b.py", "a.py", raw), keys.key("a.py", "b.py", raw),
+                keys.key("a.py", "a.py", file_results.RawSource(data=b"y", mtime_ns=0, size=1))}) == 4
+
+
+def test_the_tool_itself_is_in_the_key(monkeypatch):
+    before = file_results.tool_fingerprint()
+    file_results.tool_fingerprint.cache_clear()
+    real = file_results._read
+    edited = os.path.join("transforms", "core", "base.py")
+    monkeypatch.setattr(file_results, "_read", lambda path: real(path) + (b"#" if path.endswith(edited) else b""))
+    try:
+        assert file_results.tool_fingerprint() != before
+    finally:
+        file_results.tool_fingerprint.cache_clear()
+        monkeypatch.undo()
+    assert file_results.tool_fingerprint() == before
+
+
+# --- the engine through the cache --------------------------------------------------------------------
+
+
+def _tree(tmp_path, files):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return [str(tmp_path / name) for name in sorted(files)]
+
+
+CORPUS = {
+    "test_generic.py": GENERIC_SRC,
+    "test_labelled.py": LABELLED_SRC,
+    "test_mixed.py": MIXED_SRC,
+    "test_crlf.py": GENERIC_SRC.replace("\n", "\r\n"),
+    "test_latin1.py": "# -*- coding: latin-1 -*-\n# caf\xe9\n" + GENERIC_SRC,
+    "test_nothing.py": "x = 1\n",
+    "test_bad.py": "class TestX(TestCase):\n    def test_x(self:\n",
+}
+
+
+@pytest.mark.parametrize("mode", [Mode.CLASSIFY, Mode.CHECK, Mode.DIFF, Mode.LINT])
+@pytest.mark.parametrize("staged", [False, True])
+def test_a_cached_result_is_the_result(tmp_path, mode, staged, monkeypatch):
+    paths = _tree(tmp_path, CORPUS)
+    c = Cache(str(tmp_path / "cache"))
+    fresh = engine.run_files(paths, [HwLabel()], mode, jobs=1, staged=staged)
+    first = engine.run_files(paths, [HwLabel()], mode, jobs=1, staged=staged, cache=c)
+    processed = []
+    real = engine.process_file
+    monkeypatch.setattr(engine, "process_file", lambda path, *a, **k: processed.append(path) or real(path, *a, **k))
+    again = engine.run_files(paths, [HwLabel()], mode, jobs=1, staged=staged, cache=c)
+    assert fresh == first == again
+    assert shape(again) == shape(fresh)  # the same types, not only equal values
+    assert processed == [str(tmp_path / "test_bad.py")]  # a failure is never taken from the cache
+
+
+def test_parallel_runs_fill_and_use_the_cache(tmp_path, monkeypatch):
+    paths = _tree(tmp_path, {f"test_{i}.py": GENERIC_SRC.replace("TestA", f"Test{i}") for i in range(12)})
+    c = Cache(str(tmp_path / "cache"))
+    first = engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=2, cache=c)
+    assert len(entries(tmp_path / "cache")) == 12
+    monkeypatch.setattr(engine.multiprocessing, "get_context", None)  # no pool is started for hits
+    assert engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=2, cache=c) == first
+
+
+def test_apply_verifies_and_writes_a_file_the_cache_says_would_change(tmp_path, monkeypatch):
+    [path] = _tree(tmp_path, {"test_a.py": GENERIC_SRC})
+    c = Cache(str(tmp_path / "cache"))
+    [checked] = engine.run_files([path], [HwLabel()], Mode.CHECK, cache=c)
+    assert checked.status == "changed" and entries(tmp_path / "cache")
+
+    def refuse(*args, **kwargs):
+        raise engine.VerificationError("refused by the test")
+
+    monkeypatch.setattr(engine, "verify", refuse)
+    [written] = engine.run_files([path], [HwLabel()], Mode.WRITE, cache=c)
+    assert written.status == "failed" and "refused by the test" in written.reason and not written.written
+    assert (tmp_path / "test_a.py").read_text() == GENERIC_SRC
+    monkeypatch.undo()
+    [written] = engine.run_files([path], [HwLabel()], Mode.WRITE, cache=c)
+    assert written.status == "changed" and written.written
+    [again] = engine.run_files([path], [HwLabel()], Mode.WRITE, cache=c)
+    assert again.status == "already" and not again.written
+
+
+def test_a_file_edited_between_runs_is_processed_again(tmp_path):
+    [path] = _tree(tmp_path, {"test_a.py": GENERIC_SRC})
+    c = Cache(str(tmp_path / "cache"))
+    [first] = engine.run_files([path], [HwLabel()], Mode.CLASSIFY, cache=c)
+    (tmp_path / "test_a.py").write_text(LABELLED_SRC)
+    [second] = engine.run_files([path], [HwLabel()], Mode.CLASSIFY, cache=c)
+    assert first.findings[0].rule == "hw/label" and second.findings[0].rule == "hw/already"
+
+
+# --- the commands ----------------------------------------------------------------------------------
+
+
+def _cli_tree(tmp_path):
+    tree = tmp_path / "tree"
+    tree.mkdir(parents=True)
+    _tree(tree, CORPUS)
+    return tree
+
+
+@pytest.mark.parametrize("args", [
+    ["apply", "--check"],
+    ["apply", "--diff"],
+    ["apply", "--check", "--format", "json"],
+    ["classify", "--format", "json"],
+    ["lint"],
+    ["lint", "--format", "sarif"],
+])
+def test_commands_print_the_same_from_the_cache(tmp_path, result_cache, args):
+    tree = _cli_tree(tmp_path)
+    uncached = cli(*args, ".", "--linter", "off", "--no-cache", cwd=tree)
+    assert not (result_cache / "results").exists()  # --no-cache keeps nothing
+    first = cli(*args, ".", "--linter", "off", cwd=tree)
+    stored = entries(result_cache / "results")
+    assert len(stored) == len(CORPUS) - 1  # every file but the failed one
+    assert cli(*args, ".", "--linter", "off", cwd=tree) == first == uncached
+    assert entries(result_cache / "results") == stored
+
+
+def test_the_cache_is_shared_by_concurrent_commands(tmp_path, result_cache):
+    tree = _cli_tree(tmp_path)
+    argv = [sys.executable, "-m", "codemod", "lint", ".", "--linter", "off", "-j", "2"]
+    procs = [subprocess.Popen(argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
+    outputs = {p.communicate()[0] for p in procs}
+    assert len(outputs) == 1 and [p.returncode for p in procs] == [0] * 4
+    assert len(entries(result_cache / "results")) == len(CORPUS) - 1
+    assert not [p for p in (result_cache / "results").rglob(".tmp-*")]
+
+
+def test_a_corrupt_cache_changes_no_output(tmp_path, result_cache):
+    tree = _cli_tree(tmp_path)
+    first = cli("apply", "--diff", ".", "--linter", "off", cwd=tree)
+    for entry in entries(result_cache / "results"):
+        data = entry.read_bytes()
+        entry.write_bytes(data[:-20] + hashlib.sha256(data).digest()[:20])
+    assert cli("apply", "--diff", ".", "--linter", "off", cwd=tree) == first
+
+
+def test_apply_writes_the_same_with_a_warm_cache(tmp_path):
+    warm, cold = _cli_tree(tmp_path / "warm"), _cli_tree(tmp_path / "cold")
+    cli("apply", "--check", ".", "--linter", "off", cwd=warm)  # fills the cache
+    assert cli("apply", ".", "--linter", "off", cwd=warm) == cli("apply", ".", "--linter", "off", "--no-cache",
+                                                                  cwd=cold)
+    assert {p.name: p.read_bytes() for p in warm.iterdir()} == {p.name: p.read_bytes() for p in cold.iterdir()}
+    assert "HardwareClassification.GENERIC" in (warm / "test_generic.py").read_text()
+
+
+def test_stdin_results_are_cached_too(tmp_path, result_cache):
+    runs = [cli("lint", "-", "--stdin-filename", "test/test_x.py", stdin=GENERIC_SRC.encode()) for _ in range(2)]
+    assert runs[0] == runs[1] and '"name": "autofix"' in runs[0][1]
+    assert len(entries(result_cache / "results")) == 1
+    message = json.loads(runs[1][1].splitlines()[0])
+    assert "hw_classification = HardwareClassification.GENERIC" in message["replacement"]
