@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from codemod.cli.main import main
+from codemod.engine import cache as store
 from codemod.engine.pipeline import PROGRESS_MIN_FILES
 from codemod.survey.batches import plan_batches, wants_a_pr
 from codemod.survey.model import SCHEMA_VERSION, STATUSES, ClassDecision, FileSurvey, Survey, SurveyStatus
@@ -304,14 +305,19 @@ def _copy(tree, tmp_path):
     return root
 
 
-def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, monkeypatch):
-    monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(tmp_path / "cache"))
+def _store_entries(result_cache):
+    """The entries of the engine's store in conftest's per-test cache folder."""
+    return sorted(p for p in (result_cache / "results" / "v1").glob("*/*") if not p.name.startswith(".tmp-"))
+
+
+def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, result_cache):
     root = _copy(tree, tmp_path)
     first, second = tmp_path / "1.json", tmp_path / "2.json"
     r1 = cli("survey", "-j", "2", "--json", str(first), cwd=root)
     assert "cache:" not in r1.output
-    r2 = cli("survey", "-j", "2", "--json", str(second), cwd=root)
     total = json.loads(first.read_text())["totals"]["files"]
+    assert len(_store_entries(result_cache)) == total  # in the engine's store, one entry per file
+    r2 = cli("survey", "-j", "2", "--json", str(second), cwd=root)
     assert f"cache: {total} of {total} file(s) unchanged since an earlier survey" in r2.output
     assert first.read_bytes() == second.read_bytes()
     # One file changes: only it is analysed again, and its new status shows.
@@ -321,9 +327,16 @@ def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, mon
     r3 = cli("survey", "-j", "2", "--json", str(second), cwd=root)
     assert f"cache: {total - 1} of {total} file(s)" in r3.output
     assert _by_path(json.loads(second.read_text()))[generic]["status"] == "manual"
-    # A damaged or foreign entry is a miss, never trusted.
-    for n, entry in enumerate(sorted((tmp_path / "cache").rglob("*.json"))):
-        entry.write_text("{not json" if n % 2 else json.dumps({"key": "someone else's", "value": {}}))
+    # A damaged entry, another key's, or a whole entry of the store that is not a survey: a miss.
+    not_a_survey = json.dumps({"path": "someone else's"}).encode()
+    for n, entry in enumerate(_store_entries(result_cache)):
+        if n % 3 == 0:
+            entry.write_bytes(b"{not an entry")
+        else:  # a whole entry of the store, under another key or holding no survey
+            other = store.Cache(str(tmp_path / "other"))
+            key = "0" * 64 if n % 3 == 1 else entry.parent.name + entry.name
+            other.put(key, not_a_survey)
+            entry.write_bytes((tmp_path / "other" / key[:2] / key[2:]).read_bytes())
     r4 = cli("survey", "-j", "2", "--json", str(first), cwd=root)
     assert "cache:" not in r4.output
     assert first.read_bytes() == second.read_bytes()
@@ -331,14 +344,26 @@ def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, mon
     r5 = cli("survey", "-j", "2", "--linter", "off", "--json", str(first), cwd=root)
     assert "cache:" not in r5.output
     assert _by_path(json.loads(first.read_text()))[generic]["status"] == "ready"  # no linter: no rejection
-    before = sorted(p.name for p in (tmp_path / "cache").rglob("*.json"))
+    before = [(p.name, p.read_bytes()) for p in _store_entries(result_cache)]
     r6 = cli("survey", "-j", "2", "--no-cache", "--json", str(first), cwd=root)
     assert "cache:" not in r6.output
-    assert sorted(p.name for p in (tmp_path / "cache").rglob("*.json")) == before
+    assert [(p.name, p.read_bytes()) for p in _store_entries(result_cache)] == before
 
 
-def test_the_cache_keeps_the_generations_apart(tree, tmp_path, monkeypatch):
-    monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(tmp_path / "cache"))
+def test_the_survey_and_the_codemod_keep_apart_in_one_store(tree, tmp_path, result_cache):
+    root = _copy(tree, tmp_path)
+    classified = cli("classify", "test", "--linter", "off", cwd=root)
+    codemod_entries = set(_store_entries(result_cache))
+    assert codemod_entries
+    out = tmp_path / "s.json"
+    r = cli("survey", "test", "-j", "2", "--linter", "off", "--json", str(out), cwd=root)
+    assert "cache:" not in r.output  # the codemod's entries answered none of the survey's keys
+    surveyed = set(_store_entries(result_cache)) - codemod_entries
+    assert len(surveyed) == json.loads(out.read_text())["totals"]["files"]
+    assert cli("classify", "test", "--linter", "off", cwd=root).output == classified.output
+
+
+def test_the_cache_keeps_the_generations_apart(tree, tmp_path):
     root = _copy(tree, tmp_path)
     guarded = sorted(p for p, k in tree.kinds.items() if k == "gpu_guarded")
 
@@ -423,7 +448,7 @@ def test_a_progress_bar_on_a_terminal_only(tmp_path):
     # More files than the engine's PROGRESS_MIN_FILES (below it a run is quick: no bar).
     many = PROGRESS_MIN_FILES + 5
     big = make_tree(str(tmp_path / "pytorch"), {"generic": many})
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DECOUPLE_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # conftest's cache folder
     args = ["survey", "test", "--no-cache", "--linter", "off", "--json", str(tmp_path / "s.json")]
     code, shown = _stderr_on_a_terminal(args, big.root, env)
     assert code == 0, shown

@@ -32,12 +32,12 @@ from codemod.cli.options import (
     torch_load_option,
 )
 from codemod.cli.transform_setup import SetupError, build_transforms
+from codemod.engine.cache import Cache
 from codemod.engine.discovery import repo_root
 from codemod.engine.linter_gate import ALLOWLIST_NAME, LINTER_REL
 from codemod.engine.result import FileResult
 from codemod.report import survey_html, survey_markdown, survey_text
 from codemod.survey import run as survey_run
-from codemod.survey.cache import ResultCache
 from codemod.survey.model import Survey
 from transforms.torch_load import TorchLoad
 from transforms.torch_load.modes import Mode as LoadMode
@@ -151,7 +151,7 @@ def _request(opts: SurveyOptions, cfg) -> tuple[survey_run.SurveyRequest, list[s
         group_size=opts.group_size,
         git_history=opts.git_history,
         fingerprint=fingerprint,
-        cache=None if opts.no_cache else ResultCache(survey_run.CACHE_NAMESPACE),
+        cache=None if opts.no_cache else Cache.open(),
         progress=None if opts.quiet or not sys.stderr.isatty() else _progress,
         settings={
             "torch_load": a.torch_load or "not asked (calls counted)",

@@ -3,7 +3,8 @@
 A key is a digest of everything a result depends on (`key(...)`: the caller names the parts,
 for the codemod the file's bytes, the tool and every option: `file_results.py`); `get(key)` and
 `put(key, payload)` read and write the bytes stored under it, `get_value` / `put_value` a record
-of the tool's own types. Any command's per-file analysis can use it (the survey's, issue 22).
+of the tool's own types. The survey keeps its per-file results here too (`codemod/survey/run.py`),
+under keys of its own.
 
 The store sits in `<user cache>/results/v1/` (`codemod/util/cache_dir.py`), one file per entry
 in 256 folders. An entry holds a header (the format, its own key, the digest of its payload)

@@ -4,7 +4,8 @@
    generation of the linter's rules `apply` would apply to it (`--rules`, chosen over the whole
    selection: the cache may answer for part of it).
 2. Each file is read once as bytes: its digest (with everything else its result depends on:
-   the tool's own code, the options, the generation, the linter that judges it) is its cache key.
+   the tool's fingerprint as the codemod's keys have it, the options, the generation, the linter
+   that judges it) is its key in the engine's store of per-file results (`codemod/engine/cache.py`).
 3. The files the cache does not know go through the engine as `apply` runs them (the same
    transforms under that generation, the linter gate on the would-be outputs; CLASSIFY mode:
    nothing is written and the outputs are not re-verified, which changes no status): labels
@@ -12,7 +13,7 @@
    transform's own triage, under that generation too), with `--restructure auto` in front.
    When `--torch-load` was not asked, the torch.load census (an `ast` count that edits
    nothing) runs beside the labels for the facts.
-4. Per file, a FileSurvey (`analysis`), stored in the cache; then the batches and the history.
+4. Per file, a FileSurvey (`analysis`), stored as its JSON; then the batches and the history.
 
 Nothing here prints; the CLI passes a progress wrapper and reads the run's statistics.
 """
@@ -26,26 +27,27 @@ import stat
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from codemod.engine import linter_gate, pipeline, rules_choice
+from codemod.engine import cache as store
+from codemod.engine import file_results, linter_gate, pipeline, rules_choice
+from codemod.engine.cache import Cache
 from codemod.engine.discovery import DiscoveryError, excluded_by, relative_to_root, repo_root
 from codemod.engine.pipeline import CodemodRun
 from codemod.engine.result import FAILED, FileResult, GateSummary, Mode, RulesChoice
 from codemod.survey import analysis
 from codemod.survey.batches import plan_batches
-from codemod.survey.cache import ResultCache
 from codemod.survey.history import HistoryError, allowlist_history
 from codemod.survey.model import Excluded, FileSurvey, Survey, SurveyFormatError
 from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
-from transforms.core import base as base_module
 from transforms.core.base import Transform
 from transforms.restructure import Restructure
 from transforms.torch_load.modes import Mode as LoadMode
 
 OWNER_PREFIX = b"# Owner(s):"
-CACHE_NAMESPACE = "survey"
+# The first part of every survey key: the engine's store also holds the codemod's results, whose
+# keys begin with the tool's fingerprint (`codemod/engine/file_results.py`); a survey's never meet them.
+CACHE_NAMESPACE = "survey-v1"
 
 # (a label for the bar, the results, how many) -> the results, shown as they come.
 Progress = Callable[[str], Callable[[Iterable[FileResult], int], Iterable[FileResult]]]
@@ -74,7 +76,7 @@ class SurveyRequest:
     # Every other option the per-file results depend on, as JSON: part of each cache key (with
     # the generation of the rules applied, which `rules` only asks for).
     fingerprint: dict[str, Any] = field(default_factory=dict)
-    cache: ResultCache | None = None
+    cache: Cache | None = None  # the engine's store of per-file results (None: --no-cache)
     progress: Progress | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # recorded in the survey's JSON
 
@@ -116,15 +118,6 @@ def owners_of(data: bytes) -> tuple[str, ...]:
             return tuple(str(o).strip() for o in parsed if str(o).strip())
         return (value,)
     return ()
-
-
-def tool_digest() -> str:
-    """The tool's own code (both packages): a result computed by other code is not this code's."""
-    h = hashlib.sha256()
-    for root in (Path(__file__).resolve().parents[1], Path(base_module.__file__).resolve().parents[1]):
-        for path in sorted(root.rglob("*.py")):
-            h.update(path.relative_to(root.parent).as_posix().encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
 
 
 def _read(path: str) -> bytes | None:
@@ -184,7 +177,7 @@ def _entries(paths: list[str], root: str, req: SurveyRequest, tool: str, rules: 
         entry = _Entry(path=path, rel=rel, owners=owners_of(data or b""), digest=None)
         if data is not None and len(data) <= MAX_SOURCE_BYTES:
             entry.digest = hashlib.sha256(data).hexdigest()
-            entry.key = hashlib.sha256(f"{base}\0{rel}\0{entry.digest}\0{linters[path]}".encode()).hexdigest()
+            entry.key = store.key(CACHE_NAMESPACE, base, rel, entry.digest, linters[path])
             try:
                 entry.text = decode_source(data).text
             except SourceError:
@@ -253,16 +246,21 @@ def _still_the_same(entry: _Entry) -> bool:
     return data is not None and hashlib.sha256(data).hexdigest() == entry.digest
 
 
-def _from_cache(cache: ResultCache | None, entry: _Entry) -> FileSurvey | None:
+def _from_cache(cache: Cache | None, entry: _Entry) -> FileSurvey | None:
+    """An entry holds a FileSurvey's JSON (the survey's own spelling, checked on the way in)."""
     if cache is None or not entry.key:
         return None
-    value = cache.get(entry.key)
-    if value is None:
+    payload = cache.get(entry.key)
+    if payload is None:
         return None
     try:
-        return FileSurvey.from_json(value)
+        return FileSurvey.from_json(json.loads(payload))
     except (KeyError, TypeError, ValueError, SurveyFormatError):
-        return None  # a foreign or damaged entry: recompute
+        return None  # not a survey of ours: recompute
+
+
+def _to_cache(cache: Cache, entry: _Entry, survey: FileSurvey) -> None:
+    cache.put(entry.key, json.dumps(survey.to_json(), separators=(",", ":")).encode())
 
 
 def _surveys(
@@ -280,9 +278,9 @@ def _surveys(
         for entry, fresh in zip(todo, _analyse(req, todo, rules, out), strict=True):
             known[entry.path] = fresh
             if req.cache is not None and entry.key and _still_the_same(entry):
-                req.cache.put(entry.key, fresh.to_json())
-        if req.cache is not None:
-            req.cache.prune()
+                _to_cache(req.cache, entry, fresh)
+        if req.cache is not None and req.cache.written:
+            req.cache.trim()  # as the engine does after a run that wrote entries
     out.analysed, out.cached = len(todo), len(entries) - len(todo)
     # On the allowlist or not is the selection's fact, not the file's: never from the cache.
     surveys = [replace(s, allowlisted=None if listed is None else s.path in listed) for s in known.values()]
@@ -298,7 +296,7 @@ def run(req: SurveyRequest) -> SurveyRun:
     allowlist = selection.allowlist
     root = allowlist.root if allowlist is not None else repo_root(os.getcwd())
     choice = _choose_rules(req, selection.found.files)
-    entries, linters = _entries(selection.found.files, root, req, tool_digest(), choice.name)
+    entries, linters = _entries(selection.found.files, root, req, file_results.tool_fingerprint(), choice.name)
     survey = Survey(
         root=root,
         allowlist=_relative(allowlist.path, root) if allowlist is not None else None,

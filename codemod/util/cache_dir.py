@@ -2,7 +2,7 @@
 `$XDG_CACHE_HOME/decouple`, else `~/.cache/decouple` (as ruff and black keep theirs).
 
 Everything there can be deleted at any time: the A/B arms' bytecode (`pycache/`) and the
-per-file results of `classify`, `lint` and `apply` (`results/`)."""
+per-file results of `classify`, `lint`, `apply` and `survey` (`results/`)."""
 
 from __future__ import annotations
 
