@@ -3,6 +3,7 @@ elsewhere stays data. Every hostile input is generated here; each test failed be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -617,8 +618,37 @@ def test_ctrl_c_is_exit_130_without_traceback_or_temporary_file(tmp_path, comman
         compile(p.read_text(), str(p), "exec")
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG")
+def test_the_workers_end_with_a_parent_that_could_not_end_them(tmp_path):
+    # A Ctrl-C that lands while the pool starts leaves the parent no pool to end, and the workers
+    # ignore Ctrl-C: here the parent is killed outright, the harshest form of that.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    body = "".join(f"    def test_{i}(self):\n        pass\n\n" for i in range(40))
+    for i in range(1500):
+        (tree / f"test_{i:04}.py").write_text(LABEL_ME.format(name=f"N{i}").split("    def test_x")[0] + body)
+    proc = subprocess.Popen([sys.executable, "-m", "codemod", "classify", "-j", "2", str(tree)], cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        end = time.monotonic() + 300
+        while time.monotonic() < end and proc.poll() is None and len(_workers_of(proc.pid)) < 2:
+            time.sleep(0.02)
+        workers = _workers_of(proc.pid)
+        assert proc.poll() is None and workers, "the pool did not start"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        end = time.monotonic() + 120
+        while time.monotonic() < end and any(_alive(w) for w in workers):
+            time.sleep(0.1)
+        assert not any(_alive(w) for w in workers)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX signals")
-@pytest.mark.parametrize("module", ["click", "codemod.cli.refactor"])
+@pytest.mark.parametrize("module", ["click", "codemod.cli.main"])  # what `--version` imports (each command is imported on first use)
 def test_ctrl_c_while_the_commands_are_imported_is_exit_130(module):
     code = ("import importlib.abc, runpy, signal, sys, threading\n"
             "class Interrupt(importlib.abc.MetaPathFinder):  # Ctrl-C lands as the module is imported\n"

@@ -34,6 +34,7 @@ from codemod.engine.result import (
     FileStatus,
     Mode,
 )
+from codemod.util import reaper
 from codemod.util.files import RawSource, Source, SourceError, read_bytes, read_source, write_atomic
 from transforms.core.base import Finding, Severity, Transform
 from transforms.core.source_lines import split_lines
@@ -325,13 +326,21 @@ _worker_args: tuple = ()
 
 
 def _init_worker(
-    transforms: Sequence[Transform], mode: Mode, staged: bool, cache: Cache | None, keys: ResultKeys | None
+    transforms: Sequence[Transform],
+    mode: Mode,
+    staged: bool,
+    cache: Cache | None,
+    keys: ResultKeys | None,
+    parent: int,
 ) -> None:
     global _worker_args
     _worker_args = (transforms, mode, staged, cache, keys)
     # Ctrl-C reaches the whole process group: the parent ends the pool (a worker mid-write
-    # finishes the write first: write_atomic holds the signals), a worker says nothing.
+    # finishes the write first: write_atomic holds the signals), a worker says nothing. A
+    # Ctrl-C that lands while the pool starts leaves the parent no pool to end: the workers
+    # then end with the parent (they held its standard error open, and nothing stopped them).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    reaper.end_with_parent(parent)
 
 
 def _work(item: tuple[str, str]) -> bytes:
@@ -405,6 +414,8 @@ def _computed(
             yield _process_path(p, d, transforms, mode, staged, cache, keys)
         return
     ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    with ctx.Pool(jobs, initializer=_init_worker, initargs=(transforms, mode, staged, cache, keys)) as pool:
+    with ctx.Pool(
+        jobs, initializer=_init_worker, initargs=(transforms, mode, staged, cache, keys, os.getpid())
+    ) as pool:
         chunks = max(1, min(16, len(items) // (jobs * 8)))
         yield from (pickle.loads(b) for b in pool.imap_unordered(_work, items, chunksize=chunks))

@@ -60,6 +60,20 @@ def _set_subreaper(on: bool) -> bool:
     return prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def end_with_parent(parent: int) -> None:
+    """This process gets SIGTERM when its parent `parent` exits (Linux ``PR_SET_PDEATHSIG``),
+    and ends now if it already has: a worker that ignores Ctrl-C (its parent ends the pool) must
+    not outlive a parent that was interrupted before it could. Elsewhere a no-op."""
+    if _PRCTL is not None:
+        prctl, _ = _PRCTL
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def children() -> set[int]:
     """The pids whose parent is this process (from /proc; empty where there is none)."""
     me = os.getpid()
