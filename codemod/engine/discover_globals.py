@@ -204,7 +204,8 @@ def discover(
         log=say,
     )
     found = Findings()
-    iterations, status = _run_rounds(rounds, found)
+    with orphans_reaped():  # the warm server's forks too: a test's process that left its group
+        iterations, status = _run_rounds(rounds, found)
     return _result(rounds, found, iterations, status)
 
 

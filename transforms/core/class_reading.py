@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from transforms.core.device_needs import ClassDevices, Flags, read_class, unique
+from transforms.core.device_needs import ClassDevices, Flags, dotted_name, read_class, unique
 from transforms.core.facts import DeviceNeed, ExistingLabel, Instantiation, TestClassFacts, TestMethod
 from transforms.core.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
@@ -25,18 +25,6 @@ FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 # --------------------------------------------------------------------------- names and lines
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _render_decorator(node: ast.expr) -> str:

@@ -154,7 +154,8 @@ def nodes_of(root: ast.AST) -> list[ast.AST]:
     return out
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -183,8 +184,8 @@ def _atom(node: ast.expr, flags: Flags) -> Need | None:
     if isinstance(node, ast.Compare):
         return _atom(node.left, flags)
     if isinstance(node, ast.Call):
-        return _PROBES.get(_dotted(node.func) or "")
-    name = _dotted(node)
+        return _PROBES.get(dotted_name(node.func) or "")
+    name = dotted_name(node)
     if name is None:
         return None
     if name == _ROCM_BUILD:
@@ -233,7 +234,7 @@ def module_flags(tree: ast.Module) -> dict[str, Need]:
 
 def _needs_of_decorator(dec: ast.expr, flags: Flags) -> list[DeviceNeed]:
     target = dec.func if isinstance(dec, ast.Call) else dec
-    last = (_dotted(target) or "").rsplit(".", 1)[-1]
+    last = (dotted_name(target) or "").rsplit(".", 1)[-1]
     for pattern, need in _REQUIRES:
         if pattern.match(last):
             return [DeviceNeed(need, dec.lineno, "@" + _text(target))]
@@ -260,9 +261,9 @@ def _device_of(node: ast.expr | None) -> Need | None:
             m = re.match(r"^(cuda|xpu|mps)(:|$)", head.value)
             return Need(m.group(1)) if m else None
         return None
-    if isinstance(node, ast.Call) and _dotted(node.func) == "torch.device" and node.args:
+    if isinstance(node, ast.Call) and dotted_name(node.func) == "torch.device" and node.args:
         return _device_of(node.args[0])
-    name = _dotted(node)
+    name = dotted_name(node)
     return _DEVICE_VALUE_NAMES.get(name.rsplit(".", 1)[-1]) if name else None
 
 
@@ -272,7 +273,7 @@ def _placements(node: ast.AST) -> Iterator[ast.expr]:
         for kw in node.keywords:
             if kw.arg in ("device", "device_type"):
                 yield kw.value
-        callee = _dotted(node.func) or ""
+        callee = dotted_name(node.func) or ""
         is_to = isinstance(node.func, ast.Attribute) and node.func.attr == "to"
         if (is_to or callee == "torch.set_default_device") and node.args:
             yield node.args[0]
@@ -287,9 +288,9 @@ def _placements(node: ast.AST) -> Iterator[ast.expr]:
 
 def _needs_of_call(node: ast.Call) -> DeviceNeed | None:
     func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in ("cuda", "xpu") and _dotted(func.value) != "torch":
+    if isinstance(func, ast.Attribute) and func.attr in ("cuda", "xpu") and dotted_name(func.value) != "torch":
         return DeviceNeed(Need(func.attr), node.lineno, f".{func.attr}()")
-    callee = _dotted(func)
+    callee = dotted_name(func)
     if callee is None or callee in _PROBES:
         return None
     for prefix, need in _APIS.items():
@@ -310,7 +311,7 @@ def _skip_guards(body: list[ast.stmt], flags: Flags) -> Iterator[DeviceNeed]:
         skips = isinstance(first, ast.Return) or (
             isinstance(first, (ast.Expr, ast.Raise))
             and any(
-                isinstance(n, ast.Call) and (_dotted(n.func) or "").rsplit(".", 1)[-1] in _SKIP_CALLS
+                isinstance(n, ast.Call) and (dotted_name(n.func) or "").rsplit(".", 1)[-1] in _SKIP_CALLS
                 for n in ast.walk(first)
             )
         )
@@ -431,7 +432,7 @@ def _runs_tests(stmts: list[ast.stmt]) -> bool:
     return any(
         isinstance(s, ast.Expr)
         and isinstance(s.value, ast.Call)
-        and (_dotted(s.value.func) or "").rsplit(".", 1)[-1] in ("run_tests", "main")
+        and (dotted_name(s.value.func) or "").rsplit(".", 1)[-1] in ("run_tests", "main")
         for s in stmts
     )
 
@@ -457,7 +458,7 @@ def _disables_module(stmt: ast.If) -> bool:
         if isinstance(s, ast.Raise) or (
             isinstance(s, ast.Expr)
             and isinstance(s.value, ast.Call)
-            and (_dotted(s.value.func) or "") in ("sys.exit", "exit", "unittest.skip", "pytest.skip")
+            and (dotted_name(s.value.func) or "") in ("sys.exit", "exit", "unittest.skip", "pytest.skip")
         ):
             return True
     return False
