@@ -820,3 +820,17 @@ def test_symlinks_that_leave_the_arm_are_copies_and_a_test_writing_through_them_
         assert {(arm, "arm.symlink-copied", f"tests/{n}") for n in ("abs_link.txt", "other", "up_link.txt")} \
             <= notices
         assert {(arm, "arm.symlink-left-out", f"tests/{n}") for n in ("dangling.txt", "loop")} <= notices
+
+
+def test_a_current_folder_deleted_under_the_shell_is_a_message_not_a_traceback(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code = ("import os, sys\n"
+            f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+            "sys.argv = ['decouple', 'classify', 'test_x.py']\n"
+            "from codemod.cli.entry import main\n"
+            "main()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "decouple: the current folder no longer exists (deleted under the shell)\n"

@@ -4,13 +4,20 @@ commands under a guard, so a Ctrl-C that lands while they are still being import
 
 from __future__ import annotations
 
+import os
 import sys
 
 # Ctrl-C, for every command (`ab` and `refactor` say more: their temporary roots are gone).
 INTERRUPTED = 130
+USAGE = 2  # as click's usage errors
 
 
 def main() -> None:
+    try:  # every command resolves paths from here: a folder deleted under the shell is no traceback
+        os.getcwd()
+    except FileNotFoundError:
+        sys.stderr.write("decouple: the current folder no longer exists (deleted under the shell)\n")
+        sys.exit(USAGE)
     try:
         from codemod.cli.main import main as commands
     except KeyboardInterrupt:
