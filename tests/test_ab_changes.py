@@ -123,3 +123,29 @@ def test_line_shapes():
 def test_not_a_repository_is_an_error_not_a_crash(tmp_path):
     c = git_changes(str(tmp_path), "HEAD", ["x.py"])
     assert c.error and not c.files
+
+
+def test_the_base_versions_are_read_in_one_batch_whatever_the_names(tmp_path):
+    """Both versions of every file are read (the old ones by one `git cat-file --batch`): names
+    with spaces, with a newline or a non-ASCII letter (which git diff quotes), and a file beside
+    a folder are each read whole."""
+    from codemod.ab.changes import _shown
+
+    repo = tmp_path / "repo"
+    (repo / "t" / "sub dir").mkdir(parents=True)
+    names = ["t/test a.py", "t/sub dir/test_b.py", "t/test\nc.py", "t/test_d.py", "t/tést_e.py"]
+    for i, name in enumerate(names):
+        (repo / name).write_text(f"class TestX{i}:\n    pass\n" * (i + 1))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    texts = _shown("HEAD", [*names, "t/missing.py", "t/sub dir"], repo)
+    assert texts == {name: (repo / name).read_text() for name in names}
+    for name in names:
+        (repo / name).write_text((repo / name).read_text().replace("    pass\n", "    hw_classification = "
+                                                                   "HardwareClassification.CPU\n", 1))
+    c = git_changes(str(repo), "HEAD", ["t"])
+    assert c.error == ""
+    assert {f.path: [k.labels for k in f.classes] for f in c.files} == {"t/test\nc.py": [["CPU"]],
+        "t/test a.py": [["CPU"]], "t/sub dir/test_b.py": [["CPU"]], "t/test_d.py": [["CPU"]],
+        "t/tést_e.py": [["CPU"]]}

@@ -46,7 +46,7 @@ def test_every_catalogue_entry_has_both_languages_and_the_same_placeholders():
         code_params, prose_params = _placeholders(entry["en"])
         # prose parameters are numbers, the nested reasons or a legacy warning's text:
         # anything else would stay English in a Chinese report
-        assert prose_params <= {"seconds", "processes", "reasons", "text"}, code
+        assert prose_params <= {"seconds", "processes", "files", "reasons", "text"}, code
         assert not (code_params & {"reasons"}), code
 
 

@@ -25,6 +25,7 @@ STANDALONE = (
     "codemod/ab/probe.py",
     "codemod/ab/forkserver.py",
     "codemod/ab/warmup.py",
+    "codemod/ab/packplugin.py",
     "codemod/engine/discover_plugin.py",
 )
 

@@ -14,6 +14,7 @@ counts only in the stat.
 from __future__ import annotations
 
 import ast
+import codecs
 import os
 import re
 import subprocess
@@ -37,6 +38,46 @@ def _git(args: list[str], cwd: Path) -> str:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
     return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def _shown(ref: str, names: list[str], top: Path) -> dict[str, str]:
+    """The text of each of `names` at `ref` (a name not there is left out), read by one
+    `git cat-file --batch` (a `git show` a file cost 4 ms: 1.2 s for 300 files)."""
+    listed = [n for n in names if "\n" not in n]
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    request = "".join(f"{ref}:{n}\n" for n in listed).encode("utf-8", "surrogateescape")
+    proc = subprocess.run(
+        ["git", "cat-file", "--batch"], cwd=str(top), input=request, capture_output=True, timeout=120, env=env
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.decode("utf-8", "replace").strip() or "git cat-file failed")
+    out, at, texts = proc.stdout, 0, {}
+    for name in listed:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if not (len(header) == 3 and header[2].isdigit() and len(header[0]) in (40, 64)):
+            continue  # "<name> missing" (or ambiguous): no content follows
+        size = int(header[2])
+        if header[1] == b"blob":
+            texts[name] = out[at : at + size].decode("utf-8", "surrogateescape")
+        at += size + 1
+    for name in names:
+        if name not in listed:  # a newline in the name: cat-file reads names a line each
+            try:
+                texts[name] = _git(["show", f"{ref}:{name}"], top)
+            except RuntimeError:
+                pass
+    return texts
+
+
+def _unquoted(path: str) -> str:
+    """A path as git prints it in a diff header: C-quoted ("...", with backslash escapes and
+    octal bytes) when it holds a newline, a quote, a backslash or a control character."""
+    if len(path) > 1 and path.startswith('"') and path.endswith('"'):
+        raw = codecs.escape_decode(path[1:-1].encode("utf-8", "surrogateescape"))[0]
+        return raw.decode("utf-8", "surrogateescape")
+    return path
 
 
 def class_spans(source: str) -> list[tuple[int, int, str]]:
@@ -108,7 +149,7 @@ def read_patch(patch: str, new_sources: dict[str, str], old_sources: dict[str, s
             current = None
             continue
         if raw.startswith("+++ "):
-            path = raw[4:].strip()
+            path = _unquoted(raw[4:].removesuffix("\t"))  # (git ends a name with a space by a tab)
             path = path[2:] if path.startswith("b/") else path
             if path == "/dev/null":
                 continue
@@ -159,7 +200,9 @@ def git_changes(cwd: str, ref: str, paths: Iterable[str]) -> Changes:
         top = Path(_git(["rev-parse", "--show-toplevel"], Path(cwd)).strip())
         specs = sorted({p.split("::")[0] for p in paths}) or ["."]
         stat = _git(["diff", "--stat=100", "--no-color", "--no-renames", ref, "--", *specs], top)
-        patch = _git(["diff", "-U0", "--no-color", "--no-renames", "--no-ext-diff", ref, "--", *specs], top)
+        # core.quotePath=false: a name with non-ASCII letters is printed as it is
+        diff = ["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-renames", "--no-ext-diff"]
+        patch = _git([*diff, ref, "--", *specs], top)
         untracked = [
             p
             for p in _git(["ls-files", "-z", "--others", "--exclude-standard", "--", *specs], top).split("\0")
@@ -168,17 +211,13 @@ def git_changes(cwd: str, ref: str, paths: Iterable[str]) -> Changes:
         names = [
             p for p in _git(["diff", "--name-only", "-z", "--no-renames", ref, "--", *specs], top).split("\0") if p
         ]
-        new_sources, old_sources = {}, {}
+        new_sources = {}
         for name in names + untracked:
             try:
                 new_sources[name] = (top / name).read_text(encoding="utf-8", errors="surrogateescape")
             except OSError:
                 pass
-        for name in names:
-            try:
-                old_sources[name] = _git(["show", f"{ref}:{name}"], top)
-            except RuntimeError:
-                pass
+        old_sources = _shown(ref, names, top)
         for name in untracked:  # new files: every line added
             text = new_sources.get(name, "")
             lines = text.splitlines()

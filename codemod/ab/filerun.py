@@ -5,7 +5,7 @@ plugin), follows its event file while it runs, enforces the per-test, collection
 and per-file limits, and when the process dies without the session-end sentinel
 pins the crash on the test that was running and resumes the rest of the file in
 a new process.  The events are the capture plugin's (``plugin.Event``: the JSON
-lines are read as those types); ``_FileEvents`` folds what all the processes of
+lines are read as those types); ``FileEvents`` folds what all the processes of
 one file said into its outcomes.
 """
 
@@ -78,7 +78,7 @@ class FileRun:
 
 
 @dataclass
-class _ProcessWatch:
+class ProcessWatch:
     """What the current pytest process of a file has said so far."""
 
     current: TestEvents | None = None  # the test running now
@@ -88,7 +88,7 @@ class _ProcessWatch:
     progress: bool = False  # a test started
 
 
-class _FileEvents:
+class FileEvents:
     """Everything the processes of one file said, in order, and the outcomes folded from it."""
 
     def __init__(self, res: FileRun, deselect: tuple[str, ...]):
@@ -109,7 +109,7 @@ class _FileEvents:
             self.collected.append(nodeid)
         return acc
 
-    def consume(self, watch: _ProcessWatch, events: list[Event]) -> None:
+    def consume(self, watch: ProcessWatch, events: list[Event]) -> None:
         for ev in events:
             if ev["ev"] == "session":
                 watch.saw_session = True
@@ -131,7 +131,7 @@ class _FileEvents:
                 watch.saw_end = True
                 self.ended = ev.get("exitstatus", 0)
 
-    def _collected(self, watch: _ProcessWatch, ev: CollectedEvent) -> None:
+    def _collected(self, watch: ProcessWatch, ev: CollectedEvent) -> None:
         watch.collected = self.ever_collected = True
         self.ended = None
         self.runs = ev.get("runs", True)
@@ -168,7 +168,7 @@ class _FileEvents:
             message=(ev.get("reason") or "skipped at module level")[:4000],
         )
 
-    def _start(self, watch: _ProcessWatch, ev: StartEvent) -> None:
+    def _start(self, watch: ProcessWatch, ev: StartEvent) -> None:
         acc = self._known(ev["nodeid"])
         acc.started = True
         acc.t_start = float(ev.get("t") or time.time())
@@ -183,7 +183,7 @@ class _FileEvents:
         else:
             acc.reports[ev.get("when") or "call"] = ev
 
-    def _finish(self, watch: _ProcessWatch, ev: FinishEvent) -> None:
+    def _finish(self, watch: ProcessWatch, ev: FinishEvent) -> None:
         acc = self.accs.get(ev["nodeid"])
         if acc is not None:
             acc.finished = True
@@ -241,7 +241,7 @@ class _FileEvents:
         return Outcome(nodeid=nid, outcome=OutcomeValue.NOT_RUN, phase=Phase.SETUP, message=why)
 
 
-class _EventReader:
+class EventReader:
     """The new complete lines of an event file, as events."""
 
     def __init__(self, path: Path):
@@ -272,7 +272,7 @@ class _EventReader:
         return out
 
 
-def _tail(path: Path, n: int = _OUTPUT_TAIL) -> str:
+def output_tail(path: Path, n: int = _OUTPUT_TAIL) -> str:
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -359,7 +359,7 @@ class ArmRunner:
         self, file: str, args: list[str], only: set[str] | None = None, deselect: tuple[str, ...] = ()
     ) -> FileRun:
         res = FileRun(arm=self.spec.name, file=file)
-        events = _FileEvents(res, deselect)
+        events = FileEvents(res, deselect)
         t_file = time.monotonic()
         attempts = 0
         while True:
@@ -370,7 +370,7 @@ class ArmRunner:
                 )
                 break
             watch, killed, rc, log = self._run_process(args, only, events, t_file)
-            if watch.saw_end or not self._resume(events, watch, killed, rc, _tail(log)):
+            if watch.saw_end or not self._resume(events, watch, killed, rc, output_tail(log)):
                 break
             if not events.remaining():
                 break
@@ -379,8 +379,8 @@ class ArmRunner:
         return res
 
     def _run_process(
-        self, args: list[str], only: set[str] | None, events: _FileEvents, t_file: float
-    ) -> tuple[_ProcessWatch, Kill | None, int, Path]:
+        self, args: list[str], only: set[str] | None, events: FileEvents, t_file: float
+    ) -> tuple[ProcessWatch, Kill | None, int, Path]:
         """One pytest process over the file's tests not yet run; (what it said, why it
         was killed, its exit status, its log)."""
         env, path, log = self._prepare(events.excluded, only)
@@ -388,8 +388,8 @@ class ArmRunner:
             raise Interrupted("stopped")
         proc = self._start(self._pytest_argv(args), env, log, events.res.notes)
         events.res.processes += 1
-        reader = _EventReader(path)
-        watch = _ProcessWatch()
+        reader = EventReader(path)
+        watch = ProcessWatch()
         try:
             killed = self._watch(proc, reader, events, watch, t_file)
         finally:
@@ -414,8 +414,9 @@ class ArmRunner:
                 env[f"DECOUPLE_AB_{name.upper()}"] = str(listed)
         return env, path, log
 
-    def _pytest_argv(self, args: list[str]) -> list[str]:
-        return ["-p", PLUGIN_MODULE, *PYTEST_ARGS, "-q", "-rN", *[safe_arg(a) for a in args], *self.spec.extra_args]
+    def _pytest_argv(self, args: list[str], plugins: tuple[str, ...] = ()) -> list[str]:
+        loads = [a for name in (PLUGIN_MODULE, *plugins) for a in ("-p", name)]
+        return [*loads, *PYTEST_ARGS, "-q", "-rN", *[safe_arg(a) for a in args], *self.spec.extra_args]
 
     def _reap(self, proc: Any) -> int:
         """Kill what is left of a process that has exited or is to die; its exit status."""
@@ -430,7 +431,7 @@ class ArmRunner:
         return rc
 
     def _watch(
-        self, proc: Any, reader: _EventReader, events: _FileEvents, watch: _ProcessWatch, t_file: float
+        self, proc: Any, reader: EventReader, events: FileEvents, watch: ProcessWatch, t_file: float
     ) -> Kill | None:
         """Follow the process's events until it exits (None) or a limit kills it (why)."""
         t_proc = time.time()
@@ -449,7 +450,7 @@ class ArmRunner:
                 return Kill.COLLECT_TIMEOUT
         return None
 
-    def _resume(self, events: _FileEvents, watch: _ProcessWatch, killed: Kill | None, rc: int, tail: str) -> bool:
+    def _resume(self, events: FileEvents, watch: ProcessWatch, killed: Kill | None, rc: int, tail: str) -> bool:
         """Record why a process ended before the sentinel; whether the rest of the file
         runs in a new process."""
         res = events.res
@@ -478,7 +479,7 @@ class ArmRunner:
             return False
         return self._crashed(events, watch, processes.signame(rc), tail)
 
-    def _crashed(self, events: _FileEvents, watch: _ProcessWatch, sig: str, tail: str) -> bool:
+    def _crashed(self, events: FileEvents, watch: ProcessWatch, sig: str, tail: str) -> bool:
         """The process died during the session: pin the crash on the running test."""
         res = events.res
         acc = watch.current

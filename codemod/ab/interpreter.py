@@ -40,6 +40,7 @@ SERVER_MODULE = "decouple_ab_server"
 # (the server imports these by their names)
 PLUGIN_MODULE = "decouple_ab_plugin"
 WARM_UP_MODULE = "decouple_ab_warmup"
+PACK_PLUGIN_MODULE = "decouple_ab_pack"  # loaded by a pack's process (packrun.py)
 # How long a server may take to import everything (torch on a loaded machine).
 READY_TIMEOUT = 600.0
 # Variables read only when a function runs, never while a module is imported:
@@ -53,10 +54,16 @@ CALL_TIME_VARS = {
 
 
 def install_server(support: Path) -> Path:
-    """Copy the server and the files it imports (the capture plugin, the warm-up) into
+    """Copy the server and the files it imports (the capture plugin, the warm-up; and the
+    pack plugin that a pack's process loads) into
     `support` under the names they import each other by; the server script."""
     here = Path(__file__).resolve().parent
-    for source, name in (("forkserver.py", SERVER_MODULE), ("plugin.py", PLUGIN_MODULE), ("warmup.py", WARM_UP_MODULE)):
+    for source, name in (
+        ("forkserver.py", SERVER_MODULE),
+        ("plugin.py", PLUGIN_MODULE),
+        ("warmup.py", WARM_UP_MODULE),
+        ("packplugin.py", PACK_PLUGIN_MODULE),
+    ):
         shutil.copy2(here / source, support / f"{name}.py")
     return support / f"{SERVER_MODULE}.py"
 

@@ -93,6 +93,13 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "zh": "`--pack`：每组的文件分成 {processes} 个 pytest 会话运行，每个会话包含多个文件，"
         "与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
     },
+    "run.packed-many": {
+        "en": "{files} files: each arm's files ran in {processes} pytest session(s) of several files each, forked "
+        "from the warm interpreter, as plain pytest runs them (the tests of one session share its process; "
+        "`--no-pack` runs a process per file)",
+        "zh": "{files} 个文件：每组的文件分成 {processes} 个 pytest 会话运行（由热解释器 fork），每个会话包含多个文件，"
+        "与直接运行 pytest 相同（同一会话中的测试共用一个进程；`--no-pack` 则每个文件一个进程）",
+    },
     # ---- the warm interpreter (codemod.ab.interpreter) ---------------------------------
     "warm.no-fork": {
         "en": "no warm interpreter: this platform has no `fork()`; every file ran in a fresh process",

@@ -103,7 +103,9 @@ class RunOptions:
     # B once more under PyTorch's label filter where the tree's conftest.py offers it
     label_filter: bool = True
     test_plan: bool = False  # run each file's Test Plan command in B (the PR body prints them)
-    pack: bool = False  # several files of an arm in one pytest session, even with a warm interpreter
+    # several files of an arm in one pytest session: True always, False never, None = from
+    # packrun.PACK_FROM files on (and wherever no warm interpreter can be used)
+    pack: bool | None = None
 
 
 def check_options(opts: RunOptions) -> None:

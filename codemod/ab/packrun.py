@@ -21,6 +21,7 @@ files then runs on its own, as without packs, from where it stopped.
 
 from __future__ import annotations
 
+import fnmatch
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,19 +32,38 @@ from codemod.ab import processes
 from codemod.ab.filerun import (  # the per-file folding of the capture events, shared with the packs
     COLLECT_TIMEOUT_MIN,
     ArmRunner,
+    EventReader,
+    FileEvents,
     FileRun,
     Kill,
-    _EventReader,
-    _FileEvents,
-    _ProcessWatch,
-    _tail,
+    ProcessWatch,
+    output_tail,
 )
+from codemod.ab.interpreter import PACK_PLUGIN_MODULE
 from codemod.ab.model import Outcome, OutcomeValue, file_of
 from codemod.ab.notices import Notice
 from codemod.ab.processes import Interrupted
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
     from codemod.ab.plugin import Event
+
+# pytest's default `python_files`: a file named otherwise is collected only when named
+_DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
+
+
+# From this many files that run whole, an arm's files run packed even with a warm interpreter:
+# a forked file still costs a pytest session of its own (about 0.1 s of CPU), which 8 files
+# of each arm pay about a second of.
+PACK_FROM = 8
+
+
+def packing(choice: bool | None, fork: bool, warm: bool, files: int) -> bool:
+    """Whether the arms' files run packed: as --pack / --no-pack say; else where no warm
+    interpreter can be used (not with --no-fork: a fresh process per file, asked for), and
+    from PACK_FROM files on."""
+    if choice is not None:
+        return choice
+    return fork and (not warm or files >= PACK_FROM)
 
 
 def packs_per_arm(jobs: int) -> int:
@@ -65,15 +85,56 @@ def plan_packs(files: Sequence[str], packs: int) -> list[list[str]]:
     return out
 
 
+def pack_arguments(todo: list[str], args: dict[str, list[str]], root: Path) -> tuple[list[str], list[str]]:
+    """The pytest arguments of a process over the files `todo` (file -> its arguments) and
+    the files it reaches through their directories (see packplugin.py: naming N files of
+    one directory costs pytest N x N collectors).  A file is reached through its directory
+    when it runs whole and pytest's default patterns match its name, and naming the
+    directory collects nothing else: no named file lies below it (pytest would collect a
+    named part of a file whole there), and no ``test*/conftest.py`` below it that naming the
+    files would not load (pytest loads those of a named directory at start-up)."""
+    walked = [f for f in todo if args[f] == [f] and _default_test_name(f)]
+    named = [f for f in todo if f not in walked]
+    dirs = sorted({_parent(f) for f in walked})
+    while True:
+        on_the_way = {str(p) for f in walked for p in Path(f).parents}
+        unfit = [
+            d
+            for d in dirs
+            if any(_below(_parent(f), d) for f in named)
+            or any(str(c.parent.relative_to(root)) not in on_the_way for c in (root / d).glob("test*/conftest.py"))
+        ]
+        if not unfit:
+            break
+        dirs = [d for d in dirs if d not in unfit]
+        named += [f for f in walked if _parent(f) in unfit]
+        walked = [f for f in walked if _parent(f) not in unfit]
+    tops = [d for d in dirs if not any(_below(d, other) for other in dirs if other != d)]
+    return [a for f in todo if f in named for a in args[f]] + tops, walked
+
+
+def _parent(file: str) -> str:
+    return str(Path(file).parent)
+
+
+def _default_test_name(file: str) -> bool:
+    return any(fnmatch.fnmatch(Path(file).name, pattern) for pattern in _DEFAULT_PYTHON_FILES)
+
+
+def _below(path: str, top: str) -> bool:
+    """Whether the relative directory `path` is `top` or below it."""
+    return top == "." or path == top or path.startswith(top.rstrip("/") + "/")
+
+
 @dataclass
 class _Process:
     """What one process of a pack said, as a whole and per file."""
 
-    whole: _ProcessWatch = field(default_factory=_ProcessWatch)
-    files: dict[str, _ProcessWatch] = field(default_factory=dict)
+    whole: ProcessWatch = field(default_factory=ProcessWatch)
+    files: dict[str, ProcessWatch] = field(default_factory=dict)
     elsewhere: bool = False  # an event named a file outside the pack
     # the process's events unrouted: what `whole` watches (its running test, its collection)
-    everyone: _FileEvents = field(default_factory=lambda: _FileEvents(FileRun(arm="", file=""), ()))
+    everyone: FileEvents = field(default_factory=lambda: FileEvents(FileRun(arm="", file=""), ()))
 
 
 class PackRunner(ArmRunner):
@@ -82,7 +143,7 @@ class PackRunner(ArmRunner):
     def run_pack(self, files: dict[str, list[str]], deselect: dict[str, tuple[str, ...]]) -> list[FileRun]:
         """The files (file -> its pytest arguments) in one session, resumed after crashes;
         one FileRun per file, in the order given."""
-        pack = _Pack({f: _FileEvents(FileRun(arm=self.spec.name, file=f), deselect.get(f, ())) for f in files}, files)
+        pack = _Pack({f: FileEvents(FileRun(arm=self.spec.name, file=f), deselect.get(f, ())) for f in files}, files)
         attempts = 0
         while pack.unfinished():
             attempts += 1
@@ -96,9 +157,11 @@ class PackRunner(ArmRunner):
             said, killed, rc, log = self._run_pack_process(pack)
             if said.whole.saw_end and not said.elsewhere:
                 break
-            if not self._resume_pack(pack, said, killed, rc, _tail(log)):
-                self._alone(pack)
+            if not self._resume_pack(pack, said, killed, rc, output_tail(log)):
+                self._alone(pack, pack.unfinished())
                 break
+        # a file the walk did not reach (the configured python_files do not match its name)
+        self._alone(pack, pack.unseen())
         return pack.results()
 
     def _run_pack_process(self, pack: _Pack) -> tuple[_Process, Kill | None, int, Path]:
@@ -109,11 +172,18 @@ class PackRunner(ArmRunner):
         if self.stop.is_set():
             raise Interrupted("stopped")
         notes = pack.files[todo[0]].res.notes
-        proc = self._start(self._pytest_argv([a for f in todo for a in pack.args[f]]), env, log, notes)
+        args, walked = pack_arguments(todo, pack.args, self.spec.root)
+        if walked:
+            listed = path.with_suffix(".pack")
+            listed.write_text("".join(f + "\n" for f in walked), encoding="utf-8", errors="surrogateescape")
+            env["DECOUPLE_AB_PACK"] = str(listed)
+        pack.walked.update(walked)
+        argv = self._pytest_argv(args, (PACK_PLUGIN_MODULE,) if walked else ())
+        proc = self._start(argv, env, log, notes)
         for f in todo:
             pack.files[f].res.processes += 1
-        reader = _EventReader(path)
-        said = _Process(files={f: _ProcessWatch() for f in pack.files})
+        reader = EventReader(path)
+        said = _Process(files={f: ProcessWatch() for f in pack.files})
         try:
             killed = self._watch_pack(proc, reader, pack, said)
         finally:
@@ -121,7 +191,7 @@ class PackRunner(ArmRunner):
         pack.consume(said, reader.read())
         return said, killed, rc, log
 
-    def _watch_pack(self, proc: Any, reader: _EventReader, pack: _Pack, said: _Process) -> Kill | None:
+    def _watch_pack(self, proc: Any, reader: EventReader, pack: _Pack, said: _Process) -> Kill | None:
         """Follow the process's events until it exits (None) or a limit kills it (why)."""
         t_proc = time.time()
         while not processes.exited(proc, 0.1):
@@ -170,9 +240,9 @@ class PackRunner(ArmRunner):
         events.res.crashes.append(acc.nodeid)
         return True
 
-    def _alone(self, pack: _Pack) -> None:
-        """The pack's unfinished files, each run on its own from where it stopped."""
-        for f in pack.unfinished():
+    def _alone(self, pack: _Pack, files: list[str]) -> None:
+        """The pack's `files`, each run on its own from where it stopped."""
+        for f in files:
             events = pack.files[f]
             events.fold()
             finished = {n: o for n, o in events.res.outcomes.items() if n in events.excluded}
@@ -183,13 +253,14 @@ class PackRunner(ArmRunner):
 class _Pack:
     """The files of a pack: their events, and what is left to run."""
 
-    def __init__(self, files: dict[str, _FileEvents], args: dict[str, list[str]]):
+    def __init__(self, files: dict[str, FileEvents], args: dict[str, list[str]]):
         self.files = files
         self.args = args
         self.began: dict[str, float] = {}  # file -> when its first test started
         self.last: dict[str, float] = {}  # file -> when it last said something
         self.stopped: set[str] = set()  # files ended by --file-timeout
         self.alone: dict[str, FileRun] = {}  # files that went on alone: their whole result
+        self.walked: set[str] = set()  # files a process reached through their directories
 
     def excluded(self) -> set[str]:
         return set().union(*(e.excluded for e in self.files.values()))
@@ -200,6 +271,16 @@ class _Pack:
             f
             for f, e in self.files.items()
             if f not in self.stopped and f not in self.alone and (not e.ever_collected or e.remaining())
+        ]
+
+    def unseen(self) -> list[str]:
+        """The files reached through their directories that no process collected."""
+        return [
+            f
+            for f, e in self.files.items()
+            if f in self.walked
+            and f not in self.alone
+            and not (e.collected or e.dropped or e.res.collection_errors or e.res.collection_skips)
         ]
 
     def consume(self, said: _Process, events: list[Event]) -> None:

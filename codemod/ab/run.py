@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from codemod.ab import arms as _arms
 from codemod.ab import changes as _changes
@@ -47,7 +48,7 @@ from codemod.ab.interpreter import ForkServer
 from codemod.ab.model import ABResult, ArmResult, Environment, file_of
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, check_options, parse_shard
-from codemod.ab.packrun import PackRunner, packs_per_arm, plan_packs
+from codemod.ab.packrun import PackRunner, packing, packs_per_arm, plan_packs
 from codemod.ab.processes import Interrupted, SlotPool, kill_all_children, wait_all
 from codemod.util.reaper import orphans_reaped
 
@@ -158,20 +159,18 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     t_warm = time.monotonic()
     launched = _interp.launch(opts.fork, opts.python, specs, files.by_arm, support, servers, say)
     probe_future = _start_probe(opts, (launched or {}).get("A"), support, base_env, arm_env, work, stop)
+    # the diff between the git arms, read while the warm interpreters import (an idle core)
+    changes = _aside("changes", _changes.git_changes, str(cwd), opts.base, result.paths) if opts.base else None
     if opts.hw_classification:
         _pass_hw_classification(opts, specs, probe_future, result.warnings)
     packs = _packs(files, opts)
-    warm = _interp.settle(opts.fork, launched, t_warm, stop, say, result.warnings, _most_packs(packs))
+    unforked_packs = _most_packs(packs) if opts.pack is not False else 0  # how they run without the server
+    warm = _interp.settle(opts.fork, launched, t_warm, stop, say, result.warnings, unforked_packs)
     runners = {
         n: PackRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
     }
     jobs = _Jobs(opts, sources, specs, arm_errors, files, stop, result)
-    # without a warm interpreter, each arm's files run packed (as plain pytest runs them);
-    # --no-fork keeps a fresh process per file, --pack packs them anyway
-    packed = opts.pack or (opts.fork and not warm)
-    if opts.pack and (warm or not opts.fork) and _most_packs(packs):
-        result.warnings.append(Notice("run.packed", {"processes": str(_most_packs(packs))}))
-    jobs.start(pool, runners, say, packs if packed else [])
+    jobs.start(pool, runners, say, packs if _packed(opts, packs, bool(warm), result.warnings) else [])
 
     # A and B first: their discordant tests are confirmed while the diagnostic
     # arms' files still run
@@ -200,12 +199,13 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     reason_given = any(w.code.startswith("hw-classification.") for w in result.warnings)
     if opts.hw_classification and not b.extra_args and not reason_given:
         result.warnings.append(Notice("hw-classification.not-passed"))
-    _conclude(result, opts, cwd, specs["B"].root)
+    result.changes = changes.result() if changes is not None else None
+    _conclude(result, opts, specs["B"].root)
     result.duration = round(time.monotonic() - t0, 3)
     return result
 
 
-def _conclude(result: ABResult, opts: RunOptions, cwd: Path, b_root: Path) -> None:
+def _conclude(result: ABResult, opts: RunOptions, b_root: Path) -> None:
     """What the comparison adds up to: the moves to devices this machine lacks, the counts,
     every arm's totals and census, the census's findings, the diff between git arms, the
     devices a widened device set does not exercise here, and the verdict."""
@@ -218,8 +218,6 @@ def _conclude(result: ABResult, opts: RunOptions, cwd: Path, b_root: Path) -> No
     if b is not None and b.ran:
         files = sorted({file_of(n) for n in b.outcomes})
         result.runtime = _coverage.runtime_findings(b, _read_sources(b_root, files))
-    if opts.base:
-        result.changes = _changes.git_changes(str(cwd), opts.base, result.paths)
     result.not_exercised = _coverage.not_exercised(result.changes, result.environment)
     result.verdict, result.verdict_reason = _cmp.verdict(result)
 
@@ -350,21 +348,17 @@ def _start_probe(
     probe_env = _arms.sanitised_env(base_env, dict(arm_env), work / "arms" / "A" / "pycache", support, cwd=probe_dir)
     probe_env.pop("PYTHONPYCACHEPREFIX", None)
     probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
-    # A dedicated thread: the pool's workers are for test processes.  Niced,
-    # unless --hw-classification has to wait for its answer before B starts.
-    probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
-    probe_future = probe_pool.submit(
-        _interp.probe,
-        opts.python,
-        server,
-        support / f"{PROBE_MODULE}.py",
-        probe_env,
-        probe_dir,
-        not opts.hw_classification,
-        stop,
-    )
-    probe_pool.shutdown(wait=False)
-    return probe_future
+    # Niced, unless --hw-classification has to wait for its answer before B starts.
+    script, nice = support / f"{PROBE_MODULE}.py", not opts.hw_classification
+    return _aside("probe", _interp.probe, opts.python, server, script, probe_env, probe_dir, nice, stop)
+
+
+def _aside(name: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """`fn(*args)` on a thread of its own (the pool's workers are for test processes)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"decouple-ab-{name}")
+    future = pool.submit(fn, *args)
+    pool.shutdown(wait=False)
+    return future
 
 
 def _pass_hw_classification(
@@ -396,6 +390,19 @@ def _packs(files: _Files, opts: RunOptions) -> list[list[str]]:
     file that runs whole (a shard's part of a file runs alone)."""
     whole = [p.file for p in files.pieces if p.only is None]
     return plan_packs(whole, packs_per_arm(max(1, opts.jobs or os.cpu_count() or 1)))
+
+
+def _packed(opts: RunOptions, packs: list[list[str]], warm: bool, warnings: list[Notice]) -> bool:
+    """Whether the arms run `packs` (packrun.packing); the notice that says so where the
+    warm interpreter's own notice does not (it was used, or --no-fork)."""
+    files = sum(len(p) for p in packs)
+    packed = packing(opts.pack, opts.fork, warm, files)
+    if packed and (warm or not opts.fork) and _most_packs(packs):
+        params = {"processes": str(_most_packs(packs))}
+        if not opts.pack:  # packed for their number
+            params["files"] = str(files)
+        warnings.append(Notice("run.packed" if opts.pack else "run.packed-many", params))
+    return packed
 
 
 def _most_packs(packs: list[list[str]]) -> int:

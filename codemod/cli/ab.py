@@ -272,7 +272,7 @@ class AbRunOptions:
     durations_out: str | None
     fsync: str
     fork: bool
-    pack: bool
+    pack: bool | None
     diagnose: bool
     diagnose_budget: float
     test_plan: bool
@@ -414,11 +414,11 @@ class AbRunOptions:
     "can tell them apart) and fork a process per file; --no-fork starts a fresh interpreter for every file.",
 )
 @click.option(
-    "--pack",
-    is_flag=True,
+    "--pack/--no-pack",
+    default=None,
     help="Run each arm's files several to a pytest session (N/2 sessions per arm with -j N), as plain pytest "
-    "runs a directory: faster on many small files, but the tests of a session share its process. Where "
-    "forking is unsafe this is what happens anyway.",
+    "runs a directory: a file then costs only its tests, but the tests of a session share its process. "
+    "Default: packed from 8 files on, and wherever forking is unsafe; --no-pack runs a process per file.",
 )
 @click.option(
     "--diagnose",
