@@ -3,7 +3,9 @@
 Where no warm interpreter can be used (an out-of-tree backend that is loaded on ``import
 torch`` makes forking unsafe; no ``fork()``), a fresh interpreter per file would import
 torch, the backend and what a first test imports again for every file, every resumed rest
-and every rerun: plain pytest pays that once per run.  So each arm's files are split into
+and every rerun: plain pytest pays that once per run.  Even forked, a file's own pytest
+session costs about 0.1 s beyond its tests, so from PACK_FROM files on the files are packed
+with a warm interpreter too (each pack forked from it).  So each arm's files are split into
 packs (`plan_packs`: contiguous runs of the sorted files, the same packs in every arm), and
 one pytest process runs a pack.  The tests of a pack's files share that process, as in
 plain pytest; the files of different packs do not.
