@@ -201,12 +201,11 @@ def _resolve_gate(gate: str, files: list[str]) -> tuple[dict[str, list[str]], li
 
 
 def _choose_rules(setting: str, gate: str, files: list[str], linters: dict[str, list[str]]) -> RulesChoice:
-    """The generation of the rules for files the gate's `linters` judge (with the gate off: the
-    checkouts' own linters, found as `auto` finds them). Raises RunError."""
-    if gate == "off":
-        linters, _ = _resolve_gate("auto", files)
+    """rules_choice.choose_for; raises RunError."""
     try:
-        return rules_choice.choose(setting, list(linters))
+        return rules_choice.choose_for(setting, gate, files, linters)
+    except linter_gate.GateError as e:
+        raise RunError(f"linter gate: {e}") from None
     except rules_choice.RulesError as e:
         raise RunError(str(e)) from None
 

@@ -11,14 +11,15 @@ checkouts whose linters are of different generations cannot share a run.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from codemod.engine import linter_gate
 from codemod.engine.result import RulesChoice
 from transforms.core.base import Transform
 from transforms.rules.generations import GENERATIONS, NEWEST
 from transforms.rules.identify import Identification, identify
 
-__all__ = ["AUTO", "RulesError", "choose", "follows_rules", "identify_linter", "with_rules"]
+__all__ = ["AUTO", "RulesError", "choose", "choose_for", "follows_rules", "identify_linter", "with_rules"]
 
 AUTO = "auto"
 
@@ -60,6 +61,17 @@ def choose(setting: str, linters: Sequence[str], sources: dict[str, bytes] | Non
         )
     differences = tuple(dict.fromkeys(d for i in found.values() for d in i.differences))
     return RulesChoice(name=names.pop(), setting=setting, linters=tuple(found), differences=differences)
+
+
+def choose_for(
+    setting: str, gate: str, files: Sequence[str], linters: Mapping[str, list[str]] | None = None
+) -> RulesChoice:
+    """The generation for `files`: from the linters the gate runs (`linters`, else resolved from
+    `gate`); with the gate off, from the checkouts' own linters, found as `auto` finds them.
+    Raises RulesError, linter_gate.GateError."""
+    if gate == "off" or linters is None:
+        linters, _ = linter_gate.resolve("auto" if gate == "off" else gate, list(files))
+    return choose(setting, list(linters))
 
 
 def _read(path: str) -> bytes:

@@ -157,8 +157,7 @@ def _choose_rules(req: SurveyRequest, paths: list[str]) -> RulesChoice:
     same files (the gate's linters; with the gate off, the checkouts' own, found as `auto` finds
     them): the engine then applies it to every file it analyses, whichever the cache left."""
     try:
-        linters, _ = linter_gate.resolve("auto" if req.gate == "off" else req.gate, paths)
-        return rules_choice.choose(req.rules, list(linters))
+        return rules_choice.choose_for(req.rules, req.gate, paths)
     except linter_gate.GateError as e:
         raise SurveyError(f"linter gate: {e}") from None
     except rules_choice.RulesError as e:
