@@ -132,7 +132,8 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     check_options(opts)
     # every process runs with cwd = an arm root: the interpreter's path, made absolute
     opts = dataclasses.replace(opts, python=_interp.resolve_python(opts.python, cwd))
-    checked = _aside("check", _interp.check_python, opts.python)  # (answered while the arms are made)
+    info = _interp.check_python(opts.python)
+    say(f"interpreter {opts.python}: python {info.get('python')}, pytest {info.get('pytest')}")
     result = ABResult(
         tool_version=_tool_version(),
         normaliser_version=_sig.NORMALISER_VERSION,
@@ -153,8 +154,6 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
     filtered = _label_filter(opts, specs, arm_errors, files, work)
 
-    info = checked.result()
-    say(f"interpreter {opts.python}: python {info.get('python')}, pytest {info.get('pytest')}")
     # warm interpreters: they import in the background while the probe and the
     # --hw-classification check run
     t_warm = time.monotonic()
