@@ -312,6 +312,28 @@ def test_no_hook_runs_in_refactors_commits(tmp_path):
     assert "changed by a hook" not in message and message.startswith("[Testcase Refactoring]")
 
 
+def test_refactors_commit_leaves_the_users_object_store_as_it_was(tmp_path):
+    """A commit runs git's automatic maintenance, which repacks the objects of the user's
+    repository once there are enough loose ones (gc.auto): the tool's commit does not."""
+    repo = _refactor_repo(tmp_path)
+    git(repo, "config", "gc.auto", "1")
+    git(repo, "config", "gc.autoDetach", "false")
+    for i in range(600):  # loose objects in every fan-out folder, as a busy checkout has
+        subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=f"{i}\n", text=True,
+                       check=True, capture_output=True)
+    packs = sorted((repo / ".git" / "objects" / "pack").iterdir())
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    code, out, err = cli("refactor", "test/test_alpha.py", "--no-ab", cwd=repo, env=env)
+    assert code == 0, out + err
+    assert git(repo, "log", "-1", "--format=%s", "hw-classification/test_alpha").startswith("[Testcase")
+    assert sorted((repo / ".git" / "objects" / "pack").iterdir()) == packs
+    # (the same commit by hand does repack: what the test guards against is real)
+    (repo / "x").write_text("x")
+    git(repo, "add", "x")
+    git(repo, "commit", "-qm", "x")
+    assert sorted((repo / ".git" / "objects" / "pack").iterdir()) != packs
+
+
 @pytest.mark.parametrize("breakage", ["no-email", "signing"])
 def test_a_failed_commit_leaves_no_branch_and_the_rerun_works(tmp_path, breakage):
     repo = _refactor_repo(tmp_path)

@@ -8,7 +8,9 @@ only ever created (never moved, reset or deleted) and nothing is pushed.
 No hook runs in the tool's own git commands (`worktree add`/`remove`, `checkout`, `add`,
 `commit`, `branch`): each runs with `-c core.hooksPath=<an empty folder>`, which wins over any
 configuration (`--no-verify` alone still runs `prepare-commit-msg`, which can change the
-message, and `post-commit`; `post-checkout` runs on every checkout). A commit is made on a
+message, and `post-commit`; `post-checkout` runs on every checkout), and none starts git's
+automatic maintenance (`maintenance.auto=false`, `gc.auto=0`: a commit would otherwise repack
+the user's object store). A commit is made on a
 detached HEAD and the branch created at it afterwards, so a commit that fails (no
 `user.email`, broken signing) leaves no branch behind.
 """
@@ -132,9 +134,14 @@ class Repo:
                 pass
 
 
+# A commit ends by running `git maintenance run --auto` (`git gc --auto` before git 2.29), which
+# can repack and prune the user's object store: the tool's own commands leave it as it was.
+_NO_MAINTENANCE = ("-c", "maintenance.auto=false", "-c", "gc.auto=0")
+
+
 def _run(repo: git.Repo, no_hooks: str, *args: str) -> str:
-    """`git ARGS` in `repo` with no hook (see the module docstring)."""
-    return repo.git.execute(["git", "-c", f"core.hooksPath={no_hooks}", *args])
+    """`git ARGS` in `repo` with no hook and no automatic maintenance (see the module docstring)."""
+    return repo.git.execute(["git", "-c", f"core.hooksPath={no_hooks}", *_NO_MAINTENANCE, *args])
 
 
 @dataclass
