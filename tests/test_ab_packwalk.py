@@ -82,9 +82,9 @@ def _pids(path: Path) -> dict[str, dict[str, str]]:
 
 @linux_only
 def test_many_files_run_packed_from_the_warm_interpreter_with_the_outcomes_of_naming_them(tmp_path):
-    site = tmp_path / "site"
-    (site / "torch").mkdir(parents=True)
-    (site / "torch" / "__init__.py").write_text("")
+    from test_ab_scale import stand_in_torch
+
+    site = stand_in_torch(tmp_path)
     root = tmp_path / "r"
     _tree(root, PACK_FROM)
     files = [f"t/test_w{i}.py" for i in range(PACK_FROM)]

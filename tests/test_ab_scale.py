@@ -127,6 +127,14 @@ def test_packs_are_contiguous_runs_of_nearly_equal_length():
     assert [packs_per_arm(j) for j in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
 
 
+def stand_in_torch(tmp_path: Path) -> Path:
+    """A site folder with an empty stand-in torch: the warm interpreter preloads it and forks."""
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    return site
+
+
 def _unsafe_to_fork(tmp_path: Path) -> Path:
     """A stand-in torch whose import loads an out-of-tree backend (forking is unsafe)."""
     site = tmp_path / "site"
@@ -252,9 +260,7 @@ def test_a_process_that_dies_outside_a_test_ends_the_pack_and_its_files_go_on_al
 
 @linux_only
 def test_pack_packs_the_files_with_a_warm_interpreter_too(tmp_path):
-    site = tmp_path / "site"
-    (site / "torch").mkdir(parents=True)
-    (site / "torch" / "__init__.py").write_text("")
+    site = stand_in_torch(tmp_path)
     root = tmp_path / "t"
     _pids_tree(root, 4)
     (root / "test_p3.py").write_text((root / "test_p3.py").read_text() + (
