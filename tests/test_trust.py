@@ -856,3 +856,40 @@ def test_a_current_folder_deleted_under_the_shell_is_a_message_not_a_traceback(t
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == "decouple: the current folder no longer exists (deleted under the shell)\n"
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_a_ctrl_c_while_the_pool_starts_is_no_worker_traceback_and_reaches_the_parent(tmp_path):
+    """The race of the test above, made certain: each worker gets SIGINT before its initializer
+    runs, and the parent one while the pool is being made."""
+    script = tmp_path / "race.py"
+    script.write_text(
+        "import multiprocessing, os, signal, sys, time\n"
+        "from codemod.engine import process\n"
+        "real = multiprocessing.get_context('fork')\n"
+        "made = []\n"
+        "class Ctx:\n"
+        "    def Pool(self, jobs, initializer, initargs):\n"
+        "        def first(*args):\n"
+        "            os.kill(os.getpid(), signal.SIGINT)  # before the worker ignores it\n"
+        "            time.sleep(0.05)\n"
+        "            initializer(*args)\n"
+        "            print('worker', os.getpid(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN, flush=True)\n"
+        "        made.append(real.Pool(jobs, initializer=first, initargs=initargs))\n"
+        "        os.kill(os.getpid(), signal.SIGINT)  # the parent's, while the pool starts\n"
+        "        time.sleep(0.3)\n"
+        "        return made[-1]\n"
+        "try:\n"
+        "    process._started_pool(Ctx(), 2, ((), None, False, None, None, os.getpid()))\n"
+        "except KeyboardInterrupt:\n"
+        "    print('parent interrupted after the pool started:', bool(made), flush=True)\n"
+        "made[0].terminate()\n"
+        "print('mask restored:', signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, []), flush=True)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert sorted(line.split()[0] + " " + line.split()[2] for line in lines if line.startswith("worker")) == [
+        "worker True", "worker True"], proc.stdout
+    assert "parent interrupted after the pool started: True" in lines and "mask restored: True" in lines, proc.stdout

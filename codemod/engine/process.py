@@ -339,8 +339,24 @@ def _init_worker(
     # finishes the write first: write_atomic holds the signals), a worker says nothing. A
     # Ctrl-C that lands while the pool starts leaves the parent no pool to end: the workers
     # then end with the parent (they held its standard error open, and nothing stopped them).
+    # The worker was forked with SIGINT blocked (_started_pool): a Ctrl-C of its first moments
+    # is discarded here, not a KeyboardInterrupt traceback of multiprocessing's bootstrap.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     reaper.end_with_parent(parent)
+
+
+def _started_pool(ctx: Any, jobs: int, initargs: tuple) -> Any:
+    """A pool whose workers are forked with SIGINT blocked (they ignore it once started); a
+    Ctrl-C during the start reaches this process when the pool is up."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return ctx.Pool(jobs, initializer=_init_worker, initargs=initargs)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return ctx.Pool(jobs, initializer=_init_worker, initargs=initargs)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _work(item: tuple[str, str]) -> bytes:
@@ -414,8 +430,6 @@ def _computed(
             yield _process_path(p, d, transforms, mode, staged, cache, keys)
         return
     ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    with ctx.Pool(
-        jobs, initializer=_init_worker, initargs=(transforms, mode, staged, cache, keys, os.getpid())
-    ) as pool:
+    with _started_pool(ctx, jobs, (transforms, mode, staged, cache, keys, os.getpid())) as pool:
         chunks = max(1, min(16, len(items) // (jobs * 8)))
         yield from (pickle.loads(b) for b in pool.imap_unordered(_work, items, chunksize=chunks))
