@@ -292,6 +292,16 @@ def test_a_cached_result_is_the_result(tmp_path, mode, staged, monkeypatch):
     assert processed == [str(tmp_path / "test_bad.py")]  # a failure is never taken from the cache
 
 
+def test_a_file_the_cache_does_not_hold_is_looked_up_once(tmp_path, monkeypatch):
+    paths = _tree(tmp_path, CORPUS)
+    c = Cache(str(tmp_path / "cache"))
+    asked = []
+    real = c.get_value
+    monkeypatch.setattr(c, "get_value", lambda key: asked.append(key) or real(key))
+    engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1, cache=c)
+    assert len(asked) == len(set(asked)) == len(paths)
+
+
 def test_parallel_runs_fill_and_use_the_cache(tmp_path, monkeypatch):
     paths = _tree(tmp_path, {f"test_{i}.py": GENERIC_SRC.replace("TestA", f"Test{i}") for i in range(12)})
     c = Cache(str(tmp_path / "cache"))

@@ -292,6 +292,20 @@ def process_raw(
         hit = file_results.lookup(cache, keys, path, display, raw)
         if hit is not None:
             return hit
+    return _processed_and_kept(path, raw, transforms, mode, display, staged, cache, keys)
+
+
+def _processed_and_kept(
+    path: str,
+    raw: RawSource,
+    transforms: Sequence[Transform],
+    mode: Mode,
+    display: str,
+    staged: bool,
+    cache: Cache | None,
+    keys: ResultKeys | None,
+) -> FileResult:
+    """process_file on `raw`, its result kept in `cache` (which was asked already)."""
     try:
         src = raw.decode()
     except SourceError as e:
@@ -311,13 +325,14 @@ def _process_path(
     cache: Cache | None,
     keys: ResultKeys | None,
 ) -> FileResult:
+    """A file run_files's lookup (_cached) did not find in the cache: processed, and kept."""
     if cache is None:
         return process_file(path, transforms, mode, display, staged=staged)
     try:
         raw = read_bytes(path)
     except SourceError:
         return process_file(path, transforms, mode, display, staged=staged)  # which reports it
-    return process_raw(path, raw, transforms, mode, display, staged, cache, keys)
+    return _processed_and_kept(path, raw, transforms, mode, display, staged, cache, keys)
 
 
 # --- parallel driver ----------------------------------------------------------------------------
