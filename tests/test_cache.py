@@ -19,30 +19,15 @@ from codemod.engine import process as engine
 from codemod.engine.cache import Cache
 from codemod.engine.file_results import ResultKeys, canonical
 from codemod.engine.result import Mode
+from test_cli_ecosystem import GENERIC_SRC, MIXED_SRC, cli
 from transforms.label import HwLabel
 from transforms.restructure import Restructure, parse_selection
 
-GENERIC_SRC = (
-    "from torch.testing._internal.common_utils import run_tests, TestCase\n\n\n"
-    "class TestA(TestCase):\n    def test_a(self):\n        pass\n"
-)
 LABELLED_SRC = (
     "from torch.testing._internal.common_utils import HardwareClassification, TestCase\n\n\n"
     "class TestA(TestCase):\n    hw_classification = HardwareClassification.GENERIC\n\n"
     "    def test_a(self):\n        pass\n"
 )
-MIXED_SRC = (
-    "from torch.testing._internal.common_device_type import instantiate_device_type_tests\n"
-    "from torch.testing._internal.common_utils import TestCase\n\n\n"
-    "class TestM(TestCase):\n    def test_d(self, device):\n        pass\n\n    def test_p(self):\n        pass\n\n\n"
-    "instantiate_device_type_tests(TestM, globals())\n"
-)
-
-
-def cli(*args, cwd=None, stdin=None, env=None):
-    proc = subprocess.run([sys.executable, "-m", "codemod", *args], capture_output=True, cwd=cwd, input=stdin,
-                          stdin=None if stdin is not None else subprocess.DEVNULL, env={**os.environ, **(env or {})})
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
 def shape(value):
