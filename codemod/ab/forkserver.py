@@ -544,6 +544,10 @@ def main(argv: list) -> int:
     # a backend that `import torch` will load: no use importing anything
     unsafe = autoloaded_backend() if "torch" in names else None
     loaded, skipped = preload(names, roots) if unsafe is None else ([], {})
+    # Frozen now, not only before forking: the warm-up's own collections (the automatic ones
+    # while torch._dynamo imports, and two that pytest runs at the end of every session) would
+    # each walk all of torch's objects again: the warm-up took 1.6 s, 1.1 s with this.
+    gc.freeze()
     unsafe = unsafe or fork_unsafe()
     warmed, not_warmed, dropped = [], {}, _option(argv, "--warm-up-dropped")
     classes = [c for c in (_option(argv, "--warm-up") or "").split(",") if c]
@@ -552,8 +556,8 @@ def main(argv: list) -> int:
     tree_modules = _from_trees(roots) if len(roots) > 1 else []
     if unsafe is None and tree_modules:
         unsafe = _unsafe("tree-module-preloaded", modules=", ".join(tree_modules[:3]))
-    # Everything imported so far lives as long as the children: keep it out of
-    # their garbage collections.  Without this, every full collection of a
+    # Everything imported so far (the warm-up's too) lives as long as the children: keep it out
+    # of their garbage collections.  Without this, every full collection of a
     # child (pytest runs one at the end of each session) walks all of torch's
     # objects, about 0.15 s each, and touching them copies their pages.
     gc.collect()
