@@ -15,7 +15,7 @@ import pytest
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions, parse_diag
 from codemod.ab.packrun import packs_per_arm, plan_packs
-from codemod.ab.preload import warm_up_classes
+from codemod.ab.preload import warm_plan
 from codemod.ab.run import run_ab
 
 HERE = Path(__file__).resolve().parent
@@ -58,14 +58,14 @@ def test_warm_up_classes_are_the_torch_bases_the_files_classes_derive_from(tmp_p
     files = [tmp_path / n for n in ("test_a.py", "test_b.py", "test_c.py")]
     # the most used first (QuantizationTestCase: two files), then in first-seen order;
     # torch.nn.Module is listed (the server skips what is not a unittest.TestCase)
-    assert warm_up_classes(files) == [
+    assert warm_plan(files).warm_up == [
         "torch.testing._internal.common_quantization:QuantizationTestCase",
         "torch.testing._internal.common_utils:TestCase",
         "torch.testing._internal.jit_utils:JitTestCase",
         "torch.testing._internal.common_nn:NNTestCase",
         "torch.nn:Module",
     ]
-    assert warm_up_classes(files[2:]) == []
+    assert warm_plan(files[2:]).warm_up == []
 
 
 @linux_only

@@ -18,7 +18,8 @@ from codemod.ab.notices import Notice
 from codemod.ab.options import DiagSpec, RunOptions
 from codemod.ab.arms import thread_vars
 from codemod.ab.run import run_ab
-from codemod.ab.interpreter import import_environment, preload_modules
+from codemod.ab.interpreter import import_environment
+from codemod.ab.preload import warm_plan
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -204,9 +205,9 @@ def test_preload_modules_lists_torch_imports_only(tmp_path):
     (tmp_path / "test_b.py").write_text("from torch.testing._internal import common_device_type\nimport numpy\n")
     (tmp_path / "test_c.py").write_text("def broken(:\n")
     files = [tmp_path / n for n in ("test_a.py", "test_b.py", "test_c.py")]
-    assert preload_modules(files) == ["torch", "torch.testing._internal.common_utils", "torch.ao.quantization",
+    assert warm_plan(files).preload == ["torch", "torch.testing._internal.common_utils", "torch.ao.quantization",
                                       "torch.testing._internal", "torch.testing._internal.common_device_type"]
-    assert preload_modules(files[2:]) == []
+    assert warm_plan(files[2:]).preload == []
 
 
 def test_stale_temp_roots_are_reaped_live_ones_kept(tmp_path):

@@ -34,7 +34,7 @@ from codemod.ab.arms import PER_ARM_VARS, ArmSpec
 from codemod.ab.model import PYTEST_ARGS, Environment
 from codemod.ab.notices import Notice
 from codemod.ab.options import UsageError
-from codemod.ab.preload import preload_modules, warm_up_classes
+from codemod.ab.preload import WarmPlan, warm_plan
 
 SERVER_MODULE = "decouple_ab_server"
 # (the server imports these by their names)
@@ -128,14 +128,13 @@ class ForkServer:
         cwd: Path,
         env: dict[str, str],
         log: Path,
-        preload: list[str],
+        plan: WarmPlan,
         other_roots: Iterable[Path] = (),
-        warm_up: Iterable[str] = (),
     ):
         """`cwd` and `env`: the first arm's root and environment (its
         PYTHONPYCACHEPREFIX is not used for the preload, see forkserver.py);
-        `other_roots`: the roots of the other arms it serves; `warm_up`: the test
-        base classes (``module:Name``) whose first test it runs once."""
+        `plan`: what it imports and the test base classes (``module:Name``) whose
+        first test it runs once; `other_roots`: the roots of the other arms it serves."""
         self.log = log
         self.hello: dict | None = None
         self.dead = False
@@ -145,17 +144,16 @@ class ForkServer:
         self._waiting: dict[int, dict] = {}  # id -> answer to "run"
         self._procs: dict[int, ForkedProcess] = {}
         cmd = [python, str(script), "--parent", str(os.getpid())]
-        if preload:
-            cmd += ["--preload", ",".join(preload)]
+        if plan.preload:
+            cmd += ["--preload", ",".join(plan.preload)]
         env = dict(env)
         prefix = env.pop("PYTHONPYCACHEPREFIX", None)
         if prefix is not None:
             cmd += ["--pycache-prefix", prefix]
         for root in other_roots:
             cmd += ["--root", str(root)]
-        warm_up = list(warm_up)
-        if warm_up:
-            cmd += ["--warm-up", ",".join(warm_up), "--pytest-args", json.dumps(list(PYTEST_ARGS))]
+        if plan.warm_up:
+            cmd += ["--warm-up", ",".join(plan.warm_up), "--pytest-args", json.dumps(list(PYTEST_ARGS))]
         with open(log, "wb") as logfh:
             self.proc = subprocess.Popen(
                 cmd,
@@ -320,8 +318,7 @@ def launch(
     if not hasattr(os, "fork"):
         return None
     files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
-    preload = preload_modules(files)
-    warm_up = warm_up_classes(files)
+    plan = warm_plan(files)
     groups: dict[tuple[tuple[str, str], ...], list[ArmSpec]] = {}
     for name, spec in specs.items():
         if files_by_arm.get(name):
@@ -334,9 +331,8 @@ def launch(
             first.root,
             first.env,
             first.workdir / "logs" / "server.log",
-            preload,
+            plan,
             [s.root for s in others],
-            warm_up,
         )
         servers.append(server)
         for spec in (first, *others):

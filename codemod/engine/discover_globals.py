@@ -252,7 +252,7 @@ def _warm_server(rounds: _Rounds, tmp: str) -> ForkServer | None:
     # late: the engine and the A/B runner are floors side by side (docs/architecture.md); only the
     # rounds use the runner's server
     from codemod.ab.interpreter import ForkServer, ServerError, install_server
-    from codemod.ab.preload import preload_modules, warm_up_classes
+    from codemod.ab.preload import warm_plan
 
     files = sorted({Path(rounds.cwd, t.split("::")[0]).resolve() for t in rounds.targets})
     files = [f for f in files if f.is_file()]
@@ -265,9 +265,8 @@ def _warm_server(rounds: _Rounds, tmp: str) -> ForkServer | None:
             dirs[0],
             _clean_env({"PYTHONPATH": _pythonpath(tmp)}),
             Path(tmp, "server.log"),
-            preload_modules(files),
+            warm_plan(files),
             dirs[1:],
-            warm_up_classes(files),
         )
     except OSError:
         return None
