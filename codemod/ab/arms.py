@@ -393,3 +393,15 @@ def repro_command(
     )
     parts.append(cmd)
     return " && ".join(parts)
+
+
+def name_walked_dirs(specs: dict[str, ArmSpec], sel: trees.Selection, work: Path) -> None:
+    """Tell every arm's capture plugin which selected paths are directories: pytest's walk of
+    them leaves out what collect_ignore & co. name (the runner names files one by one).  One
+    file for all arms, so the variable does not set their environments apart."""
+    dirs = [p or "." for p in sel.paths if "::" not in p and any((s.root / p).is_dir() for s in specs.values())]
+    if dirs:
+        listed = work / "walked"
+        listed.write_text("".join(d + "\n" for d in dirs), encoding="utf-8")
+        for spec in specs.values():
+            spec.env["DECOUPLE_AB_WALKED"] = str(listed)

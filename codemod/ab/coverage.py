@@ -12,6 +12,7 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
 from codemod.ab.model import (
     INVALID_LABEL,
@@ -121,6 +122,17 @@ def labelled_classes(source: str) -> list[str]:
 def _test_class(nodeid: str) -> str | None:
     parts = nodeid.split("::")
     return parts[-2] if len(parts) >= 3 else None
+
+
+def read_sources(root: Path, files: list[str]) -> dict[str, str]:
+    """The text of `files` below `root` (those that can be read), for `runtime_findings`."""
+    out = {}
+    for f in files:
+        try:
+            out[f] = (root / f).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            pass
+    return out
 
 
 def runtime_findings(b: ArmResult, sources: dict[str, str]) -> list[RuntimeFinding]:

@@ -15,6 +15,7 @@ SIGINT/SIGTERM (temp roots and child process groups are gone by then).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,8 +133,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     check_options(opts)
     # every process runs with cwd = an arm root: the interpreter's path, made absolute
     opts = dataclasses.replace(opts, python=_interp.resolve_python(opts.python, cwd))
-    info = _interp.check_python(opts.python)
-    say(f"interpreter {opts.python}: python {info.get('python')}, pytest {info.get('pytest')}")
+    checked = _aside("check", _interp.check_python, opts.python)  # answered while the arms are made
     result = ABResult(
         tool_version=_tool_version(),
         normaliser_version=_sig.NORMALISER_VERSION,
@@ -143,21 +143,22 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         mapping=dict(opts.mapping),
     )
     support = _support_files(work, "probe.py")
-    sources = _arms.resolve_sources(opts, cwd)
-    if opts.base:
-        result.base_ref = opts.base
-    result.paths = list(sources.sel.paths)
-    base_env = dict(os.environ)
-    arm_env = _arm_environment(opts, base_env, sources, result, say)
-    specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
-    _walked_dirs(specs, sources.sel, work)
-    files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
-    filtered = _label_filter(opts, specs, arm_errors, files, work)
-
-    # warm interpreters: they import in the background while the probe and the
-    # --hw-classification check run
-    t_warm = time.monotonic()
-    launched = _interp.launch(opts.fork, opts.python, specs, files.by_arm, support, servers, say)
+    with _outranked_by(checked):
+        sources = _arms.resolve_sources(opts, cwd)
+        if opts.base:
+            result.base_ref = opts.base
+        result.paths = list(sources.sel.paths)
+        base_env = dict(os.environ)
+        arm_env = _arm_environment(opts, base_env, sources, result, say)
+        specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
+        _arms.name_walked_dirs(specs, sources.sel, work)
+        files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
+        filtered = _label_filter(opts, specs, arm_errors, files, work)
+        # warm interpreters: they import in the background while the interpreter check ends
+        # and the probe and the --hw-classification check run
+        t_warm = time.monotonic()
+        launched = _interp.launch(opts.fork, opts.python, specs, files.by_arm, support, servers, say)
+    info = _interpreter_info(checked, opts.python, say)
     probe_future = _start_probe(opts, (launched or {}).get("A"), support, base_env, arm_env, work, stop)
     # the diff between the git arms, read while the warm interpreters import (an idle core)
     changes = _aside("changes", _changes.git_changes, str(cwd), opts.base, result.paths) if opts.base else None
@@ -217,7 +218,7 @@ def _conclude(result: ABResult, opts: RunOptions, b_root: Path) -> None:
     b = result.arm("B")
     if b is not None and b.ran:
         files = sorted({file_of(n) for n in b.outcomes})
-        result.runtime = _coverage.runtime_findings(b, _read_sources(b_root, files))
+        result.runtime = _coverage.runtime_findings(b, _coverage.read_sources(b_root, files))
     result.not_exercised = _coverage.not_exercised(result.changes, result.environment)
     result.verdict, result.verdict_reason = _cmp.verdict(result)
 
@@ -235,28 +236,6 @@ def _label_filter(
         specs[_filter.ARM] = _filter.arm_spec(specs["B"], work, values)
         files.by_arm[_filter.ARM] = {f: files.by_arm["B"][f] for f in chosen}
     return chosen, values
-
-
-def _read_sources(root: Path, files: list[str]) -> dict[str, str]:
-    out = {}
-    for f in files:
-        try:
-            out[f] = (root / f).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            pass
-    return out
-
-
-def _walked_dirs(specs: dict[str, ArmSpec], sel: _trees.Selection, work: Path) -> None:
-    """Tell every arm's capture plugin which selected paths are directories: pytest's walk of
-    them leaves out what collect_ignore & co. name (the runner names files one by one).  One
-    file for all arms, so the variable does not set their environments apart."""
-    dirs = [p or "." for p in sel.paths if "::" not in p and any((s.root / p).is_dir() for s in specs.values())]
-    if dirs:
-        listed = work / "walked"
-        listed.write_text("".join(d + "\n" for d in dirs), encoding="utf-8")
-        for spec in specs.values():
-            spec.env["DECOUPLE_AB_WALKED"] = str(listed)
 
 
 def _support_files(work: Path, probe: str) -> Path:
@@ -351,6 +330,23 @@ def _start_probe(
     # Niced, unless --hw-classification has to wait for its answer before B starts.
     script, nice = support / f"{PROBE_MODULE}.py", not opts.hw_classification
     return _aside("probe", _interp.probe, opts.python, server, script, probe_env, probe_dir, nice, stop)
+
+
+def _interpreter_info(checked: Future[dict], python: str, say: Callable[[str], None]) -> dict:
+    info = checked.result()
+    say(f"interpreter {python}: python {info.get('python')}, pytest {info.get('pytest')}")
+    return info
+
+
+@contextlib.contextmanager
+def _outranked_by(check: Future[Any]) -> Iterator[None]:
+    """An error of the block is raised only once `check` has passed: a broken interpreter is
+    what the user must hear of, not the errors it causes or that hide behind it."""
+    try:
+        yield
+    except Exception:
+        check.result()  # raises the interpreter's error, if it has one
+        raise
 
 
 def _aside(name: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
