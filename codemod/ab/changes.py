@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import ast
 import codecs
-import os
 import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from codemod.ab import trees as _trees
 from codemod.ab.model import Changes, ClassChange, FileChange
 from codemod.ab.structure import read_structure
 
@@ -32,41 +32,24 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 def _git(args: list[str], cwd: Path) -> str:
-    # GIT_OPTIONAL_LOCKS=0: reading the diff must not refresh (rewrite) the user's index
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    proc = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True, timeout=120, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
-    return proc.stdout.decode("utf-8", "surrogateescape")
+    return _trees.run_git(args, cwd, binary=True, timeout=120).stdout.decode("utf-8", "surrogateescape")
 
 
 def _shown(ref: str, names: list[str], top: Path) -> dict[str, str]:
     """The text of each of `names` at `ref` (a name not there is left out), read by one
     `git cat-file --batch` (a `git show` a file cost 4 ms: 1.2 s for 300 files)."""
     listed = [n for n in names if "\n" not in n]
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    request = "".join(f"{ref}:{n}\n" for n in listed).encode("utf-8", "surrogateescape")
-    proc = subprocess.run(
-        ["git", "cat-file", "--batch"], cwd=str(top), input=request, capture_output=True, timeout=120, env=env
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.decode("utf-8", "replace").strip() or "git cat-file failed")
-    out, at, texts = proc.stdout, 0, {}
-    for name in listed:
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        at = end + 1
-        if not (len(header) == 3 and header[2].isdigit() and len(header[0]) in (40, 64)):
-            continue  # "<name> missing" (or ambiguous): no content follows
-        size = int(header[2])
-        if header[1] == b"blob":
-            texts[name] = out[at : at + size].decode("utf-8", "surrogateescape")
-        at += size + 1
+    answers = _trees.cat_file(top, [f"{ref}:{n}" for n in listed])
+    texts = {
+        n: data.decode("utf-8", "surrogateescape")
+        for n, (_, data) in zip(listed, answers, strict=True)
+        if data is not None
+    }
     for name in names:
         if name not in listed:  # a newline in the name: cat-file reads names a line each
             try:
                 texts[name] = _git(["show", f"{ref}:{name}"], top)
-            except RuntimeError:
+            except _trees.ArmError:
                 pass
     return texts
 
@@ -228,6 +211,6 @@ def git_changes(cwd: str, ref: str, paths: Iterable[str]) -> Changes:
             stat = stat.rstrip("\n") + f"\n {name} (untracked) | {len(lines)} +\n"
         changes.stat = stat.rstrip("\n")
         changes.files = read_patch(patch, new_sources, old_sources)
-    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+    except (OSError, _trees.ArmError, subprocess.SubprocessError) as err:
         changes.error = str(err)
     return changes

@@ -62,6 +62,7 @@ directory every command runs in, whatever pytest's rootdir is.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import fnmatch
 import os
 import posixpath
@@ -69,7 +70,7 @@ import shutil
 import stat
 import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -324,13 +325,61 @@ SKIP_DIRS = frozenset(
 )
 
 
-def run_git(args: list[str], cwd: Path, *, binary: bool = False, check: bool = True):
-    """`git ARGS` in `cwd`; ArmError when it fails (unless not `check`)."""
-    proc = subprocess.run(["git", *args], cwd=str(cwd), capture_output=True, text=not binary)
+def _reading_env() -> dict[str, str]:  # a command that reads must not refresh (rewrite) the user's index
+    return {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def run_git(args: list[str], cwd: Path, *, binary: bool = False, check: bool = True, timeout: float | None = None):
+    """`git ARGS` (a command that reads) in `cwd`; ArmError when it fails (unless not `check`)."""
+    proc = subprocess.run(
+        ["git", *args], cwd=str(cwd), capture_output=True, text=not binary, env=_reading_env(), timeout=timeout
+    )
     if check and proc.returncode != 0:
         err = proc.stderr if not binary else proc.stderr.decode("utf-8", "replace")
         raise ArmError(f"git {' '.join(args)} failed: {err.strip()}")
     return proc
+
+
+def cat_file(repo: Path, names: Sequence[str]) -> Generator[tuple[str, bytes | None], None, None]:
+    """Each object name (a sha or ``REF:PATH``, no newline) with its content (None: no such blob),
+    from one `git cat-file --batch`, streamed (a large tree's blobs are never all held at once);
+    names are fed on a thread (git answers as it reads: one thread doing both would hang)."""
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch"],
+        cwd=str(repo),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_reading_env(),
+    )
+    stdin, out = proc.stdin, proc.stdout
+    assert stdin is not None and out is not None  # both are pipes
+
+    def feed() -> None:
+        try:
+            stdin.write(b"".join(name.encode("utf-8", "surrogateescape") + b"\n" for name in names))
+            stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        for name in names:
+            header = out.readline().split()
+            if len(header) == 3 and header[2].isdigit():  # SHA TYPE SIZE, then the content
+                data = out.read(int(header[2]))
+                out.read(1)
+                yield name, data if header[1] == b"blob" else None
+            elif header[-1:] in ([b"missing"], [b"ambiguous"]):  # NAME missing: nothing follows
+                yield name, None
+            else:
+                raise ArmError(f"git cat-file: unexpected answer for {name}")
+    finally:
+        writer.join(timeout=5)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
 
 
 def git_toplevel(cwd: Path) -> Path:
@@ -528,49 +577,19 @@ def _write_entries(repo: Path, entries, trees: list[str], protected: set[str], d
     for _m, t, _s, p in chosen:
         if t == "commit":  # submodule: leave an empty directory
             (dest / p).mkdir(parents=True, exist_ok=True)
-    if blobs:
-        proc = subprocess.Popen(
-            ["git", "cat-file", "--batch"],
-            cwd=str(repo),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        stdin, out = proc.stdin, proc.stdout
-        assert stdin is not None and out is not None  # both are pipes
-
-        def feed() -> None:
-            try:
-                for _, sha, _ in blobs:
-                    stdin.write(sha.encode() + b"\n")
-                stdin.close()
-            except (BrokenPipeError, OSError):
-                pass
-
-        writer = threading.Thread(target=feed, daemon=True)
-        writer.start()
-        try:
-            for mode, _sha, path in blobs:
-                header = out.readline().split()
-                if len(header) != 3:
-                    raise ArmError(f"git cat-file: unexpected answer for {path}")
-                size = int(header[2])
-                data = out.read(size)
-                out.read(1)
-                target = dest / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if mode == "120000":
-                    os.symlink(data.decode("utf-8", "surrogateescape"), target)
-                else:
-                    with open(target, "wb") as fh:
-                        fh.write(data)
-                    if mode == "100755":
-                        target.chmod(target.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        finally:
-            writer.join(timeout=5)
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
+    with contextlib.closing(cat_file(repo, [sha for _, sha, _ in blobs])) as answers:
+        for (mode, _sha, path), (_, data) in zip(blobs, answers, strict=True):
+            if data is None:
+                raise ArmError(f"git cat-file: no blob for {path}")
+            target = dest / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if mode == "120000":
+                os.symlink(data.decode("utf-8", "surrogateescape"), target)
+            else:
+                with open(target, "wb") as fh:
+                    fh.write(data)
+                if mode == "100755":
+                    target.chmod(target.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return used
 
 
