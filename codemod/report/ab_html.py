@@ -49,6 +49,7 @@ from .ab_fmt import SECTION_ORDER, HtmlFmt
 from .ab_repro import reproduction_intro, reproduction_parts
 from .ab_tables import diagnostic_statement, signature_cell, test_note
 from .ab_verdict import verdict_line
+from .html_table import SORT_JS, table_css
 from .i18n import category_label, outcome_label, t, verdict_label
 
 __all__ = ["render"]
@@ -82,14 +83,6 @@ header.verdict-INCONCLUSIVE { border-color: var(--warn); }
 .ab-chip { border: 1px solid var(--line); background: var(--soft); border-radius: 999px; padding: .1rem .65rem;
            font: inherit; cursor: pointer; }
 .ab-chip.regressing { border-color: var(--bad); color: var(--bad); font-weight: 600; }
-table { border-collapse: collapse; margin: .5rem 0; }
-th, td { border: 1px solid var(--line); padding: .3rem .5rem; text-align: left; vertical-align: top; }
-th { background: var(--soft); }
-#ab-tests { width: 100%; }
-#ab-tests thead th { position: sticky; top: 0; z-index: 1; }
-#ab-tests th button { all: unset; cursor: pointer; font-weight: 600; }
-#ab-tests th[aria-sort="ascending"] button::after { content: " \\25B2"; }
-#ab-tests th[aria-sort="descending"] button::after { content: " \\25BC"; }
 #ab-tests td.num { text-align: right; white-space: nowrap; }
 #ab-tests td.nodeid, #ab-tests td.signature, #ab-tests td.note { overflow-wrap: anywhere; }
 #ab-tests td.nodeid { min-width: 12rem; }
@@ -119,50 +112,13 @@ _JS = r"""
   "use strict";
   var table = document.getElementById("ab-tests");
   if (!table || !table.tBodies.length) { return; }
-  var tbody = table.tBodies[0];
-  var rows = Array.prototype.slice.call(tbody.rows);
-  rows.forEach(function (row, i) { row.setAttribute("data-order", String(i)); });
+  var rows = sortableRows(table);  // (html_table.SORT_JS)
   var controls = document.getElementById("ab-controls");
   var filter = document.getElementById("ab-filter");
   var select = document.getElementById("ab-category");
   var shown = document.getElementById("ab-shown");
   var template = shown ? shown.getAttribute("data-template") : "";
   if (controls) { controls.hidden = false; }
-
-  var NUMBER = /^-?\d+(\.\d+)?(e-?\d+)?$/i;
-  var collator = (typeof Intl !== "undefined" && Intl.Collator)
-    ? new Intl.Collator(undefined, { numeric: true, sensitivity: "base" }) : null;
-
-  function sortKey(cell) {
-    var v = cell.getAttribute("data-sort");
-    return (v !== null ? v : cell.textContent).trim();
-  }
-  function compare(a, b) {
-    var an = NUMBER.test(a), bn = NUMBER.test(b);
-    if (an && bn) { return parseFloat(a) - parseFloat(b); }
-    if (an !== bn) { return an ? -1 : 1; }          // numbers before text, blanks last
-    if (a === "" || b === "") { return a === "" ? (b === "" ? 0 : 1) : -1; }
-    return collator ? collator.compare(a, b) : (a < b ? -1 : a > b ? 1 : 0);
-  }
-
-  var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
-  function sortBy(index) {
-    var th = headers[index];
-    var dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
-    headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
-    th.setAttribute("aria-sort", dir);
-    var sign = dir === "ascending" ? 1 : -1;
-    var sorted = rows.slice().sort(function (r1, r2) {
-      var c = compare(sortKey(r1.cells[index]), sortKey(r2.cells[index]));
-      if (c === 0) { c = +r1.getAttribute("data-order") - +r2.getAttribute("data-order"); return c; }
-      return sign * c;
-    });
-    sorted.forEach(function (row) { tbody.appendChild(row); });
-    table.setAttribute("data-sorted-by", th.getAttribute("data-col") || String(index));
-  }
-  headers.forEach(function (th, i) {
-    th.addEventListener("click", function () { sortBy(i); });
-  });
 
   function apply() {
     var words = (filter ? filter.value : "").toLowerCase().split(/\s+/).filter(Boolean);
@@ -579,7 +535,7 @@ def render(result: ABResult, lang: str = "en") -> str:
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
         '<meta name="referrer" content="no-referrer">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{table_css('ab-tests')}{_CSS}</style>",
         "</head>",
         "<body>",
     ]
@@ -588,7 +544,7 @@ def render(result: ABResult, lang: str = "en") -> str:
     for name in SECTION_ORDER[lang]:
         parts += _SECTIONS[name](result, f)
     parts.append("</main>")
-    parts.append(f"<script>{_JS}</script>")
+    parts.append(f"<script>{SORT_JS}{_JS}</script>")
     parts += ["</body>", "</html>"]
     return visible_controls("\n".join(parts)) + "\n"
 

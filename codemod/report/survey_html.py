@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 
+from codemod.report.html_table import SORT_JS, table_css
 from codemod.report.survey_charts import COLOURS, burndown, folder_bars, legend
 from codemod.report.survey_text import MEANING, percent, rules_line, what
 from codemod.survey.model import NO_OWNER, STATUSES, FileSurvey, Survey
@@ -40,14 +41,6 @@ h2 { font-size: 1.2rem; border-bottom: 1px solid var(--line); padding-bottom: .2
            fill: var(--fg); }
 #sv-folders .sv-folder { cursor: pointer; }
 #sv-folders .sv-folder:hover .sv-label { font-weight: 700; }
-table { border-collapse: collapse; margin: .5rem 0; }
-th, td { border: 1px solid var(--line); padding: .3rem .5rem; text-align: left; vertical-align: top; }
-th { background: var(--soft); }
-#sv-files { width: 100%; }
-#sv-files thead th { position: sticky; top: 0; z-index: 1; }
-#sv-files th button { all: unset; cursor: pointer; font-weight: 600; }
-#sv-files th[aria-sort="ascending"] button::after { content: " \\25B2"; }
-#sv-files th[aria-sort="descending"] button::after { content: " \\25BC"; }
 td.num { text-align: right; white-space: nowrap; }
 td.path, td.reason { overflow-wrap: anywhere; }
 td.path { min-width: 14rem; }
@@ -67,41 +60,12 @@ _JS = r"""
   "use strict";
   var table = document.getElementById("sv-files");
   if (!table || !table.tBodies.length) { return; }
-  var tbody = table.tBodies[0];
-  var rows = Array.prototype.slice.call(tbody.rows);
-  rows.forEach(function (row, i) { row.setAttribute("data-order", String(i)); });
+  var rows = sortableRows(table);  // (html_table.SORT_JS)
   var filter = document.getElementById("sv-filter");
   var status = document.getElementById("sv-status");
   var owner = document.getElementById("sv-owner");
   var shown = document.getElementById("sv-shown");
   document.getElementById("sv-controls").hidden = false;
-
-  var NUMBER = /^-?\d+(\.\d+)?$/;
-  var collator = (typeof Intl !== "undefined" && Intl.Collator)
-    ? new Intl.Collator(undefined, { numeric: true, sensitivity: "base" }) : null;
-  function key(cell) {
-    var v = cell.getAttribute("data-sort");
-    return (v !== null ? v : cell.textContent).trim();
-  }
-  function compare(a, b) {
-    var an = NUMBER.test(a), bn = NUMBER.test(b);
-    if (an && bn) { return parseFloat(a) - parseFloat(b); }
-    if (an !== bn) { return an ? -1 : 1; }
-    return collator ? collator.compare(a, b) : (a < b ? -1 : a > b ? 1 : 0);
-  }
-  var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
-  function sortBy(index) {
-    var th = headers[index];
-    var dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
-    headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
-    th.setAttribute("aria-sort", dir);
-    var sign = dir === "ascending" ? 1 : -1;
-    rows.slice().sort(function (r1, r2) {
-      var c = compare(key(r1.cells[index]), key(r2.cells[index]));
-      return c !== 0 ? sign * c : +r1.getAttribute("data-order") - +r2.getAttribute("data-order");
-    }).forEach(function (row) { tbody.appendChild(row); });
-  }
-  headers.forEach(function (th, i) { th.addEventListener("click", function () { sortBy(i); }); });
 
   function apply() {
     var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
@@ -309,7 +273,7 @@ def render(survey: Survey) -> str:
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">",
         '<meta name="referrer" content="no-referrer">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{table_css('sv-files')}{_CSS}</style>",
         "</head>",
         "<body>",
     ]
@@ -324,5 +288,5 @@ def render(survey: Survey) -> str:
     if survey.warnings:
         parts += ["<section>", "<h2>Warnings</h2>", "<ul>"] + [f"<li>{_e(w)}</li>" for w in survey.warnings]
         parts += ["</ul>", "</section>"]
-    parts += ["</main>", f"<script>{_JS}</script>", "</body>", "</html>"]
+    parts += ["</main>", f"<script>{SORT_JS}{_JS}</script>", "</body>", "</html>"]
     return "\n".join(parts) + "\n"
