@@ -218,8 +218,9 @@ def test_a_value_the_key_cannot_spell_fails_loudly():
 def test_the_key_covers_every_argument_of_process_file():
     # A new argument of process_file changes what a file's result depends on: give it to
     # ResultKeys (and extend this list) so that the cache cannot serve a result made without it.
+    # (on_written is told what was written; it changes nothing of the result)
     assert list(inspect.signature(engine.process_file).parameters) == [
-        "path", "transforms", "mode", "display", "src", "staged",
+        "path", "transforms", "mode", "display", "src", "staged", "on_written",
     ]
     raw = file_results.RawSource(data=b"x", mtime_ns=0, size=1)
     keys = ResultKeys.of([HwLabel()], Mode.DIFF, False)
@@ -314,6 +315,27 @@ def test_apply_verifies_and_writes_a_file_the_cache_says_would_change(tmp_path, 
     assert written.status == "changed" and written.written
     [again] = engine.run_files([path], [HwLabel()], Mode.WRITE, cache=c)
     assert again.status == "already" and not again.written
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_check_after_apply_takes_every_file_apply_wrote_from_the_cache(tmp_path, monkeypatch, jobs):
+    """apply keeps what a check of each file it wrote gives (its verification ran the transforms
+    on the output once more): the check that follows parses none of them, and says exactly what
+    a check without the cache says (a CRLF file, a Latin-1 one, a labelled one, a failure)."""
+    paths = _tree(tmp_path, CORPUS)
+    c = Cache(str(tmp_path / "cache"))
+    written = engine.run_files(paths, [HwLabel()], Mode.WRITE, jobs=jobs, cache=c)
+    assert sorted(os.path.basename(r.path) for r in written if r.written) == ["test_crlf.py", "test_generic.py",
+                                                                              "test_latin1.py"]
+    processed = []
+    real = engine.process_file
+    monkeypatch.setattr(engine, "process_file", lambda path, *a, **k: processed.append(path) or real(path, *a, **k))
+    after = engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1, cache=c)
+    assert processed == [str(tmp_path / "test_bad.py")]  # a failure is never taken from the cache
+    monkeypatch.undo()
+    fresh = engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1)
+    assert after == fresh and shape(after) == shape(fresh)
+    assert {r.status for r in fresh if r.path in {w.path for w in written if w.written}} == {"already"}
 
 
 def test_a_file_edited_between_runs_is_processed_again(tmp_path):

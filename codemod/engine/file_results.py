@@ -155,6 +155,14 @@ def store_result(cache: Cache, keys: ResultKeys, raw: RawSource, result: FileRes
     cache.put_value(keys.key(result.path, display, raw), entry)
 
 
+def store_written(cache: Cache, keys: ResultKeys, data: bytes, result: FileResult, display: str) -> None:
+    """Keep what a check of the bytes `apply` just wrote gives (`result`, computed by the output's
+    verification): the check or pre-commit run that follows an `apply` finds every file it
+    wrote in the cache instead of parsing it again."""
+    entry = _Entry(result=result, original=None, replacement=None)
+    cache.put_value(keys.key(result.path, display, RawSource(data=data, mtime_ns=0, size=len(data))), entry)
+
+
 class _Ref(enum.Enum):
     """A text an entry refers to instead of holding it."""
 

@@ -82,10 +82,11 @@ def verify(
     new_tree: ast.Module,
     transforms: Sequence[Transform],
     path: str | None = None,
-) -> list[Finding]:
+) -> tuple[list[Finding], list[Finding], int]:
     """The output parses (ast and LibCST), differs from the input only by what the
     transforms may add, and a second run changes nothing. Raises VerificationError;
-    returns notes worth reporting. Both trees are consumed (strip() works in place)."""
+    returns the notes worth reporting, and the second run's findings and manual count (what
+    a check of the output finds). Both trees are consumed (strip() works in place)."""
     import libcst  # late: only a file with an edit pays for LibCST's import (0.15 s)
 
     notes = []
@@ -105,7 +106,7 @@ def verify(
             )
         else:
             raise VerificationError(f"output does not parse with LibCST: {e}") from None
-    again, _, _, _ = _run_transforms(new_text, new_tree, transforms, path)
+    again, _, again_findings, again_manual = _run_transforms(new_text, new_tree, transforms, path)
     if again != new_text:
         raise VerificationError("not idempotent: a second run would change the output again")
     for t in transforms:
@@ -117,7 +118,7 @@ def verify(
         old_tree, new_tree = t.strip(old_tree), t.strip(new_tree)
     if not same_tree(old_tree, new_tree):
         raise VerificationError("output differs from the input beyond the intended insertions")
-    return notes
+    return notes, again_findings, again_manual
 
 
 def same_tree(a: ast.AST, b: ast.AST) -> bool:
@@ -167,13 +168,16 @@ def process_file(
     display: str | None = None,
     src: Source | None = None,
     staged: bool = False,
+    on_written: Callable[[bytes, FileResult], None] | None = None,
 ) -> FileResult:
     """`display` is the name diff headers show (default: `path`). `src`: the source already read
     (standard input; `path` is then only its name, and mode is never write). `staged`: keep the
     input and the would-be output (`original`/`replacement`, also when equal) and write nothing,
-    whatever the mode; `write_staged` writes later (the linter gate sits in between)."""
+    whatever the mode; `write_staged` writes later (the linter gate sits in between).
+    `on_written(data, result)`: called after a write with the bytes written and the result a
+    check of them gives (verification ran the transforms on them once more)."""
     try:
-        return _process(path, transforms, mode, display or path, src, staged)
+        return _process(path, transforms, mode, display or path, src, staged, on_written)
     except RecursionError as e:
         return FileResult(path=path, status=FAILED, reason=too_deep(e))
     except Exception as e:  # per-file isolation: report, never write, go on
@@ -195,6 +199,7 @@ def _process(
     display: str,
     src: Source | None = None,
     staged: bool = False,
+    on_written: Callable[[bytes, FileResult], None] | None = None,
 ) -> FileResult:
     if src is None:
         try:
@@ -210,10 +215,31 @@ def _process(
         where = f"line {lineno}: " if lineno else ""
         return FileResult(path=path, status=FAILED, reason=f"syntax error: {where}{getattr(e, 'msg', e)}")
     new_text, new_tree, findings, manual = _run_transforms(src.text, tree, transforms, path)
-    findings = [_with_path(f, path) for f in findings]
     changed = new_text != src.text
+    result = _result(path, findings, manual, changed)
+    if staged:
+        result.original, result.replacement = src.text, new_text
+    if not changed or mode == Mode.CLASSIFY:
+        return result
+    notes, again, again_manual = verify(src.text, tree, new_text, new_tree, transforms, path)
+    result.findings += [_with_path(f, path) for f in notes]
+    if mode == Mode.DIFF:
+        result.diff = unified_diff(display, src.text, new_text)
+    if mode == Mode.LINT:
+        _offer_replacement(result, src, new_text)
+    if mode == Mode.WRITE and not staged:
+        data = new_text.encode(src.encoding)
+        write_atomic(path, data, expect=src)
+        result.written = True
+        if on_written is not None:
+            on_written(data, _result(path, again, again_manual, changed=False))
+    return result
+
+
+def _result(path: str, findings: list[Finding], manual: int, changed: bool) -> FileResult:
+    findings = [_with_path(f, path) for f in findings]
     status, reason = _bucket(findings, manual, changed)
-    result = FileResult(
+    return FileResult(
         path=path,
         status=status,
         reason=reason,
@@ -221,19 +247,6 @@ def _process(
         manual=manual,
         fully_classified=_linter_clean(findings),
     )
-    if staged:
-        result.original, result.replacement = src.text, new_text
-    if not changed or mode == Mode.CLASSIFY:
-        return result
-    result.findings += [_with_path(f, path) for f in verify(src.text, tree, new_text, new_tree, transforms, path)]
-    if mode == Mode.DIFF:
-        result.diff = unified_diff(display, src.text, new_text)
-    if mode == Mode.LINT:
-        _offer_replacement(result, src, new_text)
-    if mode == Mode.WRITE and not staged:
-        write_atomic(path, new_text.encode(src.encoding), expect=src)
-        result.written = True
-    return result
 
 
 def _offer_replacement(result: FileResult, src: Source, new_text: str) -> None:
@@ -310,9 +323,14 @@ def _processed_and_kept(
         src = raw.decode()
     except SourceError as e:
         return FileResult(path=path, status=FAILED, reason=str(e))
-    result = process_file(path, transforms, mode, display, src=src, staged=staged)
-    if cache is not None and keys is not None:
-        file_results.store_result(cache, keys, raw, result, display, src.text)
+    if cache is None or keys is None:
+        return process_file(path, transforms, mode, display, src=src, staged=staged)
+
+    def keep_output(data: bytes, output: FileResult) -> None:  # `apply --check` after `apply`: a hit
+        file_results.store_written(cache, keys, data, output, display)
+
+    result = process_file(path, transforms, mode, display, src=src, staged=staged, on_written=keep_output)
+    file_results.store_result(cache, keys, raw, result, display, src.text)
     return result
 
 
