@@ -320,8 +320,8 @@ def test_apply_verifies_and_writes_a_file_the_cache_says_would_change(tmp_path, 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_check_after_apply_takes_every_file_apply_wrote_from_the_cache(tmp_path, monkeypatch, jobs):
     """apply keeps what a check of each file it wrote gives (its verification ran the transforms
-    on the output once more): the check that follows parses none of them, and says exactly what
-    a check without the cache says (a CRLF file, a Latin-1 one, a labelled one, a failure)."""
+    on the output once more): the check and the lint that follow parse none of them, and say
+    exactly what they say without the cache (a CRLF file, a Latin-1 one, a labelled one, a failure)."""
     paths = _tree(tmp_path, CORPUS)
     c = Cache(str(tmp_path / "cache"))
     written = engine.run_files(paths, [HwLabel()], Mode.WRITE, jobs=jobs, cache=c)
@@ -330,12 +330,16 @@ def test_a_check_after_apply_takes_every_file_apply_wrote_from_the_cache(tmp_pat
     processed = []
     real = engine.process_file
     monkeypatch.setattr(engine, "process_file", lambda path, *a, **k: processed.append(path) or real(path, *a, **k))
-    after = engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1, cache=c)
+    after = {Mode.CHECK: engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1, cache=c)}
     assert processed == [str(tmp_path / "test_bad.py")]  # a failure is never taken from the cache
+    after[Mode.LINT] = engine.run_files(paths, [HwLabel()], Mode.LINT, jobs=1, cache=c)
+    wrote = {r.path for r in written if r.written}
+    assert not wrote & set(processed)  # (lint parses the others once: apply kept them for the check only)
     monkeypatch.undo()
-    fresh = engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1)
-    assert after == fresh and shape(after) == shape(fresh)
-    assert {r.status for r in fresh if r.path in {w.path for w in written if w.written}} == {"already"}
+    for mode, results in after.items():
+        fresh = engine.run_files(paths, [HwLabel()], mode, jobs=1)
+        assert results == fresh and shape(results) == shape(fresh)
+        assert {r.status for r in fresh if r.path in wrote} == {"already"}
 
 
 def test_a_file_edited_between_runs_is_processed_again(tmp_path):

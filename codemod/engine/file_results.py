@@ -156,9 +156,9 @@ def store_result(cache: Cache, keys: ResultKeys, raw: RawSource, result: FileRes
 
 
 def store_written(cache: Cache, keys: ResultKeys, data: bytes, result: FileResult, display: str) -> None:
-    """Keep what a check of the bytes `apply` just wrote gives (`result`, computed by the output's
-    verification): the check or pre-commit run that follows an `apply` finds every file it
-    wrote in the cache instead of parsing it again."""
+    """Keep what a run of `keys`' mode gives for the bytes `apply` just wrote (`result`, computed
+    by the output's verification: with nothing left to change, every mode gives it): the check,
+    lint or pre-commit run that follows an `apply` finds each file it wrote instead of parsing it."""
     entry = _Entry(result=result, original=None, replacement=None)
     cache.put_value(keys.key(result.path, display, RawSource(data=data, mtime_ns=0, size=len(data))), entry)
 

@@ -326,8 +326,11 @@ def _processed_and_kept(
     if cache is None or keys is None:
         return process_file(path, transforms, mode, display, src=src, staged=staged)
 
-    def keep_output(data: bytes, output: FileResult) -> None:  # `apply --check` after `apply`: a hit
-        file_results.store_written(cache, keys, data, output, display)
+    def keep_output(data: bytes, output: FileResult) -> None:
+        # what the pre-commit hooks run next (`apply --check`, `lint`): any mode gives this
+        # result for a file with nothing left to change
+        for kept in (keys, ResultKeys.of(transforms, Mode.LINT, staged)):
+            file_results.store_written(cache, kept, data, output, display)
 
     result = process_file(path, transforms, mode, display, src=src, staged=staged, on_written=keep_output)
     file_results.store_result(cache, keys, raw, result, display, src.text)
