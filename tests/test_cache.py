@@ -218,9 +218,9 @@ def test_a_value_the_key_cannot_spell_fails_loudly():
 def test_the_key_covers_every_argument_of_process_file():
     # A new argument of process_file changes what a file's result depends on: give it to
     # ResultKeys (and extend this list) so that the cache cannot serve a result made without it.
-    # (on_written is told what was written; it changes nothing of the result)
+    # (on_output is told of the outputs; it changes nothing of the result)
     assert list(inspect.signature(engine.process_file).parameters) == [
-        "path", "transforms", "mode", "display", "src", "staged", "on_written",
+        "path", "transforms", "mode", "display", "src", "staged", "on_output",
     ]
     raw = file_results.RawSource(data=b"x", mtime_ns=0, size=1)
     keys = ResultKeys.of([HwLabel()], Mode.DIFF, False)
@@ -318,26 +318,30 @@ def test_apply_verifies_and_writes_a_file_the_cache_says_would_change(tmp_path, 
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_a_check_after_apply_takes_every_file_apply_wrote_from_the_cache(tmp_path, monkeypatch, jobs):
-    """apply keeps what a check of each file it wrote gives (its verification ran the transforms
-    on the output once more): the check and the lint that follow parse none of them, and say
+@pytest.mark.parametrize("staged", [False, True])
+def test_a_check_after_apply_takes_every_file_apply_wrote_from_the_cache(tmp_path, monkeypatch, jobs, staged):
+    """apply keeps what a check of each file it writes gives (its verification ran the transforms
+    on the output once more), also when the linter gate stages the outputs and writes them after
+    judging them (`staged`): the check and the lint that follow parse none of those files, and say
     exactly what they say without the cache (a CRLF file, a Latin-1 one, a labelled one, a failure)."""
     paths = _tree(tmp_path, CORPUS)
     c = Cache(str(tmp_path / "cache"))
-    written = engine.run_files(paths, [HwLabel()], Mode.WRITE, jobs=jobs, cache=c)
+    written = engine.run_files(paths, [HwLabel()], Mode.WRITE, jobs=jobs, staged=staged, cache=c)
+    for r in written if staged else ():
+        engine.write_staged(r)  # what the gate does with the outputs it accepts
     assert sorted(os.path.basename(r.path) for r in written if r.written) == ["test_crlf.py", "test_generic.py",
                                                                               "test_latin1.py"]
     processed = []
     real = engine.process_file
     monkeypatch.setattr(engine, "process_file", lambda path, *a, **k: processed.append(path) or real(path, *a, **k))
-    after = {Mode.CHECK: engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1, cache=c)}
+    after = {Mode.CHECK: engine.run_files(paths, [HwLabel()], Mode.CHECK, jobs=1, staged=staged, cache=c)}
     assert processed == [str(tmp_path / "test_bad.py")]  # a failure is never taken from the cache
-    after[Mode.LINT] = engine.run_files(paths, [HwLabel()], Mode.LINT, jobs=1, cache=c)
+    after[Mode.LINT] = engine.run_files(paths, [HwLabel()], Mode.LINT, jobs=1, staged=staged, cache=c)
     wrote = {r.path for r in written if r.written}
     assert not wrote & set(processed)  # (lint parses the others once: apply kept them for the check only)
     monkeypatch.undo()
     for mode, results in after.items():
-        fresh = engine.run_files(paths, [HwLabel()], mode, jobs=1)
+        fresh = engine.run_files(paths, [HwLabel()], mode, jobs=1, staged=staged)
         assert results == fresh and shape(results) == shape(fresh)
         assert {r.status for r in fresh if r.path in wrote} == {"already"}
 

@@ -155,14 +155,6 @@ def store_result(cache: Cache, keys: ResultKeys, raw: RawSource, result: FileRes
     cache.put_value(keys.key(result.path, display, raw), entry)
 
 
-def store_written(cache: Cache, keys: ResultKeys, data: bytes, result: FileResult, display: str) -> None:
-    """Keep what a run of `keys`' mode gives for the bytes `apply` just wrote (`result`, computed
-    by the output's verification: with nothing left to change, every mode gives it): the check,
-    lint or pre-commit run that follows an `apply` finds each file it wrote instead of parsing it."""
-    entry = _Entry(result=result, original=None, replacement=None)
-    cache.put_value(keys.key(result.path, display, RawSource(data=data, mtime_ns=0, size=len(data))), entry)
-
-
 class _Ref(enum.Enum):
     """A text an entry refers to instead of holding it."""
 

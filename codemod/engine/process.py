@@ -168,16 +168,17 @@ def process_file(
     display: str | None = None,
     src: Source | None = None,
     staged: bool = False,
-    on_written: Callable[[bytes, FileResult], None] | None = None,
+    on_output: Callable[[bytes, str, FileResult], None] | None = None,
 ) -> FileResult:
     """`display` is the name diff headers show (default: `path`). `src`: the source already read
     (standard input; `path` is then only its name, and mode is never write). `staged`: keep the
     input and the would-be output (`original`/`replacement`, also when equal) and write nothing,
     whatever the mode; `write_staged` writes later (the linter gate sits in between).
-    `on_written(data, result)`: called after a write with the bytes written and the result a
-    check of them gives (verification ran the transforms on them once more)."""
+    `on_output(data, text, result)`: told of each verified output `apply` writes or stages, its
+    bytes and text and the result a run on them gives (verification ran the transforms on them
+    once more; with nothing left to change, every mode gives that result)."""
     try:
-        return _process(path, transforms, mode, display or path, src, staged, on_written)
+        return _process(path, transforms, mode, display or path, src, staged, on_output)
     except RecursionError as e:
         return FileResult(path=path, status=FAILED, reason=too_deep(e))
     except Exception as e:  # per-file isolation: report, never write, go on
@@ -199,7 +200,7 @@ def _process(
     display: str,
     src: Source | None = None,
     staged: bool = False,
-    on_written: Callable[[bytes, FileResult], None] | None = None,
+    on_output: Callable[[bytes, str, FileResult], None] | None = None,
 ) -> FileResult:
     if src is None:
         try:
@@ -227,12 +228,16 @@ def _process(
         result.diff = unified_diff(display, src.text, new_text)
     if mode == Mode.LINT:
         _offer_replacement(result, src, new_text)
-    if mode == Mode.WRITE and not staged:
+    if mode == Mode.WRITE:
         data = new_text.encode(src.encoding)
-        write_atomic(path, data, expect=src)
-        result.written = True
-        if on_written is not None:
-            on_written(data, _result(path, again, again_manual, changed=False))
+        if on_output is not None:  # (a result of those bytes, whether or not the gate lets them be written)
+            output = _result(path, again, again_manual, changed=False)
+            if staged:
+                output.original = output.replacement = new_text
+            on_output(data, new_text, output)
+        if not staged:
+            write_atomic(path, data, expect=src)
+            result.written = True
     return result
 
 
@@ -326,13 +331,13 @@ def _processed_and_kept(
     if cache is None or keys is None:
         return process_file(path, transforms, mode, display, src=src, staged=staged)
 
-    def keep_output(data: bytes, output: FileResult) -> None:
-        # what the pre-commit hooks run next (`apply --check`, `lint`): any mode gives this
-        # result for a file with nothing left to change
+    def keep_output(data: bytes, text: str, output: FileResult) -> None:
+        # for what the pre-commit hooks run next, `apply --check` (whose entries `apply` shares) and `lint`
+        written = RawSource(data=data, mtime_ns=0, size=len(data))
         for kept in (keys, ResultKeys.of(transforms, Mode.LINT, staged)):
-            file_results.store_written(cache, kept, data, output, display)
+            file_results.store_result(cache, kept, written, output, display, text)
 
-    result = process_file(path, transforms, mode, display, src=src, staged=staged, on_written=keep_output)
+    result = process_file(path, transforms, mode, display, src=src, staged=staged, on_output=keep_output)
     file_results.store_result(cache, keys, raw, result, display, src.text)
     return result
 
