@@ -45,13 +45,10 @@ from codemod.ab.interpreter import PACK_PLUGIN_MODULE
 from codemod.ab.model import Outcome, OutcomeValue, file_of
 from codemod.ab.notices import Notice
 from codemod.ab.processes import Interrupted
+from codemod.ab.trees import DEFAULT_PYTHON_FILES, within
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
     from codemod.ab.plugin import Event
-
-# pytest's default `python_files`: a file named otherwise is collected only when named
-_DEFAULT_PYTHON_FILES = ("test_*.py", "*_test.py")
-
 
 # From this many files that run whole, an arm's files run packed even with a warm interpreter:
 # a forked file still costs a pytest session of its own (about 0.1 s of CPU), which 8 files
@@ -120,12 +117,13 @@ def _parent(file: str) -> str:
 
 
 def _default_test_name(file: str) -> bool:
-    return any(fnmatch.fnmatch(Path(file).name, pattern) for pattern in _DEFAULT_PYTHON_FILES)
+    """pytest's default `python_files` match the name (a file named otherwise is collected only when named)."""
+    return any(fnmatch.fnmatch(Path(file).name, pattern) for pattern in DEFAULT_PYTHON_FILES)
 
 
 def _below(path: str, top: str) -> bool:
-    """Whether the relative directory `path` is `top` or below it."""
-    return top == "." or path == top or path.startswith(top.rstrip("/") + "/")
+    """Whether the relative directory `path` is `top` or below it (`.`: the root)."""
+    return within(path, "" if top == "." else top)
 
 
 @dataclass
