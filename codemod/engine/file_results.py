@@ -99,13 +99,21 @@ class ResultKeys:
     options: str  # the digest of the transforms, the mode and `staged`
     mode: Mode
     staged: bool
+    # `apply`: the digests under which an output's result is kept (`store_output`)
+    outputs: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, transforms: Sequence[Transform], mode: Mode, staged: bool) -> ResultKeys:
-        # `apply` and `apply --check` give the same result for a file with nothing to write.
-        shared = Mode.CHECK if mode == Mode.WRITE else mode
         spelled = canonical([canonical(t) for t in transforms])
-        return cls(store.key(tool_fingerprint(), "file-result", spelled, shared, str(staged)), mode, staged)
+
+        def options(of_mode: Mode) -> str:
+            return store.key(tool_fingerprint(), "file-result", spelled, of_mode, str(staged))
+
+        # `apply` and `apply --check` give the same result for a file with nothing to write; what
+        # reads a file `apply` wrote next is `apply --check` or `lint` (the pre-commit hooks)
+        if mode == Mode.WRITE:
+            return cls(options(Mode.CHECK), mode, staged, (options(Mode.CHECK), options(Mode.LINT)))
+        return cls(options(mode), mode, staged)
 
     def key(self, path: str, display: str, raw: RawSource) -> str:
         return store.key(self.options, path, display, raw.data)
@@ -153,6 +161,14 @@ def store_result(cache: Cache, keys: ResultKeys, raw: RawSource, result: FileRes
         replacement = _Ref.ORIGINAL
     entry = _Entry(result=replace(result, original=None, replacement=None), original=original, replacement=replacement)
     cache.put_value(keys.key(result.path, display, raw), entry)
+
+
+def store_output(cache: Cache, keys: ResultKeys, data: bytes, text: str, result: FileResult, display: str) -> None:
+    """Keep the result of an output `apply` writes or stages (`data`, decoded `text`; the result
+    its verification computed) for the runs that read such a file next (`keys.outputs`)."""
+    raw = RawSource(data=data, mtime_ns=0, size=len(data))
+    for options in keys.outputs:
+        store_result(cache, replace(keys, options=options), raw, result, display, text)
 
 
 class _Ref(enum.Enum):

@@ -332,10 +332,7 @@ def _processed_and_kept(
         return process_file(path, transforms, mode, display, src=src, staged=staged)
 
     def keep_output(data: bytes, text: str, output: FileResult) -> None:
-        # for what the pre-commit hooks run next, `apply --check` (whose entries `apply` shares) and `lint`
-        written = RawSource(data=data, mtime_ns=0, size=len(data))
-        for kept in (keys, ResultKeys.of(transforms, Mode.LINT, staged)):
-            file_results.store_result(cache, kept, written, output, display, text)
+        file_results.store_output(cache, keys, data, text, output, display)
 
     result = process_file(path, transforms, mode, display, src=src, staged=staged, on_output=keep_output)
     file_results.store_result(cache, keys, raw, result, display, src.text)
