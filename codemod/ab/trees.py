@@ -400,13 +400,7 @@ def resolve_commit(repo: Path, ref: str) -> str:
 def ancestor_config_paths(common: str) -> list[str]:
     """Config files that may matter, in every directory from the root down to
     (excluding) `common` itself, which is copied whole."""
-    parts = PurePosixPath(common).parts if common else ()
-    out = []
-    for i in range(len(parts)):
-        d = "/".join(parts[:i])
-        for name in CONFIG_FILES:
-            out.append(f"{d}/{name}" if d else name)
-    return out
+    return [join_path(d, name) for d in ancestors(common) for name in CONFIG_FILES]
 
 
 def package_basedir(d: str, exists) -> str:
