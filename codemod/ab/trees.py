@@ -344,6 +344,8 @@ def cat_file(repo: Path, names: Sequence[str]) -> Generator[tuple[str, bytes | N
     """Each object name (a sha or ``REF:PATH``, no newline) with its content (None: no such blob),
     from one `git cat-file --batch`, streamed (a large tree's blobs are never all held at once);
     names are fed on a thread (git answers as it reads: one thread doing both would hang)."""
+    if not names:
+        return  # (no git process for nothing: a subtree without files asks for none)
     proc = subprocess.Popen(
         ["git", "cat-file", "--batch"],
         cwd=str(repo),
