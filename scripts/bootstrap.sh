@@ -12,9 +12,13 @@ VENV=${DECOUPLE_VENV:-.venv}
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 quiet_pip() {
-  # pip prints one warning per missing local index folder: keep the log readable.
-  "$@" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-  return "${PIPESTATUS[0]}"
+  # pip prints one warning per missing local index folder: keep the log readable. The filter never
+  # fails the pipeline (it finds nothing to print when all goes well), so pipefail leaves pip's own
+  # status: a failed install (a full disk, once) must stop the set-up, not let the demo run without torch.
+  local status=0
+  "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; } || status=$?
+  [ "$status" = 0 ] || echo "bootstrap: '$*' failed (exit $status)" >&2
+  return "$status"
 }
 
 # Installed means: the venv has the `decouple` command and, imported from outside this folder (where

@@ -5,7 +5,7 @@
 # branch against the base, reports and PR bodies). Non-interactive (CI runs it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh demo || exit 2
+scripts/bootstrap.sh demo || { echo "demo: the set-up failed (see above); nothing was run" >&2; exit 2; }
 VENV="$PWD/${DECOUPLE_VENV:-.venv}"
 DECOUPLE="$VENV/bin/decouple"
 DEMO="${DECOUPLE_DEMO_DIR:-${TMPDIR:-/tmp}/decouple-demo}"
