@@ -89,6 +89,21 @@ def test_verification_failure_leaves_file_untouched(tmp_path, monkeypatch):
     assert f.read_text() == GENERIC_SRC
 
 
+def test_apply_parses_the_input_and_the_output_once_each(tmp_path, monkeypatch):
+    # The label transform checks its edit on the parsed output and hands the tree over: the engine
+    # (transforms again, verification) does not parse the output a second time.
+    import ast
+    from collections import Counter
+
+    f = write(tmp_path / "test_a.py", GENERIC_SRC)
+    parsed = Counter()
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda text, *a, **k: parsed.update([text]) or real(text, *a, **k))
+    [r] = engine.run_files([str(f)], [HwLabel()], "write", jobs=1)
+    assert r.status == "changed" and r.written
+    assert parsed == Counter({GENERIC_SRC: 1, f.read_text(): 1})
+
+
 def test_parallel_results_are_sorted_and_equal_to_serial(tmp_path):
     files = [str(write(tmp_path / f"test_{i:02d}.py", GENERIC_SRC if i % 3 else MIXED_SRC)) for i in range(20)]
     serial = engine.run_files(files, [HwLabel()], "diff", jobs=1)

@@ -71,7 +71,7 @@ def _run_transforms(text: str, tree: ast.Module, transforms: Sequence[Transform]
         manual += result.manual
         if result.text != text:
             text = result.text
-            tree = ast.parse(text)
+            tree = result.tree if result.tree is not None else ast.parse(text)
     return text, tree, findings, manual
 
 

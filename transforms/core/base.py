@@ -50,6 +50,9 @@ class TransformResult:
     findings: list[Finding] = field(default_factory=list)
     # How many classes / calls the transform left for a human (it refused to guess).
     manual: int = 0
+    # `ast.parse(text)` of a new text the transform had already parsed (checking its own edit), so
+    # the engine does not parse it again; None: the engine parses it.
+    tree: ast.Module | None = None
 
 
 class Transform(Protocol):

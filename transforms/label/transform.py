@@ -72,20 +72,23 @@ class HwLabel:
         if not labels:
             return TransformResult(text, findings, manual)
         new_text = hw_edit.add_labels(text, tree, labels)
-        _check_labels(facts, labels, new_text)
-        return TransformResult(new_text, findings, manual)
+        new_tree = _check_labels(facts, labels, new_text)
+        return TransformResult(new_text, findings, manual, tree=new_tree)
 
     def strip(self, tree: ast.Module) -> ast.Module:
         return hw_edit.strip_hw_edits(tree)
 
 
-def _check_labels(before: ModuleFacts, labels: dict[int, Member], new_text: str) -> None:
-    """Every intended class now has its label; every other class kept the one it had."""
+def _check_labels(before: ModuleFacts, labels: dict[int, Member], new_text: str) -> ast.Module:
+    """Every intended class now has its label; every other class kept the one it had. Returns the
+    new text's tree."""
     expected = [
         (c.name, str(labels[c.line]) if c.line in labels else (c.label.member if c.label else None))
         for c in before.classes
     ]
-    after = analyse(ast.parse(new_text), new_text)
+    new_tree = ast.parse(new_text)
+    after = analyse(new_tree, new_text)
     found = [(c.name, c.label.member if c.label else None) for c in after.classes]
     if found != expected:
         raise LabelCheckError(f"labels after the edit {found} differ from the intended {expected}")
+    return new_tree
