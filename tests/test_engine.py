@@ -104,6 +104,29 @@ def test_apply_parses_the_input_and_the_output_once_each(tmp_path, monkeypatch):
     assert parsed == Counter({GENERIC_SRC: 1, f.read_text(): 1})
 
 
+def test_no_cyclic_collection_while_a_file_is_processed(tmp_path, monkeypatch):
+    import gc
+
+    import libcst
+
+    seen = []
+    real = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda text: seen.append(gc.isenabled()) or real(text))
+    good = write(tmp_path / "test_a.py", GENERIC_SRC)
+    bad = write(tmp_path / "test_b.py", "class TestX(:\n    def test_a(self): pass\n")
+    assert gc.isenabled()
+    results = engine.run_files([str(good), str(bad)], [HwLabel()], "write", jobs=1)
+    assert [r.status for r in results] == ["changed", "failed"]
+    assert seen and not any(seen)  # the LibCST parses (the import's edit, the verification) ran without it
+    assert gc.isenabled()  # and it runs again after every file, a failed one too
+    gc.disable()
+    try:
+        engine.run_files([str(good)], [HwLabel()], "write", jobs=1)
+        assert not gc.isenabled()  # a caller's choice is left alone
+    finally:
+        gc.enable()
+
+
 def test_parallel_results_are_sorted_and_equal_to_serial(tmp_path):
     files = [str(write(tmp_path / f"test_{i:02d}.py", GENERIC_SRC if i % 3 else MIXED_SRC)) for i in range(20)]
     serial = engine.run_files(files, [HwLabel()], "diff", jobs=1)

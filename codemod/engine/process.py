@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import gc
 import itertools
 import multiprocessing
 import os
@@ -17,6 +18,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -178,11 +180,29 @@ def process_file(
     bytes and text and the result a run on them gives (verification ran the transforms on them
     once more; with nothing left to change, every mode gives that result)."""
     try:
-        return _process(path, transforms, mode, display or path, src, staged, on_output)
+        with _collector_paused():
+            return _process(path, transforms, mode, display or path, src, staged, on_output)
     except RecursionError as e:
         return FileResult(path=path, status=FAILED, reason=too_deep(e))
     except Exception as e:  # per-file isolation: report, never write, go on
         return FileResult(path=path, status=FAILED, reason=f"internal error: {type(e).__name__}: {e}")
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while one file is processed. Its ast and LibCST trees are
+    millions of objects without cycles (refcounting frees them), which each automatic collection
+    walks again to find nothing: 15-20% of `apply` (measured on 150 CPython test files, most of it
+    inside the LibCST parse that verifies each output). The few cycles a file leaves (an exception's
+    traceback) are collected once the collector runs again, after the file."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def too_deep(e: RecursionError) -> str:
