@@ -211,18 +211,21 @@ def _child_statements(stmt: ast.AST) -> Iterator[ast.stmt]:
         yield from case.body
 
 
-def _nested_test_classes(node: ast.AST) -> Iterator[ast.ClassDef]:
-    """Test-defining ClassDefs anywhere below `node` (for the `ignored` report).
-
-    Only statements are visited (a class can only be a statement), which keeps
-    this several times cheaper than `ast.walk`.
-    """
+def statements_below(node: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement at any depth below `node`, in no particular order. Only statements are
+    visited (a class or a function can only be a statement): several times cheaper than `ast.walk`."""
     stack = list(_child_statements(node))
     while stack:
         stmt = stack.pop()
+        yield stmt
+        stack.extend(_child_statements(stmt))
+
+
+def _nested_test_classes(node: ast.AST) -> Iterator[ast.ClassDef]:
+    """Test-defining ClassDefs anywhere below `node` (for the `ignored` report)."""
+    for stmt in statements_below(node):
         if isinstance(stmt, ast.ClassDef) and defines_tests(stmt):
             yield stmt
-        stack.extend(_child_statements(stmt))
 
 
 def _hidden_instantiations(block: ast.stmt) -> Iterator[Instantiation]:

@@ -25,6 +25,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import TypeGuard
 
+from transforms.core.analysis import statements_below
 from transforms.core.class_reading import first_line
 from transforms.core.members import COMMON_UTILS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 from transforms.core.source_lines import (
@@ -287,7 +288,7 @@ def add_labels(
         return text
     lines = split_lines(text)
     newline = newline_of(lines)
-    classes = {n.lineno: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    classes = {n.lineno: n for n in statements_below(tree) if isinstance(n, ast.ClassDef)}
     edits: list[Edit] = []
     for lineno, value in sorted(labels.items()):
         if value not in MEMBERS:
