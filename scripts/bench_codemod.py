@@ -17,6 +17,10 @@ For each corpus the .py files are copied to scratch folders and timed, all with 
   lint (labelled) first / cached       `lint --format text`, the same
   libcst codemod (label) / (re-run)    python -m libcst.tool codemod -x --no-format with
                                        scripts/libcst_baseline.py, then again on its own result
+  floor: ast.parse of every file       a fresh process parsing the files with ast, -j workers: no
+                                       first check can be faster (it must parse every file once)
+  floor: LibCST parse of the outputs   the same with libcst.parse_module, of the files apply wrote:
+                                       no apply that verifies its outputs as this one does can be faster
 
 Every run is a fresh process (the import of the tool is part of the cost, as for a user) with its
 own DECOUPLE_CACHE_DIR. It prints the time per file, the peak memory of the largest process and the
@@ -83,6 +87,11 @@ def copy_files(files: list[str], dst: str) -> list[str]:
     return copies
 
 
+def same_bytes(a: str, b: str) -> bool:
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
 def timed(argv: list[str], env: dict[str, str], cwd: str) -> Timing:
     """Wall seconds, peak RSS (MB) of the largest process of the tree, exit code."""
     start = time.perf_counter()
@@ -113,6 +122,44 @@ class Bench:
         # --linter off: no checkout linter in these trees; the gate would only look for one.
         argv = [*self.decouple, *args, "--linter", "off", "-j", str(self.jobs), *files]
         return timed(argv, dict(self.env, DECOUPLE_CACHE_DIR=cache), self.scratch)
+
+
+# What no run of the tool can beat: parse the files named on standard input, one per line, with
+# `ast` or LibCST, on N forked workers, in a fresh interpreter (its start and the parser's import
+# are part of the cost, as they are of every `decouple` run).
+PARSE_FLOOR = """
+import gc, multiprocessing, sys
+gc.disable()  # the best case: no cyclic collection at all
+parser = sys.argv[1]
+if parser == "libcst":
+    import libcst
+    parse = libcst.parse_module
+else:
+    import ast
+    parse = ast.parse
+
+def one(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        parse(data)
+    except Exception:
+        pass
+
+with multiprocessing.get_context("fork").Pool(int(sys.argv[2])) as pool:
+    pool.map(one, sys.stdin.read().splitlines(), chunksize=4)
+"""
+
+
+def parse_floor(parser: str, files: list[str], jobs: int, cwd: str) -> Timing:
+    listing = os.path.join(cwd, f"floor-{parser}.txt")
+    with open(listing, "w") as f:
+        f.write("".join(p + "\n" for p in files))
+    with open(listing) as stdin:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", PARSE_FLOOR, parser, str(jobs)], stdin=stdin, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+    return Timing(time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
 
 
 def row(label: str, t: Timing | None, files: int) -> None:
@@ -155,6 +202,11 @@ def bench(size: int, b: Bench, baseline: bool) -> None:
     first_and_cached("lint (labelled)", ["lint", "--format", "text"])
     for label, t in rows.items():
         row(f"decouple {label}", t, n)
+    written = [ours[i] for i, src in enumerate(sources) if not same_bytes(src, ours[i])]
+    ast_floor = parse_floor("ast", ours, b.jobs, work)
+    libcst_floor = parse_floor("libcst", written, b.jobs, work)
+    row("floor: ast.parse of every file", ast_floor, n)
+    row(f"floor: LibCST parse of the {len(written)} outputs", libcst_floor, n)
     if not baseline:
         shutil.rmtree(work, ignore_errors=True)
         return
@@ -171,6 +223,9 @@ def bench(size: int, b: Bench, baseline: bool) -> None:
     ratio("check: libcst re-run / check (labelled) first", rerun, rows["check (labelled) first"], 60)
     ratio("check: libcst re-run / check (labelled) after apply", rerun, rows["check (labelled) after apply"], 60)
     ratio("check: libcst re-run / check (labelled) cached", rerun, rows["check (labelled) cached"], 60)
+    # The best ratios a tool that parses every file (check) or verifies every output (apply) could have.
+    ratio("ceiling of apply: libcst label / LibCST parse of the outputs", label, libcst_floor, 15)
+    ratio("ceiling of a first check: libcst re-run / ast.parse", rerun, ast_floor, 60)
     shutil.rmtree(work, ignore_errors=True)
 
 

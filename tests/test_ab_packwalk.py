@@ -10,7 +10,8 @@ import pytest
 
 from codemod.ab.notices import Notice
 from codemod.ab.options import RunOptions
-from codemod.ab.packrun import PACK_FROM, pack_arguments, packing
+from codemod.ab.options import PACK_FROM
+from codemod.ab.packrun import pack_arguments, packing
 from codemod.ab.run import run_ab
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -15,6 +15,11 @@ from codemod.ab.model import BaseArm
 from codemod.ab.shard import Durations
 from transforms.core.strenum import StrEnum
 
+# From this many files that run whole, an arm's files run packed even with a warm interpreter
+# (`--pack`'s default; packrun.packing decides): a forked file still costs a pytest session of its
+# own (about 0.1 s of CPU), which 8 files of each arm pay about a second of.
+PACK_FROM = 8
+
 
 class UsageError(Exception):
     """Bad input: exit code 2."""
@@ -104,7 +109,7 @@ class RunOptions:
     label_filter: bool = True
     test_plan: bool = False  # run each file's Test Plan command in B (the PR body prints them)
     # several files of an arm in one pytest session: True always, False never, None = from
-    # packrun.PACK_FROM files on (and wherever no warm interpreter can be used)
+    # PACK_FROM files on (and wherever no warm interpreter can be used)
     pack: bool | None = None
 
 

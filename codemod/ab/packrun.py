@@ -44,16 +44,12 @@ from codemod.ab.filerun import (  # the per-file folding of the capture events, 
 from codemod.ab.interpreter import PACK_PLUGIN_MODULE
 from codemod.ab.model import Outcome, OutcomeValue, file_of
 from codemod.ab.notices import Notice
+from codemod.ab.options import PACK_FROM
 from codemod.ab.processes import Interrupted
 from codemod.ab.trees import DEFAULT_PYTHON_FILES, within
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
     from codemod.ab.plugin import Event
-
-# From this many files that run whole, an arm's files run packed even with a warm interpreter:
-# a forked file still costs a pytest session of its own (about 0.1 s of CPU), which 8 files
-# of each arm pay about a second of.
-PACK_FROM = 8
 
 
 def packing(choice: bool | None, fork: bool, warm: bool, files: int) -> bool:

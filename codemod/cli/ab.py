@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from codemod.ab.model import ABResult
+from codemod.ab.options import PACK_FROM
 from codemod.cli.options import (
     ArmChoice,
     build,
@@ -418,7 +419,7 @@ class AbRunOptions:
     default=None,
     help="Run each arm's files several to a pytest session (N/2 sessions per arm with -j N), as plain pytest "
     "runs a directory: a file then costs only its tests, but the tests of a session share its process. "
-    "Default: packed from 8 files on, and wherever forking is unsafe; --no-pack runs a process per file.",
+    f"Default: packed from {PACK_FROM} files on, and wherever forking is unsafe; --no-pack runs a process per file.",
 )
 @click.option(
     "--diagnose",
