@@ -319,3 +319,19 @@ def test_repo_roots_are_git_s_answers_asked_once_per_repository(tmp_path, monkey
     assert expected[str(outer / "sub")] == str(outer) and expected[str(nested / "test" / "deep")] == str(nested)
     assert sorted(calls) == sorted([str(outer), str(nested), "/"])  # one per repository, and one for none
     discovery._work_tree_of.cache_clear()
+
+
+def test_same_tree_ignores_positions_and_nothing_else():
+    import ast
+
+    base = ast.parse("class T:\n    def test_a(self, x=1):\n        return [x, 'a']\n")
+    moved = ast.parse("\n\nclass T:\n\n    def test_a(self,   x=1):\n        return [x,\n 'a']\n")
+    assert engine.same_tree(base, moved)
+    for other in (
+        "class T:\n    def test_a(self, x=2):\n        return [x, 'a']\n",  # a constant
+        "class T:\n    def test_a(self, x=1):\n        return [x, 'a', 1]\n",  # a list's length
+        "class T:\n    def test_a(self, x=1):\n        return (x, 'a')\n",  # a node's type
+        "class T:\n    def test_b(self, x=1):\n        return [x, 'a']\n",  # a name
+        "class T:\n    async def test_a(self, x=1):\n        return [x, 'a']\n",
+    ):
+        assert not engine.same_tree(base, ast.parse(other)), other
