@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms.core import analysis
 from transforms.core.device_needs import needed_value, test_needs
 from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, Option, TestClassFacts
 from transforms.core.members import Member
+from transforms.core.source_lines import split_lines
 from transforms.diagnosis.devices import (
     ACCELERATOR_GUARD,
     ACCELERATORS,
@@ -109,8 +110,17 @@ def diagnose(tree: ast.Module, text: str | None = None, gen: Generation | None =
     facts = analysis.analyse(tree, text)
     nodes = class_nodes(tree)
     calls = _instantiation_calls(tree)
-    literals = module_literals(tree)
-    return tuple(_with_split(_diagnose(cls, nodes.get(cls.line), calls, literals), cls, gen) for cls in facts.classes)
+    # The module's constants matter only to an only_for / except_for given by name: a module whose
+    # instantiations (every one read from the tree) name none is spared the walk over all its
+    # nodes that finds them.
+    named = any(_names_a_device_list(c) for c in calls.values()) or any(
+        inst.line not in calls for cls in facts.classes for inst in cls.instantiations[-1:]
+    )
+    literals = module_literals(tree) if named else {}
+    lines = split_lines(text) if text is not None else None
+    return tuple(
+        _with_split(_diagnose(cls, nodes.get(cls.line), calls, literals, lines), cls, gen) for cls in facts.classes
+    )
 
 
 def diagnose_facts(cls: TestClassFacts) -> ClassDiagnosis:
@@ -124,9 +134,12 @@ def _diagnose(
     node: ast.ClassDef | None,
     calls: Mapping[int, ast.Call],
     literals: Mapping[str, tuple[ast.Assign, tuple[str, ...]]] | None,
+    lines: Sequence[str] | None = None,
 ) -> ClassDiagnosis:
     """`literals` None: the module is unknown (facts only); a name passed as only_for may
-    then be a literal bound once, and inline-only-for is advised for the transform to check."""
+    then be a literal bound once, and inline-only-for is advised for the transform to check.
+    `lines`: the module's source lines, if known (a method body without the word `cuda` in them
+    is not walked for its `torch.cuda` uses)."""
     inst = cls.instantiations[-1] if cls.instantiations else None
     call = calls.get(inst.line) if inst is not None else None
     if call is None and inst is not None and inst.text:
@@ -161,7 +174,7 @@ def _diagnose(
         fn = fns.get(m.line)
         if fn is not None:
             guards, keep, machine, param = read_guards(fn.decorator_list)
-            uses: tuple[CudaUse, ...] | None = cuda_uses(fn)
+            uses: tuple[CudaUse, ...] | None = cuda_uses(fn) if lines is None or _mentions_cuda(fn, lines) else ()
         else:
             guards, keep, machine, param = read_guards(ast.Name(d) for d in m.decorators)
             uses = None
@@ -194,6 +207,16 @@ def _diagnose(
         tests=tuple(tests),
     )
     return advise(diag, inst, module_known=literals is not None)
+
+
+def _names_a_device_list(call: ast.Call) -> bool:
+    return any(isinstance(keyword_value(call, k), ast.Name) for k in ("only_for", "except_for"))
+
+
+def _mentions_cuda(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: Sequence[str]) -> bool:
+    """Whether the word `cuda` is in the lines of `fn`'s body: a `torch.cuda` reference spells
+    it (an identifier cannot be split across lines), so a body without it has none."""
+    return any("cuda" in line for line in lines[fn.body[0].lineno - 1 : fn.end_lineno])
 
 
 def split_device(cls: TestClassFacts, gen: Generation | None) -> tuple[Member, tuple[str, ...]] | None:
