@@ -132,6 +132,28 @@ def test_only_for_constant_gets_inline_advice():
     assert d.advice == () and "not bound once" in d.manual[0]
 
 
+def test_cuda_uses_are_found_however_the_reference_is_spelled_and_only_where_they_are():
+    # A body is walked for torch.cuda uses only when its lines spell `cuda`: a reference split over
+    # lines or with odd spacing still does; a body without one gets none.
+    d = _diag("""
+    class TestA(TestCase):
+        @onlyCUDA
+        def test_split(self, device):
+            (torch
+                .cuda
+                .synchronize())
+            torch . cuda.CUDAGraph()
+
+        @onlyCUDA
+        def test_plain(self, device):
+            x = torch.ones(3, device=device)
+    instantiate_device_type_tests(TestA, globals())
+    """)
+    uses = {t.name: [(u.api, u.line) for u in t.cuda_uses] for t in d.tests}
+    assert uses["test_split"] == [("torch.cuda.synchronize", 9), ("torch.cuda.CUDAGraph", 12)]  # HEAD: 3 lines
+    assert uses["test_plain"] == []
+
+
 def test_convertible_onlycuda_gets_cuda_to_accelerator():
     d = _diag("""
     class TestA(TestCase):
