@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from transforms.core import analysis
 from transforms.core.device_needs import needed_value, test_needs
-from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, Option, TestClassFacts
+from transforms.core.facts import UNKNOWN, DeviceList, Instantiation, ModuleFacts, Option, TestClassFacts
 from transforms.core.members import Member
 from transforms.core.source_lines import split_lines
 from transforms.diagnosis.devices import (
@@ -104,10 +104,13 @@ def class_nodes(tree: ast.Module) -> dict[int, ast.ClassDef]:
     return {s.lineno: s for s in analysis.module_level(tree.body) if isinstance(s, ast.ClassDef)}
 
 
-def diagnose(tree: ast.Module, text: str | None = None, gen: Generation | None = None) -> tuple[ClassDiagnosis, ...]:
+def diagnose(
+    tree: ast.Module, text: str | None = None, gen: Generation | None = None, facts: ModuleFacts | None = None
+) -> tuple[ClassDiagnosis, ...]:
     """A diagnosis, with advice, for every test class of the module (`gen`: the generation of the
-    rules the advice must satisfy; None: the one whose values exclude each other)."""
-    facts = analysis.analyse(tree, text)
+    rules the advice must satisfy; None: the one whose values exclude each other). `facts`:
+    `analysis.analyse(tree, text)`, when the caller has it already."""
+    facts = facts if facts is not None else analysis.analyse(tree, text)
     nodes = class_nodes(tree)
     calls = _instantiation_calls(tree)
     # The module's constants matter only to an only_for / except_for given by name: a module whose

@@ -59,7 +59,7 @@ class HwLabel:
         for cls in facts.classes:
             decision = decide(cls, gen, overrides.get(cls.name, self.classification), self.force)
             if decision.status in _MANUAL | {Status.FORCED}:  # advice from the method bodies too
-                precise = precise or {d.line: d for d in diagnose(tree, text, gen)}
+                precise = precise or {d.line: d for d in diagnose(tree, text, gen, facts)}
                 decision = keep_deviation_advice(refine(decision, precise[cls.line]))
             findings.extend(decision_findings(decision))
             if decision.edits and decision.value is not None:
