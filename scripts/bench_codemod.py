@@ -33,6 +33,7 @@ The baseline takes minutes: that is the point. The figures are printed, never as
 from __future__ import annotations
 
 import argparse
+import filecmp
 import os
 import shutil
 import subprocess
@@ -41,6 +42,7 @@ import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import IO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROJECT = os.path.dirname(HERE)
@@ -87,15 +89,12 @@ def copy_files(files: list[str], dst: str) -> list[str]:
     return copies
 
 
-def same_bytes(a: str, b: str) -> bool:
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        return fa.read() == fb.read()
-
-
-def timed(argv: list[str], env: dict[str, str], cwd: str) -> Timing:
+def timed(argv: list[str], env: dict[str, str], cwd: str, stdin: IO[str] | None = None) -> Timing:
     """Wall seconds, peak RSS (MB) of the largest process of the tree, exit code."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    proc = subprocess.Popen(
+        argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     return Timing(time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
 
@@ -156,10 +155,7 @@ def parse_floor(parser: str, files: list[str], jobs: int, cwd: str) -> Timing:
     with open(listing, "w") as f:
         f.write("".join(p + "\n" for p in files))
     with open(listing) as stdin:
-        start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", PARSE_FLOOR, parser, str(jobs)], stdin=stdin, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-    return Timing(time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+        return timed([sys.executable, "-c", PARSE_FLOOR, parser, str(jobs)], dict(os.environ), cwd, stdin)
 
 
 def row(label: str, t: Timing | None, files: int) -> None:
@@ -202,7 +198,7 @@ def bench(size: int, b: Bench, baseline: bool) -> None:
     first_and_cached("lint (labelled)", ["lint", "--format", "text"])
     for label, t in rows.items():
         row(f"decouple {label}", t, n)
-    written = [ours[i] for i, src in enumerate(sources) if not same_bytes(src, ours[i])]
+    written = [copy for src, copy in zip(sources, ours, strict=True) if not filecmp.cmp(src, copy, shallow=False)]
     ast_floor = parse_floor("ast", ours, b.jobs, work)
     libcst_floor = parse_floor("libcst", written, b.jobs, work)
     row("floor: ast.parse of every file", ast_floor, n)
