@@ -211,6 +211,22 @@ def _child_statements(stmt: ast.AST) -> Iterator[ast.stmt]:
         yield from case.body
 
 
+# The statements that can hold statements; the rest (most of a test body) are not looked into.
+_COMPOUND_TYPES: tuple[type[ast.stmt], ...] = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.Match,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
 def statements_below(node: ast.AST) -> Iterator[ast.stmt]:
     """Every statement at any depth below `node`, in no particular order. Only statements are
     visited (a class or a function can only be a statement): several times cheaper than `ast.walk`."""
@@ -218,7 +234,8 @@ def statements_below(node: ast.AST) -> Iterator[ast.stmt]:
     while stack:
         stmt = stack.pop()
         yield stmt
-        stack.extend(_child_statements(stmt))
+        if isinstance(stmt, _COMPOUND_TYPES):
+            stack.extend(_child_statements(stmt))
 
 
 def _nested_test_classes(node: ast.AST) -> Iterator[ast.ClassDef]:

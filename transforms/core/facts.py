@@ -8,7 +8,7 @@ These are what the rule table (`rules/`, `label/classify.py`), the restructuring
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from transforms.core.members import HW_ATTRIBUTE
 from transforms.core.strenum import StrEnum
@@ -122,17 +122,16 @@ class TestMethod:
     # What the test needs a device for: its guards, the device it places data on, the
     # device APIs it calls (a device used only as a value is not a need).
     needs: tuple[DeviceNeed, ...] = ()
+    # Derived once, here: each rule of each of the six values asks again (7 times a method).
+    # The linter's test: a positional-only, normal or keyword-only parameter named
+    # device/devices (`*devices` and `**device` are rendered with their stars).
+    takes_device: bool = field(init=False, repr=False, compare=False)
+    # The names the linter matches: the last part of a name, attribute or callee.
+    decorator_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def takes_device(self) -> bool:
-        """The linter's test: a positional-only, normal or keyword-only parameter named
-        device/devices (`*devices` and `**device` are rendered with their stars)."""
-        return any(p in DEVICE_PARAMS for p in self.params)
-
-    @property
-    def decorator_names(self) -> tuple[str, ...]:
-        """The name the linter matches: the last part of a name, attribute or callee."""
-        return tuple(d.rsplit(".", 1)[-1] for d in self.decorators)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "takes_device", any(p in DEVICE_PARAMS for p in self.params))
+        object.__setattr__(self, "decorator_names", tuple(d.rsplit(".", 1)[-1] for d in self.decorators))
 
     def signature(self) -> str:
         return f"{self.name}({', '.join(self.params)})"
