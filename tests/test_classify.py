@@ -242,6 +242,62 @@ def test_helper_base_and_nested_classes_are_ignored_with_reason():
     assert [c.line for c in f.ignored] == sorted(c.line for c in f.ignored)
 
 
+def test_nested_test_classes_are_found_below_every_kind_of_compound_statement():
+    # The search descends only into statements that can hold statements: each kind is here once.
+    f = facts(
+        """
+        class TestReal(TestCase):
+            def test_a(self):
+                if x:
+                    class TestIf(TestCase):
+                        def test(self): pass
+                else:
+                    class TestElse(TestCase):
+                        def test(self): pass
+                for i in y:
+                    pass
+                else:
+                    class TestForElse(TestCase):
+                        def test(self): pass
+                while z:
+                    class TestWhile(TestCase):
+                        def test(self): pass
+                with ctx():
+                    class TestWith(TestCase):
+                        def test(self): pass
+                try:
+                    class TestTry(TestCase):
+                        def test(self): pass
+                except E:
+                    class TestExcept(TestCase):
+                        def test(self): pass
+                finally:
+                    class TestFinally(TestCase):
+                        def test(self): pass
+                try:
+                    pass
+                except* E:
+                    class TestExceptStar(TestCase):
+                        def test(self): pass
+                match v:
+                    case 1:
+                        class TestCase1(TestCase):
+                            def test(self): pass
+            async def test_b(self):
+                async with ctx():
+                    class TestAsyncWith(TestCase):
+                        def test(self): pass
+                async for i in y:
+                    class TestAsyncFor(TestCase):
+                        def test(self): pass
+        """
+    )
+    assert sorted(c.name for c in f.ignored if c.reason == IgnoredReason.NESTED) == sorted(
+        ["TestIf", "TestElse", "TestForElse", "TestWhile", "TestWith", "TestTry", "TestExcept", "TestFinally",
+         "TestExceptStar", "TestCase1", "TestAsyncWith", "TestAsyncFor"]
+    )
+
+
 def test_methods_starting_with_test_make_a_test_class():
     f = facts(
         """
