@@ -28,8 +28,11 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROJECT = os.path.dirname(HERE)
+from bench_codemod import HERE, PROJECT, py_files
+
+# Every run keeps its bytecode (warm() writes it once): a checkout whose modules compiled afresh in
+# each counted run would count its compilation.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 # Run under callgrind with the checkout first on sys.path: argv = checkout, "parse" or "engine",
 # count, files... The engine's check mode verifies every output it would write, as apply does.
@@ -66,9 +69,7 @@ def instructions(checkout: str, mode: str, count: int, files: list[str]) -> int:
         str(count),
         *files,
     ]
-    # Bytecode is written once beforehand (warm()): a checkout without it would count its compilation.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=ENV)
     found = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or found is None:
         sys.exit(f"bench_instructions: the count failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -101,17 +102,12 @@ def corpus(scratch: str, files: int) -> tuple[list[str], list[str]]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-    def listing(root: str) -> list[str]:
-        return sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".py"))
-
-    return listing(plain), listing(labelled)
+    return py_files(plain), py_files(labelled)
 
 
 def warm(checkout: str, files: list[str]) -> None:
     """Write the checkout's bytecode, so that no count includes compiling the tool."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-c", DRIVER, checkout, "engine", "1", *files], env=env, check=True)
+    subprocess.run([sys.executable, "-c", DRIVER, checkout, "engine", "1", *files], env=ENV, check=True)
 
 
 def main() -> None:
