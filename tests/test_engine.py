@@ -202,6 +202,26 @@ def test_same_file_named_twice_is_processed_once(tmp_path, monkeypatch):
     assert found.files == ["test_a.py"]
 
 
+def test_a_file_named_through_links_is_one_file_and_a_link_changed_between_runs_is_seen(tmp_path, monkeypatch):
+    """discover() asks each folder's real path once (a run over thousands of files asked it three
+    times per file): a file named through a folder link, a file link and directly is still one
+    file, and a folder link retargeted between two runs in one process is followed anew."""
+    real_a, real_b = tmp_path / "a", tmp_path / "b"
+    real_a.mkdir()
+    real_b.mkdir()
+    write(real_a / "test_x.py", GENERIC_SRC)
+    write(real_b / "test_x.py", GENERIC_SRC)
+    (tmp_path / "via").symlink_to(real_a)
+    (real_b / "test_link.py").symlink_to(real_a / "test_x.py")
+    monkeypatch.chdir(tmp_path)
+    found = discover(["via/test_x.py", "a/test_x.py", "b/test_link.py"])
+    assert found.files == ["via/test_x.py"]
+    (tmp_path / "via").unlink()
+    (tmp_path / "via").symlink_to(real_b)
+    found = discover(["via/test_x.py", "a/test_x.py"])
+    assert found.files == ["a/test_x.py", "via/test_x.py"]  # now two files: via/ leads to b/
+
+
 def test_graduate_needs_allowlist_before_touching_files(tmp_path):
     f = write(tmp_path / "test_a.py", GENERIC_SRC)
     code, out, err = cli("apply", "--graduate", str(f), cwd=tmp_path)

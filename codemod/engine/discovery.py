@@ -112,10 +112,24 @@ def _same_filesystem(a: str, b: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> str:
+    """os.path.realpath of an absolute folder, asked once per folder of a run (discover() clears
+    it): realpath looks at every component of a path, and each file asked it three times."""
+    return os.path.realpath(folder)
+
+
+def _real_file(path: str) -> str:
+    """os.path.realpath(path), through the folder's cached answer unless `path` is a link itself."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    return os.path.join(_real_folder(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+
+
 def relative_to_root(path: str) -> str:
     """`path` relative to its repository root, with `/` separators; a path outside the root
     keeps its absolute form without the leading `/`."""
-    real = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    real = os.path.join(_real_folder(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
     root = repo_root(os.path.dirname(real))
     rel = os.path.relpath(real, root)
     if rel == ".." or rel.startswith(".." + os.sep):
@@ -151,7 +165,7 @@ def _refuse_links_leaving(folder: str, files: list[str]) -> None:
     symlink in it whose target leaves that root would have its target, a file nobody
     named, edited. Raises DiscoveryError naming them."""
     root = os.path.realpath(_git_root(folder) or folder)
-    leaving = [f for f in files if os.path.commonpath([root, os.path.realpath(f)]) != root]
+    leaving = [f for f in files if os.path.commonpath([root, _real_file(f)]) != root]
     if leaving:
         raise DiscoveryError(
             f"{', '.join(leaving)}: a symlink to a file outside {root} (found in the folder {folder}); "
@@ -163,6 +177,7 @@ def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_E
     """Expand files and folders. Folders contribute test files only (the linter's naming),
     respecting .gitignore inside a git work tree; a file named explicitly is always taken
     unless an exclude glob matches it."""
+    _real_folder.cache_clear()  # a folder's links may have changed since the last run in this process
     result = Discovered()
     seen: set[str] = set()
     for path in paths:
@@ -170,19 +185,20 @@ def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_E
             candidates = _git_files(path)
             if candidates is None:
                 candidates = _walk_files(path)
-            candidates = [c for c in candidates if is_test_file(c)]
-            _refuse_links_leaving(path, [c for c in candidates if not excluded_by(relative_to_root(c), excludes)])
+            candidates = [os.path.normpath(c) for c in candidates if is_test_file(c)]
+            excluded = {c: excluded_by(relative_to_root(c), excludes) is not None for c in candidates}
+            _refuse_links_leaving(path, [c for c in candidates if not excluded[c]])
         elif os.path.exists(path):
-            candidates = [path]
+            candidates = [os.path.normpath(path)]
+            excluded = {candidates[0]: excluded_by(relative_to_root(candidates[0]), excludes) is not None}
         else:
             raise DiscoveryError(f"no such file or folder: {path}")
         for c in candidates:
-            c = os.path.normpath(c)
-            key = os.path.realpath(c)  # one entry per real file, however it was named
+            key = _real_file(c)  # one entry per real file, however it was named
             if key in seen:
                 continue
             seen.add(key)
-            (result.excluded if excluded_by(relative_to_root(c), excludes) else result.files).append(c)
+            (result.excluded if excluded[c] else result.files).append(c)
     result.files.sort()
     result.excluded.sort()
     return result
