@@ -222,10 +222,30 @@ def test_the_key_covers_every_argument_of_process_file():
     assert list(inspect.signature(engine.process_file).parameters) == [
         "path", "transforms", "mode", "display", "src", "staged", "on_output",
     ]
-    raw = file_results.RawSource(data=b"x", mtime_ns=0, size=1)
-    keys = ResultKeys.of([HwLabel()], Mode.DIFF, False)
-    assert len({keys.key("a.py", "a.py", raw), keys.key("b.py", "a.py", raw), keys.key("a.py", "b.py", raw),
-                keys.key("a.py", "a.py", file_results.RawSource(data=b"y", mtime_ns=0, size=1))}) == 4
+    from transforms.torch_load import TorchLoad
+
+    raw, other = (file_results.RawSource(data=data, mtime_ns=0, size=1) for data in (b"x", b"y"))
+
+    def distinct_keys(keys):
+        return len({keys.key("a.py", "a.py", raw), keys.key("b.py", "a.py", raw), keys.key("a.py", "b.py", raw),
+                    keys.key("a.py", "a.py", other)})
+
+    # torch_load matches discovered call sites by path: the path and the name are in its keys
+    assert distinct_keys(ResultKeys.of([HwLabel(), TorchLoad("auto", None, (2, 14))], Mode.CHECK, False)) == 4
+    # the label and restructure transforms never read the path: only the bytes (and the name a diff shows)
+    assert distinct_keys(ResultKeys.of([Restructure(), HwLabel()], Mode.CHECK, False)) == 2
+    assert distinct_keys(ResultKeys.of([HwLabel()], Mode.DIFF, False)) == 3
+
+    class Unknown:  # a transform that does not say whether it reads the path: assumed to
+        name = "unknown"
+
+    assert distinct_keys(ResultKeys.of([Unknown()], Mode.CHECK, False)) == 4
+
+
+def test_every_transform_says_whether_it_reads_the_path():
+    from transforms.torch_load import TorchLoad
+
+    assert [t.reads_path for t in (HwLabel(), Restructure(), TorchLoad("auto", None, (2, 14)))] == [False, False, True]
 
 
 def test_the_tool_itself_is_in_the_key(monkeypatch):
@@ -344,6 +364,32 @@ def test_a_check_after_apply_takes_every_file_apply_wrote_from_the_cache(tmp_pat
         fresh = engine.run_files(paths, [HwLabel()], mode, jobs=1, staged=staged)
         assert results == fresh and shape(results) == shape(fresh)
         assert {r.status for r in fresh if r.path in wrote} == {"already"}
+
+
+@pytest.mark.parametrize("mode", [Mode.CLASSIFY, Mode.CHECK, Mode.DIFF, Mode.LINT])
+def test_the_same_bytes_elsewhere_are_taken_from_the_cache_under_their_own_path(tmp_path, mode, monkeypatch):
+    """A fresh clone, the temporary work tree `refactor` labels a branch in, a renamed file: the
+    label transform never reads the path, so the result of the same bytes is reused, given the
+    file's own path (and its findings too); a diff, which shows the name, is keyed by it."""
+    first_tree, clone = tmp_path / "checkout", tmp_path / "clone"
+    first_tree.mkdir()
+    clone.mkdir()
+    paths = _tree(first_tree, CORPUS)
+    copies = _tree(clone, {f"renamed_{name}": text for name, text in CORPUS.items()})
+    c = Cache(str(tmp_path / "cache"))
+    engine.run_files(paths, [HwLabel()], mode, jobs=1, cache=c)
+    processed = []
+    real = engine.process_file
+    monkeypatch.setattr(engine, "process_file", lambda path, *a, **k: processed.append(path) or real(path, *a, **k))
+    again = engine.run_files(copies, [HwLabel()], mode, jobs=1, cache=c)
+    monkeypatch.undo()
+    fresh = engine.run_files(copies, [HwLabel()], mode, jobs=1)
+    assert again == fresh and shape(again) == shape(fresh)
+    assert {f.path for r in again for f in r.findings} <= set(copies) and {r.path for r in again} == set(copies)
+    if mode == Mode.DIFF:  # each file's result holds its name (the diff headers, the display): keyed by it
+        assert sorted(processed) == sorted(copies)
+    else:
+        assert processed == [str(clone / "renamed_test_bad.py")]  # a failure is never taken from the cache
 
 
 def test_a_file_edited_between_runs_is_processed_again(tmp_path):

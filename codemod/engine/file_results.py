@@ -1,11 +1,14 @@
 """The codemod's per-file results through the cache (`cache.py`): their key and their entry.
 
 A file's result is a function of exactly what `process.process_file` is given: the file's bytes,
-its path and display name, the transforms (every field of every transform, whatever options
-they carry), the mode and `staged`. The key is the digest of all of it plus the tool itself
-(`tool_fingerprint`: its version, its source, the Python and LibCST that run it). The options
-are read off the transform objects generically (`canonical`), so a new option is part of the
-key without anyone listing it; a value `canonical` cannot spell fails loudly.
+the transforms (every field of every transform, whatever options they carry), the mode and
+`staged`; its path only where a transform reads it (`reads_path`: torch_load matches discovered
+call sites by path), the name diff headers show only in diff mode. The key is the digest of all of
+it plus the tool itself (`tool_fingerprint`: its version, its source, the Python and LibCST that
+run it). So the same bytes under another name (a fresh clone, another work tree, a renamed file)
+are found, and the result is given the file's own path. The options are read off the transform
+objects generically (`canonical`), so a new option is part of the key without anyone listing it;
+a value `canonical` cannot spell fails loudly.
 
 What may be taken from the cache: any result but a failure (unreadable files, internal errors
 are recomputed and reported afresh), and never a file `apply` would write: a written output is
@@ -101,10 +104,14 @@ class ResultKeys:
     staged: bool
     # `apply`: the digests under which an output's result is kept (`store_output`)
     outputs: tuple[str, ...] = ()
+    by_path: bool = True  # a transform reads the path: it is part of the key
+    by_display: bool = True  # the result shows the display name (a diff's headers)
 
     @classmethod
     def of(cls, transforms: Sequence[Transform], mode: Mode, staged: bool) -> ResultKeys:
         spelled = canonical([canonical(t) for t in transforms])
+        by_path = any(getattr(t, "reads_path", True) for t in transforms)  # unknown: assume it does
+        by_display = by_path or mode == Mode.DIFF
 
         def options(of_mode: Mode) -> str:
             return store.key(tool_fingerprint(), "file-result", spelled, of_mode, str(staged))
@@ -112,11 +119,13 @@ class ResultKeys:
         # `apply` and `apply --check` give the same result for a file with nothing to write; what
         # reads a file `apply` wrote next is `apply --check` or `lint` (the pre-commit hooks)
         if mode == Mode.WRITE:
-            return cls(options(Mode.CHECK), mode, staged, (options(Mode.CHECK), options(Mode.LINT)))
-        return cls(options(mode), mode, staged)
+            outputs = (options(Mode.CHECK), options(Mode.LINT))
+            return cls(options(Mode.CHECK), mode, staged, outputs, by_path, by_display)
+        return cls(options(mode), mode, staged, (), by_path, by_display)
 
     def key(self, path: str, display: str, raw: RawSource) -> str:
-        return store.key(self.options, path, display, raw.data)
+        names = ([path] if self.by_path else []) + ([display] if self.by_display else [])
+        return store.key(self.options, *names, raw.data)
 
 
 def cached(cache: Cache, keys: ResultKeys, path: str, display: str) -> FileResult | None:
@@ -130,9 +139,13 @@ def cached(cache: Cache, keys: ResultKeys, path: str, display: str) -> FileResul
 
 def lookup(cache: Cache, keys: ResultKeys, path: str, display: str, raw: RawSource) -> FileResult | None:
     entry = cache.get_value(keys.key(path, display, raw))
-    if not isinstance(entry, _Entry) or not isinstance(entry.result, FileResult) or entry.result.path != path:
+    if not isinstance(entry, _Entry) or not isinstance(entry.result, FileResult):
         return None
     result = entry.result
+    if result.path != path:
+        if keys.by_path:
+            return None
+        result = _renamed(result, path)
     if keys.mode == Mode.WRITE and result.status == CHANGED:
         return None  # a file to write is processed and verified afresh
     original, replacement = entry.original, entry.replacement
@@ -148,6 +161,13 @@ def lookup(cache: Cache, keys: ResultKeys, path: str, display: str, raw: RawSour
     if original is not None or replacement is not None:
         result.original, result.replacement = original, replacement  # the entry's own, just loaded
     return result
+
+
+def _renamed(result: FileResult, path: str) -> FileResult:
+    """A result of the same bytes under another name, given `path` (the engine sets every
+    finding's path to the file's)."""
+    findings = [replace(f, path=path) if f.path == result.path else f for f in result.findings]
+    return replace(result, path=path, findings=findings)
 
 
 def store_result(cache: Cache, keys: ResultKeys, raw: RawSource, result: FileResult, display: str, text: str) -> None:

@@ -62,6 +62,11 @@ class Transform(Protocol):
     def name(self) -> str:
         """The transform's name (a class attribute of each transform: read-only here)."""
 
+    @property
+    def reads_path(self) -> bool:
+        """Whether `run`'s result depends on the `path` it is given (a class attribute). The
+        engine's result cache keys a file's result by its path only where one does."""
+
     def triage(self, text: str) -> bool:
         """Cheap pre-check (substring level): False means "certainly nothing to do"."""
 

@@ -38,6 +38,7 @@ class LabelCheckError(Exception):
 @dataclass(frozen=True)
 class HwLabel:
     name: ClassVar[str] = "hw-label"
+    reads_path: ClassVar[bool] = False
 
     classification: str | None = None  # one value for every unlabelled class
     per_class: tuple[tuple[str, str], ...] = ()  # (class name, value) overrides

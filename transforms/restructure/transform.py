@@ -99,6 +99,7 @@ def _summary(name: Pattern, cls: str, line: int, moves: list[Move]) -> Finding:
 @dataclass(frozen=True)
 class Restructure:
     name: ClassVar[str] = "restructure"
+    reads_path: ClassVar[bool] = False
 
     selected: tuple[Pattern, ...] = tuple(REGISTRY)
     rules: str = NEWEST  # the generation whose rules the restructured classes must satisfy

@@ -23,6 +23,7 @@ from transforms.torch_load.verify import PlannedEdits, check_planned_edits, stri
 
 class TorchLoad:
     name = "torch-load"
+    reads_path = True  # discovered call sites and tests are matched to the file by its path
 
     def __init__(
         self,
