@@ -298,6 +298,72 @@ def test_nested_test_classes_are_found_below_every_kind_of_compound_statement():
     )
 
 
+NESTED_SHAPES_SRC = """
+    import unittest
+
+
+    @decorate(
+        "class"
+    )
+    class TestOuter(TestCase):
+        def test_a(self):
+            @unittest.skipIf(
+                False, "why"
+            )
+            class TestDecorated(
+                TestCase,
+            ):
+                def test(self): pass
+        def test_b(self): pass
+
+
+    class TestFlat(TestCase):
+        hw_classification = HardwareClassification.GENERIC
+        subclass = "a class"
+
+        def test_a(self):
+            classes = 1
+
+
+    def helper():
+        class\\
+          TestInHelper(TestCase):
+            def test(self): pass
+
+
+    def helper2():
+        class\tTestTabbed(TestCase):
+            def test(self): pass
+
+
+    match v:
+        case 1:
+            class TestInMatch(TestCase):
+                def test(self): pass
+    """
+
+
+def test_a_body_that_never_spells_class_is_not_walked_and_nothing_nested_is_missed(monkeypatch):
+    """With the source, a body whose lines never spell the keyword `class` (`hw_classification`
+    does not) is not searched for nested test classes (its statements are not walked); every
+    nested class is found all the same, whatever its decorators, header lines and the space after
+    the keyword (the same as without the text, which walks every body)."""
+    from transforms.core import analysis
+
+    walked = []
+    real = analysis.statements_below
+    monkeypatch.setattr(analysis, "statements_below", lambda node: walked.append(node) or real(node))
+    with_text = facts(NESTED_SHAPES_SRC)
+    assert "TestFlat" not in {getattr(node, "name", None) for node in walked}
+    assert {getattr(node, "name", None) for node in walked} == {"TestOuter", "helper", "helper2", None}  # None: match
+    walked.clear()
+    without = facts(NESTED_SHAPES_SRC, with_text=False)
+    assert "TestFlat" in {getattr(node, "name", None) for node in walked}
+    assert with_text.ignored == without.ignored
+    assert sorted(c.name for c in with_text.ignored if c.reason != IgnoredReason.HELPER) == [
+        "TestDecorated", "TestInHelper", "TestInMatch", "TestTabbed"]
+
+
 def test_methods_starting_with_test_make_a_test_class():
     f = facts(
         """

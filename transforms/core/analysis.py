@@ -28,6 +28,7 @@ the linter would check against the wrong facts.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Iterable, Iterator
 
@@ -71,6 +72,9 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
     _UNSCANNED_TYPES = _UNSCANNED_TYPES + (ast.TryStar,)
 
 _LINE_END = re.compile(r"\r\n?|\n")  # the line ends `ast` counts
+# The keyword `class` (not `hw_classification`, `subclass`): whitespace or a line continuation
+# separates it from the class's name.
+_CLASS_KEYWORD = re.compile(r"(?<!\w)class[ \t\f\\]")
 
 
 # --------------------------------------------------------------------------- triage
@@ -238,8 +242,20 @@ def statements_below(node: ast.AST) -> Iterator[ast.stmt]:
             stack.extend(_child_statements(stmt))
 
 
-def _nested_test_classes(node: ast.AST) -> Iterator[ast.ClassDef]:
-    """Test-defining ClassDefs anywhere below `node` (for the `ignored` report)."""
+def _class_keyword_lines(lines: list[str]) -> list[int]:
+    """The numbers of the lines that may start a class statement (they spell the keyword), in order."""
+    return [n for n, line in enumerate(lines, 1) if "class" in line and _CLASS_KEYWORD.search(line)]
+
+
+def _nested_test_classes(node: ast.stmt, keyword_lines: list[int] | None) -> Iterator[ast.ClassDef]:
+    """Test-defining ClassDefs anywhere below `node` (for the `ignored` report). `keyword_lines`:
+    _class_keyword_lines of the module's source, if known. A class statement below `node` starts on
+    a line after its header (a compound statement never follows a colon on its line) and spells the
+    keyword there (a keyword cannot be split across lines): a body whose lines never do is not walked."""
+    if keyword_lines is not None:
+        after_header = bisect.bisect_right(keyword_lines, node.lineno)
+        if after_header == len(keyword_lines) or keyword_lines[after_header] > (node.end_lineno or node.lineno):
+            return
     for stmt in statements_below(node):
         if isinstance(stmt, ast.ClassDef) and defines_tests(stmt):
             yield stmt
@@ -275,6 +291,7 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
     method without any device word in its lines skips the walk for its device needs.
     """
     lines = _LINE_END.split(text) if text is not None else None
+    keyword_lines = _class_keyword_lines(lines) if lines is not None else None
     class_nodes = []
     helper_nodes = []
     nested: list[tuple[ast.ClassDef, IgnoredReason]] = []
@@ -288,7 +305,7 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
                 class_nodes.append(stmt)
             else:
                 helper_nodes.append(stmt)
-            nested.extend((c, IgnoredReason.NESTED) for c in _nested_test_classes(stmt))
+            nested.extend((c, IgnoredReason.NESTED) for c in _nested_test_classes(stmt, keyword_lines))
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             kind = call_kind(stmt.value)
             name = kind[0] if kind is not None else None
@@ -301,9 +318,9 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
                 if args and isinstance(args[0], ast.Name):
                     parametrized.setdefault(args[0].id, []).append(stmt.lineno)
         elif isinstance(stmt, FUNCTION_TYPES):
-            nested.extend((c, IgnoredReason.NESTED) for c in _nested_test_classes(stmt))
+            nested.extend((c, IgnoredReason.NESTED) for c in _nested_test_classes(stmt, keyword_lines))
         elif isinstance(stmt, _UNSCANNED_TYPES):
-            nested.extend((c, IgnoredReason.UNSCANNED) for c in _nested_test_classes(stmt))
+            nested.extend((c, IgnoredReason.UNSCANNED) for c in _nested_test_classes(stmt, keyword_lines))
             hidden.extend(_hidden_instantiations(stmt))
 
     # A class defined twice: the linter checks the last definition only.
