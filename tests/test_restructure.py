@@ -44,6 +44,31 @@ def _label_finding(body: str):
     return finding
 
 
+def test_a_diagnosis_of_some_classes_is_theirs_in_a_diagnosis_of_all():
+    """`only` (the label transform diagnoses just the classes it leaves to a human) changes which
+    classes are diagnosed, never a diagnosis: the module's constants are still read for all."""
+    text = HEAD + textwrap.dedent(
+        """
+        DEVICES = ("cpu", "cuda")
+        class TestA(TestCase):
+            def test_a(self, device): pass
+        class TestB(TestCase):
+            def test_b(self): torch.cuda.synchronize()
+        class TestC(TestCase):
+            @onlyCUDA
+            def test_c(self, device): pass
+        instantiate_device_type_tests(TestA, globals(), only_for=DEVICES)
+        instantiate_device_type_tests(TestC, globals())
+        """
+    )
+    tree = ast.parse(text)
+    every = diagnose.diagnose(tree, text)
+    assert [d.name for d in every] == ["TestA", "TestB", "TestC"]
+    for kept in ([every[0]], [every[1], every[2]], [every[2]], []):
+        assert list(diagnose.diagnose(tree, text, only={d.line for d in kept})) == kept
+    assert every[0].only_for_literal == ("cpu", "cuda")  # read from the constant
+
+
 # --------------------------------------------------------------------------- the four wrong advices
 
 CPU_CUDA = """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms.core import analysis
@@ -105,11 +105,16 @@ def class_nodes(tree: ast.Module) -> dict[int, ast.ClassDef]:
 
 
 def diagnose(
-    tree: ast.Module, text: str | None = None, gen: Generation | None = None, facts: ModuleFacts | None = None
+    tree: ast.Module,
+    text: str | None = None,
+    gen: Generation | None = None,
+    facts: ModuleFacts | None = None,
+    only: Container[int] | None = None,
 ) -> tuple[ClassDiagnosis, ...]:
     """A diagnosis, with advice, for every test class of the module (`gen`: the generation of the
     rules the advice must satisfy; None: the one whose values exclude each other). `facts`:
-    `analysis.analyse(tree, text)`, when the caller has it already."""
+    `analysis.analyse(tree, text)`, when the caller has it already. `only`: the lines of the
+    classes to diagnose, when not all (each diagnosis is the same either way)."""
     facts = facts if facts is not None else analysis.analyse(tree, text)
     nodes = class_nodes(tree)
     calls = _instantiation_calls(tree)
@@ -122,7 +127,9 @@ def diagnose(
     literals = module_literals(tree) if named else {}
     lines = split_lines(text) if text is not None else None
     return tuple(
-        _with_split(_diagnose(cls, nodes.get(cls.line), calls, literals, lines), cls, gen) for cls in facts.classes
+        _with_split(_diagnose(cls, nodes.get(cls.line), calls, literals, lines), cls, gen)
+        for cls in facts.classes
+        if only is None or cls.line in only
     )
 
 

@@ -16,7 +16,7 @@ from transforms.core.analysis import analyse, may_have_test_class
 from transforms.core.base import Severity, TransformResult
 from transforms.core.facts import ModuleFacts
 from transforms.core.members import Member
-from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
+from transforms.diagnosis.diagnose import diagnose
 from transforms.label.classify import (
     Status,
     decide,
@@ -56,11 +56,16 @@ class HwLabel:
         labels: dict[int, Member] = {}
         # A duplicate class or instantiation the linter reports fails it whatever the labels: a human's job.
         manual = sum(1 for f in findings if f.severity == Severity.ERROR)
-        precise: dict[int, ClassDiagnosis] | None = None
-        for cls in facts.classes:
-            decision = decide(cls, gen, overrides.get(cls.name, self.classification), self.force)
-            if decision.status in _MANUAL | {Status.FORCED}:  # advice from the method bodies too
-                precise = precise or {d.line: d for d in diagnose(tree, text, gen, facts)}
+        decisions = [
+            decide(cls, gen, overrides.get(cls.name, self.classification), self.force) for cls in facts.classes
+        ]
+        # Advice from the method bodies too, for the classes left to a human or forced only.
+        advised = {
+            cls.line for cls, d in zip(facts.classes, decisions, strict=True) if d.status in _MANUAL | {Status.FORCED}
+        }
+        precise = {d.line: d for d in diagnose(tree, text, gen, facts, only=advised)} if advised else {}
+        for cls, decision in zip(facts.classes, decisions, strict=True):
+            if cls.line in advised:
                 decision = keep_deviation_advice(refine(decision, precise[cls.line]))
             findings.extend(decision_findings(decision))
             if decision.edits and decision.value is not None:
