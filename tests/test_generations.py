@@ -239,3 +239,20 @@ def test_the_rules_page_states_every_generations_rules():
             assert f"`{rule.name}`" in table, (gen.name, rule.name)
     for value in MEMBERS:
         assert value in table
+
+
+def test_a_rule_set_checks_a_value_by_its_rules_in_order_also_after_a_rule_is_added():
+    from transforms.core.members import Member
+    from transforms.rules.registry import RuleCheck, RuleSet, Violation
+
+    def breaks(name):
+        return lambda cls, value: [Violation(value=value, rule=name, message=name, line=1)]
+
+    rules = RuleSet()
+    rules.add(RuleCheck(name="first", check=breaks("first"), valid=(), invalid=()), Member.CPU, Member.CUDA)
+    cls = analyse(ast.parse("class TestA(TestCase):\n    def test_a(self): pass\n")).classes[0]
+    assert [v.rule for v in rules.check(cls, Member.CPU)] == ["first"]
+    assert rules.check(cls, Member.GENERIC) == []
+    rules.add(RuleCheck(name="second", check=breaks("second"), valid=(), invalid=()), Member.CPU)
+    assert [v.rule for v in rules.check(cls, "cpu")] == ["first", "second"]  # a name, as --set gives it
+    assert [v.rule for v in rules.check(cls, Member.CUDA)] == ["first"]

@@ -76,9 +76,11 @@ class RuleSet:
 
     def __init__(self) -> None:
         self.rules: list[Rule] = []
+        self._of: dict[Member, tuple[Rule, ...]] = {}  # check()'s rules of each value, once asked
 
     def add(self, rule: RuleCheck, *values: Member) -> None:
         """Register `rule` for `values`, with its examples for those values."""
+        self._of.clear()
         self.rules.append(
             Rule(
                 name=rule.name,
@@ -94,12 +96,15 @@ class RuleSet:
         return {value: tuple(r for r in self.rules if value in r.values) for value in MEMBERS}
 
     def check(self, cls: TestClassFacts, value: str) -> list[Violation]:
-        """Every rule of `value` that `cls` breaks (empty: the linter accepts the label)."""
-        member = normalise_member(value)
+        """Every rule of `value` that `cls` breaks (empty: the linter accepts the label). Asked for
+        each of the six values of every class: the rules of a value are listed once."""
+        member = value if isinstance(value, Member) else normalise_member(value)
+        rules = self._of.get(member)
+        if rules is None:
+            rules = self._of[member] = tuple(r for r in self.rules if member in r.values)
         found: list[Violation] = []
-        for r in self.rules:
-            if member in r.values:
-                found.extend(r.check(cls, member))
+        for r in rules:
+            found.extend(r.check(cls, member))
         return found
 
 
