@@ -245,7 +245,10 @@ def test_the_key_covers_every_argument_of_process_file():
 def test_every_transform_says_whether_it_reads_the_path():
     from transforms.torch_load import TorchLoad
 
-    assert [t.reads_path for t in (HwLabel(), Restructure(), TorchLoad("auto", None, (2, 14)))] == [False, False, True]
+    from transforms.torch_load.triage import TorchLoadCensus
+
+    transforms = (HwLabel(), Restructure(), TorchLoadCensus(), TorchLoad("auto", None, (2, 14)))
+    assert [t.reads_path for t in transforms] == [False, False, False, True]
 
 
 def test_the_tool_itself_is_in_the_key(monkeypatch):

@@ -124,6 +124,7 @@ class TorchLoadCensus:
     survey runs it beside the labels when `--torch-load` is not asked."""
 
     name = "torch-load-census"
+    reads_path = False  # counts the calls of the text alone
 
     def triage(self, text: str) -> bool:
         return "load" in text and "torch" in text
