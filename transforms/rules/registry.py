@@ -17,6 +17,7 @@ import fnmatch
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from transforms.core.facts import TestClassFacts
 from transforms.core.members import MEMBERS, Member, normalise_member
@@ -76,11 +77,11 @@ class RuleSet:
 
     def __init__(self) -> None:
         self.rules: list[Rule] = []
-        self._of: dict[Member, tuple[Rule, ...]] = {}  # check()'s rules of each value, once asked
+        self._by_value: Mapping[Member, tuple[Rule, ...]] | None = None  # by_value(), once asked
 
     def add(self, rule: RuleCheck, *values: Member) -> None:
         """Register `rule` for `values`, with its examples for those values."""
-        self._of.clear()
+        self._by_value = None
         self.rules.append(
             Rule(
                 name=rule.name,
@@ -92,18 +93,17 @@ class RuleSet:
         )
 
     def by_value(self) -> Mapping[Member, tuple[Rule, ...]]:
-        """value -> its rules, in registration order."""
-        return {value: tuple(r for r in self.rules if value in r.values) for value in MEMBERS}
+        """value -> its rules, in registration order. Listed once (until a rule is added): check()
+        asks for the six values of every class."""
+        if self._by_value is None:
+            self._by_value = MappingProxyType({v: tuple(r for r in self.rules if v in r.values) for v in MEMBERS})
+        return self._by_value
 
     def check(self, cls: TestClassFacts, value: str) -> list[Violation]:
-        """Every rule of `value` that `cls` breaks (empty: the linter accepts the label). Asked for
-        each of the six values of every class: the rules of a value are listed once."""
+        """Every rule of `value` that `cls` breaks (empty: the linter accepts the label)."""
         member = value if isinstance(value, Member) else normalise_member(value)
-        rules = self._of.get(member)
-        if rules is None:
-            rules = self._of[member] = tuple(r for r in self.rules if member in r.values)
         found: list[Violation] = []
-        for r in rules:
+        for r in self.by_value()[member]:
             found.extend(r.check(cls, member))
         return found
 
