@@ -119,17 +119,20 @@ def _real_folder(folder: str) -> str:
     return os.path.realpath(folder)
 
 
+def _in_real_folder(path: str) -> str:
+    """`path`'s name in the real path of its folder (the name itself may be a link)."""
+    return os.path.join(_real_folder(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+
+
 def _real_file(path: str) -> str:
     """os.path.realpath(path), through the folder's cached answer unless `path` is a link itself."""
-    if os.path.islink(path):
-        return os.path.realpath(path)
-    return os.path.join(_real_folder(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    return os.path.realpath(path) if os.path.islink(path) else _in_real_folder(path)
 
 
 def relative_to_root(path: str) -> str:
     """`path` relative to its repository root, with `/` separators; a path outside the root
     keeps its absolute form without the leading `/`."""
-    real = os.path.join(_real_folder(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    real = _in_real_folder(path)
     root = repo_root(os.path.dirname(real))
     rel = os.path.relpath(real, root)
     if rel == ".." or rel.startswith(".." + os.sep):
@@ -181,18 +184,19 @@ def discover(paths: list[str], excludes: list[str] | tuple[str, ...] = DEFAULT_E
     result = Discovered()
     seen: set[str] = set()
     for path in paths:
-        if os.path.isdir(path):
-            candidates = _git_files(path)
-            if candidates is None:
-                candidates = _walk_files(path)
-            candidates = [os.path.normpath(c) for c in candidates if is_test_file(c)]
-            excluded = {c: excluded_by(relative_to_root(c), excludes) is not None for c in candidates}
-            _refuse_links_leaving(path, [c for c in candidates if not excluded[c]])
+        folder = os.path.isdir(path)
+        if folder:
+            found = _git_files(path)
+            if found is None:
+                found = _walk_files(path)
+            candidates = [os.path.normpath(c) for c in found if is_test_file(c)]
         elif os.path.exists(path):
             candidates = [os.path.normpath(path)]
-            excluded = {candidates[0]: excluded_by(relative_to_root(candidates[0]), excludes) is not None}
         else:
             raise DiscoveryError(f"no such file or folder: {path}")
+        excluded = {c: excluded_by(relative_to_root(c), excludes) is not None for c in candidates}
+        if folder:
+            _refuse_links_leaving(path, [c for c in candidates if not excluded[c]])
         for c in candidates:
             key = _real_file(c)  # one entry per real file, however it was named
             if key in seen:
