@@ -66,10 +66,9 @@ INSTANTIATE_PARAMETRIZED = "instantiate_parametrized_tests"
 # allow_xpu=False).  The linter reads these options as keywords only.
 POSITIONAL_SLOTS = {2: Option.EXCEPT_FOR, 3: Option.ONLY_FOR, 5: Option.ALLOW_MPS, 6: Option.ALLOW_XPU}
 
+_TRY_STAR: tuple[type[ast.stmt], ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # Python 3.11+
 # Blocks the linter does not enter although module-level code runs there.
-_UNSCANNED_TYPES: tuple[type, ...] = (ast.Match,)
-if hasattr(ast, "TryStar"):  # Python 3.11+
-    _UNSCANNED_TYPES = _UNSCANNED_TYPES + (ast.TryStar,)
+_UNSCANNED_TYPES: tuple[type, ...] = (ast.Match, *_TRY_STAR)
 
 _LINE_END = re.compile(r"\r\n?|\n")  # the line ends `ast` counts
 # The keyword `class` (not `hw_classification`, `subclass`): whitespace or a line continuation
@@ -228,7 +227,8 @@ _COMPOUND_TYPES: tuple[type[ast.stmt], ...] = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
     ast.ClassDef,
-) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+    *_TRY_STAR,
+)
 
 
 def statements_below(node: ast.AST) -> Iterator[ast.stmt]:
