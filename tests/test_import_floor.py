@@ -1,6 +1,7 @@
 """A command imports only what it uses: LibCST only when an edit needs it, GitPython only for git
-work, the A/B runner and the refactor pipeline only for their commands; and without `git` on
-PATH the commands that need no git work."""
+work, the A/B runner and the refactor pipeline only for their commands, the restructuring steps only
+for --restructure (and the help that names them); and without `git` on PATH the commands that need
+no git work."""
 
 import json
 import os
@@ -11,7 +12,8 @@ import pytest
 
 from test_cache import GENERIC_SRC, LABELLED_SRC
 
-HEAVY = ("libcst", "git", "codemod.ab", "codemod.refactor", "codemod.cli.ab", "codemod.cli.refactor")
+HEAVY = ("libcst", "git", "codemod.ab", "codemod.refactor", "codemod.cli.ab", "codemod.cli.refactor",
+         "transforms.restructure")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _SCRIPT = """
@@ -57,7 +59,21 @@ def test_libcst_comes_with_an_edit_and_not_when_the_cache_has_the_result(tmp_pat
 
 def test_help_and_version_import_no_heavy_module(tmp_path):
     assert run_and_list_modules("--version", cwd=tmp_path) == (0, [])
-    assert run_and_list_modules("apply", "--help", cwd=tmp_path) == (0, [])
+    code, heavy = run_and_list_modules("apply", "--help", cwd=tmp_path)  # --restructure names the steps
+    assert code == 0 and "transforms.restructure" in heavy
+    assert [m for m in heavy if not m.startswith("transforms.restructure")] == []
+
+
+def test_the_restructuring_steps_come_with_restructure_and_the_help_names_them(tmp_path):
+    from transforms.restructure import REGISTRY
+
+    (tmp_path / "test_done.py").write_text(LABELLED_SRC)
+    code, heavy = run_and_list_modules("apply", "--check", "--restructure", "auto", "test_done.py", cwd=tmp_path)
+    assert code == 0 and "transforms.restructure" in heavy
+    proc = subprocess.run([sys.executable, "-m", "codemod", "apply", "--help"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": REPO}, stdin=subprocess.DEVNULL)
+    unwrapped = "".join(proc.stdout.split())  # click wraps the help, at spaces and hyphens
+    assert proc.returncode == 0 and "".join(f"auto, or any of {', '.join(REGISTRY)} (opt-in".split()) in unwrapped
 
 
 def test_without_git_on_path_the_codemod_commands_work(tmp_path):

@@ -47,7 +47,6 @@ from codemod.report import text as text_report
 from codemod.util.config import Config
 from codemod.util.files import signals_held
 from codemod.util.lintmessage import LintSeverity
-from transforms import restructure
 from transforms.core.base import Transform
 
 
@@ -299,6 +298,8 @@ def apply(**params: Any) -> None:
 
 
 def _write_map(path: str, run: RunResult) -> None:
+    from transforms import restructure  # late: only --restructure runs need the package
+
     moves = {f.path: restructure.moves_from_findings(f.findings) for f in run.files}
     document = restructure.map_document({p: m for p, m in moves.items() if m})
     try:

@@ -17,7 +17,6 @@ import click
 from codemod.engine.discovery import DEFAULT_EXCLUDES, exclude_patterns
 from codemod.util.config import Config, ConfigError
 from codemod.util.config import load_config as _load_config
-from transforms import restructure
 from transforms.core.strenum import StrEnum
 from transforms.rules.generations import GENERATIONS
 from transforms.torch_load import MODES
@@ -167,13 +166,29 @@ globals_option = click.option(
     help="JSON written by `decouple discover-globals` (for safe-globals / auto).",
 )
 explain_option = click.option("--explain", is_flag=True, help="With --torch-load: add a short comment saying why.")
+
+
+class _RestructureOption(click.Option):
+    """--restructure, whose help names the steps of the restructuring registry: the package is
+    imported when the help is shown or a step is asked for, not by every command that declares
+    the option (its import is a quarter of a one-file `apply --check`)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from transforms import restructure
+
+        self.help = (
+            f"Restructure classes no label fits, before labelling: auto, or any of "
+            f"{', '.join(restructure.REGISTRY)} (opt-in; see docs/restructure.md)."
+        )
+        return super().get_help_record(ctx)
+
+
 restructure_option = click.option(
     "--restructure",
     "restructure_names",
+    cls=_RestructureOption,
     metavar="auto|NAME[,NAME]",
     default=None,
-    help=f"Restructure classes no label fits, before labelling: auto, or any of "
-    f"{', '.join(restructure.REGISTRY)} (opt-in; see docs/restructure.md).",
 )
 
 # --- the linter gate, standard input ---------------------------------------------------------------

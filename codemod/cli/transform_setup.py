@@ -11,7 +11,6 @@ import click
 from codemod.cli.options import EditChoice, LabelChoice
 from codemod.engine import target
 from codemod.util.jsonfile import read_option_json
-from transforms import restructure
 from transforms.core.base import Transform
 from transforms.core.members import MEMBERS as VALUES
 from transforms.label import HwLabel
@@ -71,13 +70,16 @@ def build_transforms(labels: LabelChoice, edits: EditChoice, *, label: bool, pyt
     torch_load = edits.torch_load
     if (edits.globals_file or edits.explain) and not torch_load:
         raise click.UsageError("--globals and --explain go with --torch-load")
-    try:
-        selected = restructure.parse_selection(edits.restructure_names) if edits.restructure_names else ()
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--restructure") from e
     setup = TransformSetup()
-    if selected:
-        setup.transforms.append(restructure.Restructure(selected))
+    if edits.restructure_names:
+        from transforms import restructure  # late: a run without --restructure never imports it
+
+        try:
+            selected = restructure.parse_selection(edits.restructure_names)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--restructure") from e
+        if selected:
+            setup.transforms.append(restructure.Restructure(selected))
     if label:
         setup.transforms.append(label_transform(labels))
     if not (torch_load or label):
