@@ -13,7 +13,8 @@ import pytest
 from test_cache import GENERIC_SRC, LABELLED_SRC
 
 HEAVY = ("libcst", "git", "codemod.ab", "codemod.refactor", "codemod.cli.ab", "codemod.cli.refactor",
-         "transforms.restructure")
+         "transforms.restructure",
+         "concurrent.futures")  # with logging: the linter gate's threads, only when a linter runs
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _SCRIPT = """

@@ -38,7 +38,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from codemod.engine.result import FAILED, NEEDS_MANUAL, FileResult, GateSummary, RunResult
@@ -218,6 +217,9 @@ def run_linter(linter: str, python: str, outputs: dict[str, bytes], gen: Generat
         script = _make_mirror(mirror, linter, {places[p]: data for p, data in outputs.items()})
         canary_places = {p: os.path.join(canaries, os.path.relpath(places[p], mirror)) for p in outputs}
         canary_script = _make_mirror(canaries, linter, {c: CANARY.encode() for c in canary_places.values()})
+        # late: concurrent.futures brings logging (8 ms), which a run without a linter never needs
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(2) as pool:  # the two linter processes run side by side
             files_run = pool.submit(_errors_by_file, python, script, places, mirror, linter)
             canary_run = pool.submit(_errors_by_file, python, canary_script, canary_places, canaries, linter)
