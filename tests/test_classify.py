@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 import pytest
 
-from transforms.core.analysis import analyse, may_have_test_class
+from transforms.core.analysis import analyse, labels_of_test_classes, may_have_test_class
 from transforms.core.facts import UNKNOWN, IgnoredReason, Instantiation, ModuleFacts, TestClassFacts
 from transforms.core.members import MEMBERS
 from transforms.core.members import MEMBERS as VALUES
@@ -362,6 +362,59 @@ def test_a_body_that_never_spells_class_is_not_walked_and_nothing_nested_is_miss
     assert with_text.ignored == without.ignored
     assert sorted(c.name for c in with_text.ignored if c.reason != IgnoredReason.HELPER) == [
         "TestDecorated", "TestInHelper", "TestInMatch", "TestTabbed"]
+
+
+LABEL_SHAPES_SRC = """
+    from torch.testing._internal.common_utils import HardwareClassification as HC
+
+    class TestTwice(TestCase):
+        hw_classification = HardwareClassification.CPU
+        def test_a(self): pass
+
+    class Helper:
+        hw_classification = HardwareClassification.CUDA
+
+    if True:
+        class TestUnderIf(TestCase):
+            hw_classification: HardwareClassification = HardwareClassification.GENERIC
+            def test_a(self): pass
+    try:
+        pass
+    except ImportError:
+        class TestInHandler(TestCase):
+            hw_classification = HC.CPU
+            def test_a(self): pass
+
+    class TestTwice(TestCase):
+        hw_classification = HardwareClassification.NOT_A_MEMBER
+        def test_b(self): pass
+
+    class TestShadowed(TestCase):
+        a = hw_classification = HardwareClassification.CUDA
+        hw_classification = HardwareClassification.MPS
+        hw_classification = HardwareClassification.XPU
+        def test_a(self): pass
+
+    class TestNone(TestCase):
+        def test_a(self):
+            class TestNested(TestCase):
+                hw_classification = HardwareClassification.CPU
+                def test(self): pass
+    """
+
+
+@pytest.mark.parametrize("src", [LABEL_SHAPES_SRC, NESTED_SHAPES_SRC], ids=["labels", "nested"])
+def test_the_labels_read_without_the_facts_are_the_facts_labels(src):
+    """What a label edit is checked against (labels_of_test_classes, a tenth of analyse's cost) is
+    analyse's reading: the same classes in the same order (a redefined class is read at its last
+    definition, helpers and nested classes are not test classes) with the same label member."""
+    src = textwrap.dedent(src)
+    read = analyse(ast.parse(src), src)
+    assert labels_of_test_classes(ast.parse(src)) == [(c.name, c.label.member if c.label else None) for c in read.classes]
+    if src.lstrip().startswith("from torch"):
+        assert labels_of_test_classes(ast.parse(src)) == [
+            ("TestUnderIf", "GENERIC"), ("TestInHandler", "CPU"), ("TestTwice", "NOT_A_MEMBER"),
+            ("TestShadowed", "MPS"), ("TestNone", None)]
 
 
 def test_methods_starting_with_test_make_a_test_class():

@@ -1027,3 +1027,38 @@ def test_form_feed_before_first_method_is_not_copied():
     src = f"{CU} TestCase\n\n\nclass A(TestCase):\n\x0c    def test_a(self):\n        pass\n"
     out = label(src, {"A": "GENERIC"})
     assert "\n    hw_classification = HardwareClassification.GENERIC\n\n\x0c    def test_a" in out
+
+
+TWO_CLASSES_SRC = """from torch.testing._internal.common_utils import TestCase
+
+
+class TestA(TestCase):
+    def test_a(self):
+        pass
+
+
+class TestB(TestCase):
+    def test_b(self):
+        pass
+"""
+
+
+@pytest.mark.parametrize("misplace", ["other value", "other class", "one missing"])
+def test_a_label_edit_that_does_not_land_as_intended_is_refused(monkeypatch, misplace):
+    """The label transform reads the labels back from its own output (labels_of_test_classes) and
+    refuses an output whose labels are not exactly the intended ones."""
+    import transforms.label.hw_edit as hw_edit
+    from transforms.label import HwLabel
+    from transforms.label.transform import LabelCheckError
+
+    real = hw_edit.add_labels
+    a, b = (n.lineno for n in ast.parse(TWO_CLASSES_SRC).body[1:])
+
+    def misplaced(text, tree, labels, **kw):
+        wrong = {"other value": {a: "CPU", b: "GENERIC"}, "other class": {b: "GENERIC"}, "one missing": {a: "GENERIC"}}
+        return real(text, tree, wrong[misplace], **kw)
+
+    assert HwLabel().run(TWO_CLASSES_SRC, ast.parse(TWO_CLASSES_SRC)).text.count("HardwareClassification.GENERIC") == 2
+    monkeypatch.setattr(hw_edit, "add_labels", misplaced)
+    with pytest.raises(LabelCheckError, match="differ from the intended"):
+        HwLabel().run(TWO_CLASSES_SRC, ast.parse(TWO_CLASSES_SRC))

@@ -19,7 +19,16 @@ from transforms.core.device_needs import ClassDevices, Flags, dotted_name, read_
 from transforms.core.facts import DeviceNeed, ExistingLabel, Instantiation, TestClassFacts, TestMethod
 from transforms.core.members import ENUM_NAME, HW_ATTRIBUTE, MEMBERS
 
-__all__ = ["FUNCTION_TYPES", "class_facts", "defines_tests", "dotted_name", "first_line", "is_test_name", "last_line"]
+__all__ = [
+    "FUNCTION_TYPES",
+    "class_facts",
+    "class_label",
+    "defines_tests",
+    "dotted_name",
+    "first_line",
+    "is_test_name",
+    "last_line",
+]
 
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -130,7 +139,7 @@ def _label_of(stmt: ast.stmt) -> ExistingLabel | None:
     return ExistingLabel(line=stmt.lineno, member=member, form=form, valid=problem is None, problem=problem)
 
 
-def _class_label(cls: ast.ClassDef) -> ExistingLabel | None:
+def class_label(cls: ast.ClassDef) -> ExistingLabel | None:
     """The linter's reading: the first single-target assignment decides (a multi-target
     one is skipped by it, and reported here only when nothing else decides)."""
     labels = [lab for lab in map(_label_of, cls.body) if lab is not None]
@@ -188,7 +197,7 @@ def class_facts(
         other_methods=tuple(others),
         instantiations=instantiations,
         parametrized=parametrized,
-        label=_class_label(node),
+        label=class_label(node),
         nested_in=None,
         hidden_instantiations=hidden,
         needs=unique(module_needs + devices.own),

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 # By module: the engine's tests swap in a faulty editor to see its output refused.
 import transforms.label.hw_edit as hw_edit
-from transforms.core.analysis import analyse, may_have_test_class
+from transforms.core.analysis import analyse, labels_of_test_classes, may_have_test_class
 from transforms.core.base import Severity, TransformResult
 from transforms.core.facts import ModuleFacts
 from transforms.core.members import Member
@@ -93,8 +93,7 @@ def _check_labels(before: ModuleFacts, labels: dict[int, Member], new_text: str)
         for c in before.classes
     ]
     new_tree = ast.parse(new_text)
-    after = analyse(new_tree, new_text)
-    found = [(c.name, c.label.member if c.label else None) for c in after.classes]
+    found = labels_of_test_classes(new_tree)
     if found != expected:
         raise LabelCheckError(f"labels after the edit {found} differ from the intended {expected}")
     return new_tree
