@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import textwrap
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -1120,3 +1121,39 @@ def test_advice_from_the_facts(call, extra, expected):
     assert d.status == "needs-manual"
     assert d.patterns[: len(expected)] == expected
     assert all(p in ADVICE for p in d.patterns)
+
+
+def _fixture_classes():
+    """Every test class of the project's fixture and example trees (about 150, of every shape
+    the tool handles: labelled, refused, left to a human, forced)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for base in ("tests/fixtures", "examples"):
+        for folder, _, files in sorted(os.walk(os.path.join(root, base))):
+            for name in sorted(files):
+                if not name.endswith(".py"):
+                    continue
+                path = os.path.join(folder, name)
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        src = f.read()
+                    yield from analyse(ast.parse(src), src).classes
+                except (SyntaxError, UnicodeDecodeError, ValueError):
+                    continue
+
+
+@pytest.mark.parametrize("override, force", [(None, False), ("GENERIC", False), ("CPU", False), ("CUDA", True)])
+def test_a_decision_without_the_facts_advice_differs_only_where_a_human_is_left_the_class(override, force):
+    """decide(advice=False), which the label transform uses before it diagnoses a class itself,
+    gives the same decision as decide() but for the patterns and the message of a class whose
+    inference left it to a human (`inferred` None): the only decisions the transform decides again
+    with the advice when it does not diagnose them."""
+    classes = list(_fixture_classes())
+    assert len(classes) > 100
+    differing = 0
+    for cls in classes:
+        full, lean = decide(cls, GEN1, override, force), decide(cls, GEN1, override, force, advice=False)
+        if lean != full:
+            differing += 1
+            assert full.inferred is None and lean.inferred is None, cls.name
+            assert replace(lean, patterns=full.patterns, message=full.message) == full, cls.name
+    assert differing > 0  # the fixtures do hold classes whose advice comes from their facts

@@ -134,10 +134,12 @@ def _labelled_message(cls: TestClassFacts, value: Member, truth: Truth, gen: Gen
     return f"{cls.name}: {value} ({truth.reason}; the {gen.name} rules only ask for the declaration)"
 
 
-def infer(cls: TestClassFacts, gen: Generation) -> Decision:
+def infer(cls: TestClassFacts, gen: Generation, advice: bool = True) -> Decision:
     """The value that is true (`truth.true_value`) and that `gen`'s rules accept and no deviation
     refuses; where the rules leave exactly one value, that one (a GENERIC label on tests that
-    need a GPU then comes with a warning).  Ignores any existing label and override."""
+    need a GPU then comes with a warning).  Ignores any existing label and override. `advice`
+    False: a class left to a human gets only the patterns its deviations name, not the advice read
+    from its facts (for a caller that diagnoses the class itself and `refine`s the decision)."""
     ev = evidence(cls)
     violations = _all_violations(cls, gen)
     found = tuple(refusals(cls))
@@ -171,7 +173,7 @@ def infer(cls: TestClassFacts, gen: Generation) -> Decision:
 
     if value is not None:  # the linter would accept it, but a deliberate deviation says it is false
         hits = tuple(r for r in found if value in r.values)
-        patterns = _with_advice(cls, hits)
+        patterns = _with_advice(cls, hits, advice)
         why = "; ".join(f"{r.message}: {deviation(r.deviation).why}" for r in hits)
         message = f"{cls.name}: the linter would accept {value}, but the label would be false ({why}); not labelled"
         return Decision(
@@ -187,7 +189,7 @@ def infer(cls: TestClassFacts, gen: Generation) -> Decision:
             refusals=hits,
         )
 
-    patterns = _with_advice(cls, found)
+    patterns = _with_advice(cls, found, advice)
     inst = cls.instantiation
     if inst is not None and inst.only_for == UNKNOWN:
         message = (
@@ -224,17 +226,21 @@ def infer(cls: TestClassFacts, gen: Generation) -> Decision:
     )
 
 
-def _with_advice(cls: TestClassFacts, hits: tuple[Refusal, ...]) -> tuple[Pattern, ...]:
-    """The restructurings the deviations in `hits` name, then the rest of the advice."""
+def _with_advice(cls: TestClassFacts, hits: tuple[Refusal, ...], advice: bool) -> tuple[Pattern, ...]:
+    """The restructurings the deviations in `hits` name, then (with `advice`) the rest of the advice."""
     patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in hits))
-    return patterns + tuple(p for p in facts_advice(cls) if p not in patterns)
+    return patterns + tuple(p for p in facts_advice(cls) if p not in patterns) if advice else patterns
 
 
-def decide(cls: TestClassFacts, gen: Generation, override: str | None = None, force: bool = False) -> Decision:
+def decide(
+    cls: TestClassFacts, gen: Generation, override: str | None = None, force: bool = False, advice: bool = True
+) -> Decision:
     """What to do with `cls` under `gen`'s rules: inference, existing label and override
-    (`--classification`, `--set Cls=X`) combined. Raises ValueError for an unknown override name."""
+    (`--classification`, `--set Cls=X`) combined. Raises ValueError for an unknown override name.
+    `advice` False: see `infer`; only a decision whose inference left the class to a human
+    (`inferred` None) can differ."""
     wanted = normalise_member(override) if override is not None else None
-    inferred = infer(cls, gen)
+    inferred = infer(cls, gen, advice)
     label = cls.label
     if label is not None and not label.valid:
         return Decision(
@@ -251,7 +257,7 @@ def decide(cls: TestClassFacts, gen: Generation, override: str | None = None, fo
         return _labelled(cls, label, inferred, wanted, gen)
     if wanted is None:
         return inferred
-    return _requested(cls, wanted, force, inferred, gen)
+    return _requested(cls, wanted, force, inferred, gen, advice)
 
 
 def _labelled(
@@ -305,7 +311,9 @@ def _labelled(
     )
 
 
-def _requested(cls: TestClassFacts, wanted: Member, force: bool, inferred: Decision, gen: Generation) -> Decision:
+def _requested(
+    cls: TestClassFacts, wanted: Member, force: bool, inferred: Decision, gen: Generation, advice: bool
+) -> Decision:
     """An unlabelled class with a requested value (`--classification`, `--set`): labelled when
     the value's rules pass and no deviation says it is false, else forced or refused."""
     own = tuple(gen.check(cls, wanted))
@@ -347,7 +355,7 @@ def _requested(cls: TestClassFacts, wanted: Member, force: bool, inferred: Decis
         inferred=inferred.inferred,
         evidence=inferred.evidence,
         violations=violations,
-        patterns=inferred.patterns or facts_advice(cls),
+        patterns=inferred.patterns or (facts_advice(cls) if advice else ()),
         message=message,
         refusals=false_refusals,
     )

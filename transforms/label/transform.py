@@ -56,10 +56,12 @@ class HwLabel:
         labels: dict[int, Member] = {}
         # A duplicate class or instantiation the linter reports fails it whatever the labels: a human's job.
         manual = sum(1 for f in findings if f.severity == Severity.ERROR)
+        # The advice read from the facts alone is left out here: the classes left to a human or
+        # forced get advice from the method bodies too (the diagnosis), which replaces it.
         decisions = [
-            decide(cls, gen, overrides.get(cls.name, self.classification), self.force) for cls in facts.classes
+            decide(cls, gen, overrides.get(cls.name, self.classification), self.force, advice=False)
+            for cls in facts.classes
         ]
-        # Advice from the method bodies too, for the classes left to a human or forced only.
         advised = {
             cls.line for cls, d in zip(facts.classes, decisions, strict=True) if d.status in _MANUAL | {Status.FORCED}
         }
@@ -67,6 +69,8 @@ class HwLabel:
         for cls, decision in zip(facts.classes, decisions, strict=True):
             if cls.line in advised:
                 decision = keep_deviation_advice(refine(decision, precise[cls.line]))
+            elif decision.inferred is None:  # it may carry the inference's advice: read from the facts
+                decision = decide(cls, gen, overrides.get(cls.name, self.classification), self.force)
             findings.extend(decision_findings(decision))
             if decision.edits and decision.value is not None:
                 labels[cls.line] = decision.value
