@@ -171,7 +171,7 @@ explain_option = click.option("--explain", is_flag=True, help="With --torch-load
 class _RestructureOption(click.Option):
     """--restructure, whose help names the steps of the restructuring registry: the package is
     imported when the help is shown or a step is asked for, not by every command that declares
-    the option (its import is a quarter of a one-file `apply --check`)."""
+    the option (a one-file `apply --check` would import a dozen modules it never uses)."""
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         from transforms import restructure

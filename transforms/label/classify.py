@@ -229,7 +229,9 @@ def infer(cls: TestClassFacts, gen: Generation, advice: bool = True) -> Decision
 def _with_advice(cls: TestClassFacts, hits: tuple[Refusal, ...], advice: bool) -> tuple[Pattern, ...]:
     """The restructurings the deviations in `hits` name, then (with `advice`) the rest of the advice."""
     patterns = tuple(dict.fromkeys(deviation(r.deviation).pattern for r in hits))
-    return patterns + tuple(p for p in facts_advice(cls) if p not in patterns) if advice else patterns
+    if not advice:
+        return patterns
+    return patterns + tuple(p for p in facts_advice(cls) if p not in patterns)
 
 
 def decide(
