@@ -6,6 +6,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 from codemod.engine import process as engine
 from codemod.engine.discovery import discover, read_allowlist
 from transforms.label import HwLabel
@@ -118,13 +120,36 @@ def test_no_cyclic_collection_while_a_file_is_processed(tmp_path, monkeypatch):
     results = engine.run_files([str(good), str(bad)], [HwLabel()], "write", jobs=1)
     assert [r.status for r in results] == ["changed", "failed"]
     assert seen and not any(seen)  # the LibCST parses (the import's edit, the verification) ran without it
-    assert gc.isenabled()  # and it runs again after every file, a failed one too
+    assert gc.isenabled()  # and it runs again after the run, whose last file failed
     gc.disable()
     try:
         engine.run_files([str(good)], [HwLabel()], "write", jobs=1)
         assert not gc.isenabled()  # a caller's choice is left alone
     finally:
         gc.enable()
+
+
+def _worker_collects(conn, collects: bool) -> None:
+    import gc
+
+    gc.disable()  # as the parent's is while run_files gathers results and its pool forks
+    engine._init_worker((), "check", False, None, None, os.getppid(), collects)
+    conn.send(gc.isenabled())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the pool forks only where fork exists")
+@pytest.mark.parametrize("collects", [True, False])
+def test_a_worker_collects_between_files_as_its_parent_did_before_run_files(collects):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe()
+    child = ctx.Process(target=_worker_collects, args=(theirs, collects))
+    child.start()
+    try:
+        assert ours.poll(60) and ours.recv() is collects
+    finally:
+        child.join(60)
 
 
 def test_parallel_results_are_sorted_and_equal_to_serial(tmp_path):
