@@ -67,9 +67,10 @@ INSTANTIATE_PARAMETRIZED = "instantiate_parametrized_tests"
 # allow_xpu=False).  The linter reads these options as keywords only.
 POSITIONAL_SLOTS = {2: Option.EXCEPT_FOR, 3: Option.ONLY_FOR, 5: Option.ALLOW_MPS, 6: Option.ALLOW_XPU}
 
-_TRY_STAR: tuple[type[ast.stmt], ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # Python 3.11+
+# try/except* (Python 3.11+; this tool runs on 3.10 too): every module tests for it by this name.
+TRY_STAR_TYPES: tuple[type[ast.stmt], ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 # Blocks the linter does not enter although module-level code runs there.
-_UNSCANNED_TYPES: tuple[type, ...] = (ast.Match, *_TRY_STAR)
+_UNSCANNED_TYPES: tuple[type, ...] = (ast.Match, *TRY_STAR_TYPES)
 
 _LINE_END = re.compile(r"\r\n?|\n")  # the line ends `ast` counts
 # The keyword `class` (not `hw_classification`, `subclass`): whitespace or a line continuation
@@ -228,7 +229,7 @@ _COMPOUND_TYPES: tuple[type[ast.stmt], ...] = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
     ast.ClassDef,
-    *_TRY_STAR,
+    *TRY_STAR_TYPES,
 )
 
 

@@ -51,7 +51,7 @@ def _rest(stmts: list, skip: set, imports: frozenset = frozenset()) -> list:
         if _is_instantiation(stmt):
             out.append("<instantiation>")
             continue
-        if isinstance(stmt, (ast.If, ast.With, ast.Try)) or type(stmt).__name__ == "TryStar":
+        if isinstance(stmt, (ast.If, ast.With, ast.Try, *analysis.TRY_STAR_TYPES)):
             out.append(
                 (
                     type(stmt).__name__,

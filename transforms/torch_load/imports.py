@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import libcst as cst
 
+from transforms.core.analysis import TRY_STAR_TYPES
 from transforms.torch_load.calls import dotted as _dotted
 from transforms.torch_load.discovery import Discovery, norm_path
 from transforms.torch_load.source import LoadSource
@@ -115,7 +116,7 @@ class ImportMap:
                         bound = a.asname if a.asname and a.name == "torch" else (None if a.asname else "torch")
                         if bound and self.torch_alias is None:
                             self.torch_alias = bound
-            elif isinstance(stmt, (ast.If, ast.With, ast.Try, _TRY_STAR)):
+            elif isinstance(stmt, (ast.If, ast.With, ast.Try, *TRY_STAR_TYPES)):  # try/except* binds conditionally too
                 self._learn_guarded_torch(stmt.body, True)
                 self._learn_guarded_torch(getattr(stmt, "orelse", []), True)
                 self._learn_guarded_torch(getattr(stmt, "finalbody", []), True)
@@ -321,10 +322,6 @@ class ImportMap:
             if other.lower() > mod.lower():
                 return start
         return related[-1][1] + 1
-
-
-# try/except* (Python 3.11+), whose imports may bind torch conditionally too.
-_TRY_STAR: type[ast.Try] = getattr(ast, "TryStar", ast.Try)
 
 
 def _bound(asname: cst.AsName) -> str:
