@@ -37,7 +37,7 @@ def _is_instantiation(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and analysis.instantiates_devices(stmt.value)
 
 
-def _rest(stmts: list, skip: set, imports: frozenset = frozenset()) -> list:
+def _rest(stmts: list[ast.stmt], skip: set, imports: frozenset = frozenset()) -> list:
     """The module without the given classes and instantiation calls (bodies of if/try kept),
     and without the names in `imports` in from-imports of common_device_type."""
     out: list[Any] = []

@@ -117,7 +117,7 @@ class ImportMap:
                         if bound and self.torch_alias is None:
                             self.torch_alias = bound
             elif isinstance(stmt, (ast.If, ast.With, ast.Try, *TRY_STAR_TYPES)):  # try/except* binds conditionally too
-                self._learn_guarded_torch(stmt.body, True)
+                self._learn_guarded_torch(getattr(stmt, "body", []), True)
                 self._learn_guarded_torch(getattr(stmt, "orelse", []), True)
                 self._learn_guarded_torch(getattr(stmt, "finalbody", []), True)
                 for h in getattr(stmt, "handlers", []):
