@@ -129,6 +129,23 @@ def test_no_cyclic_collection_while_a_file_is_processed(tmp_path, monkeypatch):
         gc.enable()
 
 
+def test_no_cyclic_collection_while_the_results_are_gathered(tmp_path):
+    import gc
+
+    paths = [str(write(tmp_path / f"test_{i}.py", GENERIC_SRC)) for i in range(8)]  # 8: a pool
+    seen = []
+
+    def progress(results, total):
+        for r in results:
+            seen.append(gc.isenabled())
+            yield r
+
+    results = engine.run_files(paths, [HwLabel()], "check", jobs=2, progress=progress)
+    assert [r.status for r in results] == ["changed"] * 8
+    assert seen == [False] * 8  # thousands of acyclic findings: no collection walks them meanwhile
+    assert gc.isenabled()
+
+
 def _worker_collects(conn, collects: bool) -> None:
     import gc
 
