@@ -881,7 +881,7 @@ def test_a_ctrl_c_while_the_pool_starts_is_no_worker_traceback_and_reaches_the_p
         "        time.sleep(0.3)\n"
         "        return made[-1]\n"
         "try:\n"
-        "    process._started_pool(Ctx(), 2, ((), None, False, None, None, os.getpid()))\n"
+        "    process._started_pool(Ctx(), 2, ((), None, False, None, None, os.getpid(), True))\n"
         "except KeyboardInterrupt:\n"
         "    print('parent interrupted after the pool started:', bool(made), flush=True)\n"
         "made[0].terminate()\n"
