@@ -7,8 +7,10 @@ import inspect
 import json
 import os
 import pickle
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from dataclasses import dataclass
 
 import pytest
@@ -41,8 +43,30 @@ def shape(value):
     return type(value), value
 
 
+def _database(folder):
+    found = sorted(folder.rglob(store.DB_NAME))
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def store_rows(folder):
+    """key -> (digest, payload) of every entry the store below `folder` holds."""
+    db = _database(folder)
+    if db is None:
+        return {}
+    with closing(sqlite3.connect(db)) as conn:
+        return {k: (d, p) for k, d, p in conn.execute("SELECT key, digest, payload FROM entries")}
+
+
+def rewrite_rows(folder, change):
+    """Replace each row's (digest, payload) by change(n, key, digest, payload), behind the store's back."""
+    with closing(sqlite3.connect(_database(folder))) as conn, conn:
+        for n, (k, (d, p)) in enumerate(sorted(store_rows(folder).items())):
+            conn.execute("UPDATE entries SET digest = ?, payload = ? WHERE key = ?", (*change(n, k, d, p), k))
+
+
 def entries(folder):
-    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return sorted(store_rows(folder))
 
 
 # --- the store -------------------------------------------------------------------------------------
@@ -53,40 +77,77 @@ def test_put_get_round_trip_and_a_miss(tmp_path):
     k = store.key("a", b"b")
     assert c.get(k) is None
     c.put(k, b"payload\nwith lines\n")
-    assert c.get(k) == b"payload\nwith lines\n"
+    assert c.get(k) == b"payload\nwith lines\n"  # collected, not written yet
+    assert not tmp_path.joinpath(store.DB_NAME).exists() or not entries(tmp_path)
+    c.flush()
+    assert Cache(str(tmp_path)).get(k) == b"payload\nwith lines\n"  # written, for the next run
     assert store.key("a", b"b") == k and store.key("ab") != k and store.key("a", "b", "") != k
-    assert not [p for p in tmp_path.rglob(".tmp-*")]  # written through a temporary file, renamed
+    assert sorted(p.name for p in tmp_path.iterdir()) == [store.DB_NAME]  # one file, no journal left
 
 
 def test_corrupt_and_foreign_entries_are_ignored(tmp_path):
     c = Cache(str(tmp_path))
     k1, k2 = store.key("one"), store.key("two")
     c.put(k1, b"the first payload")
-    path1 = tmp_path / k1[:2] / k1[2:]
-    good = path1.read_bytes()
-    path1.write_bytes(good.replace(b"first", b"frist"))  # a flipped byte in the payload
-    assert c.get(k1) is None
-    path1.write_bytes(good[:-3])  # truncated
-    assert c.get(k1) is None
-    path1.write_bytes(b"garbage")
-    assert c.get(k1) is None
-    path1.write_bytes(good.replace(store.FORMAT, b"decouple-cache 0"))  # another format
-    assert c.get(k1) is None
-    path2 = tmp_path / k2[:2] / k2[2:]  # another key's entry, copied under this key's name
-    path2.parent.mkdir(parents=True, exist_ok=True)
-    path2.write_bytes(good)
-    assert c.get(k2) is None
-    path1.write_bytes(good)
-    assert c.get(k1) == b"the first payload"
+    c.put(k2, b"the second payload")
+    c.flush()
+    good = store_rows(tmp_path)[k1]
+
+    def read(k):
+        return Cache(str(tmp_path)).get(k)
+
+    for damaged in (
+        good[1].replace(b"first", b"frist"),  # a flipped byte in the payload
+        good[1][:-3],  # truncated
+        b"garbage",
+    ):
+        rewrite_rows(tmp_path, lambda n, k, d, p, damaged=damaged: (d, damaged) if k == k1 else (d, p))
+        assert read(k1) is None and read(k2) == b"the second payload"
+    rewrite_rows(tmp_path, lambda n, k, d, p: good if k == k2 else (d, p))  # another key's row, copied
+    assert read(k2) is None
+    rewrite_rows(tmp_path, lambda n, k, d, p: good if k == k1 else (d, p))
+    assert read(k1) == b"the first payload"
+
+
+def test_a_database_the_store_did_not_make_is_left_alone(tmp_path):
+    db = tmp_path / store.DB_NAME
+    with closing(sqlite3.connect(db)) as conn, conn:  # another program's database at that name
+        conn.execute("CREATE TABLE entries (key TEXT, digest TEXT, size INTEGER, used REAL, payload BLOB)")
+    before = db.read_bytes()
+    c = Cache(str(tmp_path))
+    c.put(store.key("k"), b"v")
+    c.flush()
+    assert Cache(str(tmp_path)).get(store.key("k")) is None and db.read_bytes() == before
+
+
+def test_a_link_at_the_store_s_name_is_not_followed(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / store.DB_NAME).symlink_to(target)
+    c = Cache(str(tmp_path / "store"))
+    c.put(store.key("k"), b"v")
+    c.flush()
+    assert Cache(str(tmp_path / "store")).get(store.key("k")) is None and target.read_bytes() == b""
+
+
+def test_a_store_sqlite_cannot_read_is_made_again(tmp_path):
+    (tmp_path / store.DB_NAME).write_bytes(b"not a database, " * 1000)
+    c = Cache(str(tmp_path))
+    assert c.get(store.key("k")) is None
+    c.put(store.key("k"), b"v")
+    c.flush()
+    assert Cache(str(tmp_path)).get(store.key("k")) == b"v"
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
-def test_an_entry_of_another_user_is_ignored(tmp_path):
+def test_a_store_of_another_user_is_ignored(tmp_path):
     c = Cache(str(tmp_path))
     k = store.key("x")
     c.put(k, b"value")
-    os.chown(tmp_path / k[:2] / k[2:], 12345, 12345)
-    assert c.get(k) is None
+    c.flush()
+    os.chown(tmp_path / store.DB_NAME, 12345, 12345)
+    assert Cache(str(tmp_path)).get(k) is None
 
 
 def test_a_record_naming_anything_but_the_tools_records_is_refused(tmp_path):
@@ -106,32 +167,43 @@ def test_a_record_naming_anything_but_the_tools_records_is_refused(tmp_path):
     assert c.get_value(k) == {"a": [1, (2, 3)], "b": Mode.CHECK}
 
 
-def test_trim_keeps_the_store_bounded_and_the_recent_entries(tmp_path):
+def test_trim_keeps_the_store_bounded_and_the_recent_entries(tmp_path, monkeypatch):
     c = Cache(str(tmp_path), max_bytes=20_000)
     keys = [store.key(str(i)) for i in range(40)]
     for i, k in enumerate(keys):
+        monkeypatch.setattr(store.time, "time", lambda i=i: 1_000_000.0 + i)  # written in order, oldest first
         c.put(k, b"x" * 1000)
-        path = tmp_path / k[:2] / k[2:]
-        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # put in order, oldest first
-    stale_temp = tmp_path / keys[0][:2] / ".tmp-left-by-a-dead-run"
-    stale_temp.write_bytes(b"")
-    os.utime(stale_temp, (1, 1))
-    c.trim()
-    kept = [k for k in keys if c.get(k) is not None]
-    assert sum(p.stat().st_size for p in entries(tmp_path)) <= 20_000 * store.TRIM_TO
-    assert kept == keys[-len(kept):] and len(kept) >= 10  # the least recently used went first
-    assert not stale_temp.exists()
+        c.flush()
+    kept = [k for k in keys if Cache(str(tmp_path)).get(k) is not None]
+    assert sum(len(p) for _, p in store_rows(tmp_path).values()) <= 20_000
+    assert kept == keys[-len(kept) :] and len(kept) >= 15  # the least recently used went first
+
+
+def test_a_hit_refreshes_the_time_of_an_old_entry(tmp_path, monkeypatch):
+    c = Cache(str(tmp_path), max_bytes=2_900)
+    old, new = store.key("old"), store.key("new")
+    monkeypatch.setattr(store.time, "time", lambda: 1_000_000.0)
+    c.put(old, b"o" * 1000)
+    c.put(new, b"n" * 1000)
+    c.flush()
+    monkeypatch.setattr(store.time, "time", lambda: 1_000_000.0 + 2 * 3600)
+    reader = Cache(str(tmp_path), max_bytes=2_900)
+    assert reader.get(old) is not None  # used again: now the most recent
+    reader.put(store.key("third"), b"t" * 1000)  # over the bound: the least recently used one goes
+    reader.flush()
+    assert sorted(store_rows(tmp_path)) == sorted([old, store.key("third")])
 
 
 def test_concurrent_writers_of_one_key_leave_one_whole_entry(tmp_path):
     script = (
         "import sys\nfrom codemod.engine.cache import Cache\nc = Cache(sys.argv[1])\n"
-        "for i in range(200):\n    c.put('ab' + '0' * 62, sys.argv[2].encode() * 5000)\n"
+        "for i in range(200):\n    c.put('ab' + '0' * 62, sys.argv[2].encode() * 5000)\n    c.flush()\n"
     )
     procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), w]) for w in "pq"]
     assert [p.wait() for p in procs] == [0, 0]
     assert Cache(str(tmp_path)).get("ab" + "0" * 62) in (b"p" * 5000, b"q" * 5000)
-    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["0" * 62]
+    assert entries(tmp_path) == ["ab" + "0" * 62]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [store.DB_NAME]
 
 
 def test_open_is_none_where_the_cache_folder_cannot_be_made(tmp_path, monkeypatch):
@@ -156,7 +228,7 @@ def test_the_folder_follows_decouple_cache_dir_then_xdg(tmp_path, monkeypatch):
     assert user_cache_dir() == tmp_path / "home" / ".cache" / "decouple"
     monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(tmp_path / "mine"))
     assert user_cache_dir() == tmp_path / "mine"
-    assert Cache.open().folder == str(tmp_path / "mine" / "results" / "v1")
+    assert Cache.open().folder == str(tmp_path / "mine" / "results" / "v2")
 
 
 # --- the key -----------------------------------------------------------------------------------------
@@ -440,16 +512,17 @@ def test_the_cache_is_shared_by_concurrent_commands(tmp_path, result_cache):
     outputs = {p.communicate()[0] for p in procs}
     assert len(outputs) == 1 and [p.returncode for p in procs] == [0] * 4
     assert len(entries(result_cache / "results")) == len(CORPUS) - 1
-    assert not [p for p in (result_cache / "results").rglob(".tmp-*")]
+    assert [p.name for p in (result_cache / "results" / "v2").iterdir()] == [store.DB_NAME]
 
 
 def test_a_corrupt_cache_changes_no_output(tmp_path, result_cache):
     tree = _cli_tree(tmp_path)
     first = cli("apply", "--diff", ".", "--linter", "off", cwd=tree)
-    for entry in entries(result_cache / "results"):
-        data = entry.read_bytes()
-        entry.write_bytes(data[:-20] + hashlib.sha256(data).digest()[:20])
+    rewrite_rows(result_cache / "results", lambda n, k, d, p: (d, p[:-20] + hashlib.sha256(p).digest()[:20]))
     assert cli("apply", "--diff", ".", "--linter", "off", cwd=tree) == first
+    (result_cache / "results" / "v2" / store.DB_NAME).write_bytes(b"\0" * 4096)  # not a database at all
+    assert cli("apply", "--diff", ".", "--linter", "off", cwd=tree) == first
+    assert len(entries(result_cache / "results")) == len(CORPUS) - 1  # made again
 
 
 def test_apply_writes_the_same_with_a_warm_cache(tmp_path):

@@ -27,6 +27,7 @@ from codemod.engine.pipeline import PROGRESS_MIN_FILES
 from codemod.survey.batches import plan_batches, wants_a_pr
 from codemod.survey.model import SCHEMA_VERSION, STATUSES, ClassDecision, FileSurvey, Survey, SurveyStatus
 from codemod.survey.run import owners_of
+from test_cache import rewrite_rows, store_rows
 from survey_tree import ALLOWLIST, FOLDERS, KINDS, LINTER, REJECT_MARK, make_tree
 
 COUNTS = dict.fromkeys(KINDS, 2)
@@ -306,8 +307,8 @@ def _copy(tree, tmp_path):
 
 
 def _store_entries(result_cache):
-    """The entries of the engine's store in conftest's per-test cache folder."""
-    return sorted(p for p in (result_cache / "results" / "v1").glob("*/*") if not p.name.startswith(".tmp-"))
+    """The keys of the engine's store in conftest's per-test cache folder."""
+    return sorted(store_rows(result_cache / "results"))
 
 
 def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, result_cache):
@@ -329,14 +330,14 @@ def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, res
     assert _by_path(json.loads(second.read_text()))[generic]["status"] == "manual"
     # A damaged entry, another key's, or a whole entry of the store that is not a survey: a miss.
     not_a_survey = json.dumps({"path": "someone else's"}).encode()
-    for n, entry in enumerate(_store_entries(result_cache)):
+
+    def damage(n, key, digest, payload):
         if n % 3 == 0:
-            entry.write_bytes(b"{not an entry")
-        else:  # a whole entry of the store, under another key or holding no survey
-            other = store.Cache(str(tmp_path / "other"))
-            key = "0" * 64 if n % 3 == 1 else entry.parent.name + entry.name
-            other.put(key, not_a_survey)
-            entry.write_bytes((tmp_path / "other" / key[:2] / key[2:]).read_bytes())
+            return digest, b"{not an entry"
+        # a whole entry of the store, under another key or holding no survey
+        return store._digest("0" * 64 if n % 3 == 1 else key, not_a_survey), not_a_survey
+
+    rewrite_rows(result_cache / "results", damage)
     r4 = cli("survey", "-j", "2", "--json", str(first), cwd=root)
     assert "cache:" not in r4.output
     assert first.read_bytes() == second.read_bytes()
@@ -344,10 +345,10 @@ def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, res
     r5 = cli("survey", "-j", "2", "--linter", "off", "--json", str(first), cwd=root)
     assert "cache:" not in r5.output
     assert _by_path(json.loads(first.read_text()))[generic]["status"] == "ready"  # no linter: no rejection
-    before = [(p.name, p.read_bytes()) for p in _store_entries(result_cache)]
+    before = store_rows(result_cache / "results")
     r6 = cli("survey", "-j", "2", "--no-cache", "--json", str(first), cwd=root)
     assert "cache:" not in r6.output
-    assert [(p.name, p.read_bytes()) for p in _store_entries(result_cache)] == before
+    assert store_rows(result_cache / "results") == before
 
 
 def test_the_survey_and_the_codemod_keep_apart_in_one_store(tree, tmp_path, result_cache):

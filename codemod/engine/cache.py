@@ -6,15 +6,19 @@ for the codemod the file's bytes, the tool and every option: `file_results.py`);
 of the tool's own types. The survey keeps its per-file results here too (`codemod/survey/run.py`),
 under keys of its own.
 
-The store sits in `<user cache>/results/v1/` (`codemod/util/cache_dir.py`), one file per entry
-in 256 folders. An entry holds a header (the format, its own key, the digest of its payload)
-and the payload. It is written to a temporary file in its folder and renamed into place, so a
-reader sees a whole entry or none and concurrent runs at worst write the same entry twice. An
-entry that is not exactly one this store wrote for that key (another user's file, another
-format or key, a payload whose digest does not match, a record of a type the tool does not
-define) is ignored, never trusted. The store is bounded: after a run that wrote entries,
-`trim()` deletes the least recently used ones beyond `max_bytes`. Every failure to read or
-write is a miss: the cache only ever saves work.
+The store is one SQLite file, `<user cache>/results/v2/results.sqlite3` (`codemod/util/cache_dir.py`):
+a file per entry (the layout of `results/v1`, no longer read) cost a first check of 5,000 files
+3-7 s of the kernel's time creating them on this project's machines, a row costs microseconds.
+`put` only collects an entry; `flush()` writes what was collected in one transaction, so a run
+writes once (and every FLUSH_EVERY entries), and a worker process hands its entries to the
+process that runs the pool (`pending()` / `adopt()`), the only one that writes. Each row holds
+its key, the digest of the key and payload together, and the payload; SQLite's locks let concurrent runs share the
+file (at worst they write the same entry twice). A file that is not exactly one this store wrote
+(another user's file, a link, another program's database, a row whose payload does not match its
+digest, a record of a type the tool does not define) is ignored, never trusted; a file SQLite
+cannot read is replaced. The store is bounded: a flush that leaves more than `max_bytes` of
+payloads deletes the least recently used entries. Every failure to read or write is a miss: the
+cache only ever saves work.
 """
 
 from __future__ import annotations
@@ -25,20 +29,29 @@ import hashlib
 import io
 import os
 import pickle
+import stat
 import sys
-import tempfile
 import time
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from codemod.util.cache_dir import user_cache_dir
 
-FORMAT = b"decouple-cache 1"
-MAX_BYTES = 256 * 1024 * 1024  # the whole store; a PyTorch checkout's entries take a few MB
-TRIM_TO = 0.75  # of max_bytes, so that trimming does not run again at the next entry
-MAX_ENTRY_BYTES = 64 * 1024 * 1024  # anything larger is not an entry of ours
+if TYPE_CHECKING:
+    import sqlite3
+
+DB_NAME = "results.sqlite3"
+APPLICATION_ID = 0x64637031  # "dcp1": the database is this store's, in this layout
+MAX_BYTES = 256 * 1024 * 1024  # the payloads of the whole store; a PyTorch checkout's take a few MB
+TRIM_TO = 0.75  # of max_bytes, so that trimming does not run again at the next flush
+FLUSH_EVERY = 1024  # entries collected before they are written (a run's memory stays bounded)
 _TOUCH_AFTER_S = 3600.0  # a hit refreshes the entry's time (least recently used) at most hourly
-_TEMP_PREFIX = ".tmp-"
-_STALE_TEMP_S = 3600.0  # a temporary file this old was left by a run that died
+_LOCK_TIMEOUT_S = 30.0  # another run's transaction is waited for this long, then the entries dropped
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS entries ("
+    "key TEXT PRIMARY KEY, digest TEXT NOT NULL, size INTEGER NOT NULL, used REAL NOT NULL, payload BLOB NOT NULL)"
+)
 
 
 def key(*parts: bytes | str) -> str:
@@ -55,62 +68,84 @@ class Cache:
     def __init__(self, folder: str, max_bytes: int = MAX_BYTES) -> None:
         self.folder = folder
         self.max_bytes = max_bytes
-        self.written = 0  # entries this process wrote (trim() only runs after writes)
+        self._pending: dict[str, bytes] = {}  # key -> payload, collected by put
+        self._touched: set[str] = set()  # hits whose time is to be refreshed
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0  # the process the connection belongs to (a forked worker opens its own)
+        self._unusable = False  # this process found the file unusable: every get is a miss
 
     @classmethod
     def open(cls, max_bytes: int = MAX_BYTES) -> Cache | None:
         """The store in the user's cache folder; None when it cannot be created or written."""
-        folder = os.path.join(user_cache_dir(), "results", "v1")
+        folder = os.path.join(user_cache_dir(), "results", "v2")
         try:
             os.makedirs(folder, mode=0o700, exist_ok=True)
         except OSError:
             return None
         return cls(folder, max_bytes) if os.access(folder, os.W_OK | os.X_OK) else None
 
-    def _path(self, key: str) -> str:
-        return os.path.join(self.folder, key[:2], key[2:])
+    def __reduce__(self) -> tuple[type[Cache], tuple[str, int]]:
+        """A worker started by spawning gets the folder and the bound, never a connection."""
+        return (Cache, (self.folder, self.max_bytes))
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.folder, DB_NAME)
 
     def get(self, key: str) -> bytes | None:
-        path = self._path(key)
+        if key in self._pending:
+            return self._pending[key]
+        db = self._connection()
+        if db is None:
+            return None
         try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                if not _ours(st) or st.st_size > MAX_ENTRY_BYTES:
-                    return None
-                data = f.read()
-        except (OSError, ValueError):
+            row = db.execute("SELECT digest, used, payload FROM entries WHERE key = ?", (key,)).fetchone()
+        except _errors():
             return None
-        magic, _, rest = data.partition(b"\n")
-        stored_key, _, rest = rest.partition(b"\n")
-        digest, _, payload = rest.partition(b"\n")
-        if magic != FORMAT or stored_key != key.encode() or digest != _digest(payload).encode():
+        if row is None or not isinstance(row[2], bytes) or row[0] != _digest(key, row[2]):
             return None
-        if time.time() - st.st_mtime > _TOUCH_AFTER_S:
-            try:
-                os.utime(path)
-            except OSError:
-                pass
-        return payload
+        if not isinstance(row[1], float) or time.time() - row[1] > _TOUCH_AFTER_S:
+            self._touched.add(key)
+        return row[2]
 
     def put(self, key: str, payload: bytes) -> None:
-        path = self._path(key)
-        entry = b"\n".join((FORMAT, key.encode(), _digest(payload).encode(), payload))
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=os.path.dirname(path))
-        except OSError:
+        self._pending[key] = payload
+        if len(self._pending) >= FLUSH_EVERY:  # (a worker hands its entries over after each file)
+            self.flush()
+
+    def pending(self) -> dict[str, bytes]:
+        """The entries collected and not written, handed over (a worker gives them to its parent)."""
+        taken, self._pending = self._pending, {}
+        return taken
+
+    def adopt(self, entries: dict[str, bytes]) -> None:
+        """Entries a worker collected, to be written by this process."""
+        for k, payload in entries.items():
+            self.put(k, payload)
+
+    def flush(self) -> None:
+        """Write the entries collected and the hits' times in one transaction, then keep the
+        store within max_bytes. On any failure (a lock held past the timeout, a full disk) the
+        entries are dropped: the next run computes them again."""
+        entries, touched = self.pending(), self._touched
+        self._touched = set()
+        if not entries and not touched:
             return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(entry)
-            os.replace(tmp, path)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        db = self._connection()
+        if db is None:
             return
-        self.written += 1
+        now = time.time()
+        try:
+            with _transaction(db):
+                db.executemany(
+                    "INSERT OR REPLACE INTO entries (key, digest, size, used, payload) VALUES (?, ?, ?, ?, ?)",
+                    [(k, _digest(k, p), len(p), now, p) for k, p in entries.items()],
+                )
+                db.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, k) for k in touched])
+            if entries:
+                self._trim(db)
+        except _errors():
+            return
 
     def get_value(self, key: str) -> Any | None:
         """The record stored under `key` by put_value, or None."""
@@ -126,38 +161,115 @@ class Cache:
         """Store a record made of builtin values and the dataclasses and enums of the tool."""
         self.put(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def trim(self) -> None:
-        """Delete the least recently used entries while the store holds more than max_bytes
-        (down to TRIM_TO of it), and temporary files that a dead run left behind."""
-        entries: list[tuple[float, int, str]] = []
-        now = time.time()
-        try:
-            shards = [e.path for e in os.scandir(self.folder) if e.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
-        for shard in shards:
-            try:
-                listing = list(os.scandir(shard))
-            except OSError:
-                continue
-            for e in listing:
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if e.name.startswith(_TEMP_PREFIX):
-                    if now - st.st_mtime > _STALE_TEMP_S:
-                        _unlink(e.path)
-                    continue
-                entries.append((st.st_mtime, st.st_size, e.path))
-        total = sum(size for _, size, _ in entries)
+    def _trim(self, db: sqlite3.Connection) -> None:
+        """Delete the least recently used entries while the payloads exceed max_bytes (down to
+        TRIM_TO of it)."""
+        (total,) = db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()
         if total <= self.max_bytes:
             return
-        for _, size, path in sorted(entries):
+        doomed = []
+        for k, size in db.execute("SELECT key, size FROM entries ORDER BY used, key").fetchall():
             if total <= self.max_bytes * TRIM_TO:
                 break
-            _unlink(path)
+            doomed.append((k,))
             total -= size
+        with _transaction(db):
+            db.executemany("DELETE FROM entries WHERE key = ?", doomed)
+
+    def _connection(self) -> sqlite3.Connection | None:
+        """This process's connection to the store (a forked worker never uses its parent's),
+        None when the file is not one this store may use."""
+        if self._pid == os.getpid():
+            return self._db
+        if self._db is not None:  # the parent's, inherited by a fork: SQLite forbids using it,
+            _INHERITED.append(self._db)  # and closing it here could touch the parent's locks
+        self._pid, self._db = os.getpid(), None
+        if self._unusable:
+            return None
+        try:
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        except OSError:
+            self._unusable = True
+            return None
+        for attempt in range(2):
+            state = _file_state(self.path)
+            if state is _FileState.FOREIGN:
+                break
+            try:
+                self._db = _connect(self.path)
+                return self._db
+            except _NotOurs:
+                break
+            except _errors():
+                if state is not _FileState.OURS or attempt:
+                    break
+                _unlink(self.path)  # our own file, which SQLite cannot read: start it again
+                _unlink(self.path + "-journal")
+        self._unusable = True
+        return None
+
+
+class _FileState(enum.Enum):
+    MISSING = "missing"
+    OURS = "ours"  # a regular file of this user
+    FOREIGN = "foreign"  # a link, another kind of file, another user's
+
+
+def _file_state(path: str) -> _FileState:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return _FileState.MISSING
+    except OSError:
+        return _FileState.FOREIGN
+    getuid = getattr(os, "getuid", None)
+    mine = getuid is None or st.st_uid == getuid()
+    return _FileState.OURS if stat.S_ISREG(st.st_mode) and mine else _FileState.FOREIGN
+
+
+class _NotOurs(Exception):
+    """A database of another program (or of another layout of this store)."""
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    import sqlite3  # here: a run without the cache never loads it
+
+    db = sqlite3.connect(path, timeout=_LOCK_TIMEOUT_S, isolation_level=None)
+    try:
+        (app,) = db.execute("PRAGMA application_id").fetchone()
+        if app != APPLICATION_ID:
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if app != 0 or tables:
+                raise _NotOurs(path)
+            with _transaction(db):  # a new file: this store's from now on
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute(_SCHEMA)
+        db.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One transaction (the connection commits each statement on its own otherwise), holding
+    the write lock from its start so that two runs never interleave their writes."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    """What a read or write of the store may raise: a miss, never the run's failure."""
+    import sqlite3
+
+    return (sqlite3.Error, OSError)
 
 
 class _RecordUnpickler(pickle.Unpickler):
@@ -181,19 +293,17 @@ class _RecordUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"not a record of the tool: {module}.{name}")
 
 
+# Connections a forked worker inherited: kept, never used nor closed (see Cache._connection).
+_INHERITED: list[Any] = []
+
 # (module, name) -> (the record type, its module): what find_class allowed once (in a cached
 # check, every entry names the same half-dozen types).
 _RECORD_TYPES: dict[tuple[str, str], tuple[type, Any]] = {}
 
 
-def _digest(payload: bytes) -> str:
-    return hashlib.sha256(payload).hexdigest()
-
-
-def _ours(st: os.stat_result) -> bool:
-    """Written by this user (where files have owners)."""
-    getuid = getattr(os, "getuid", None)
-    return getuid is None or st.st_uid == getuid()
+def _digest(key: str, payload: bytes) -> str:
+    """Of the key and the payload: a row's payload copied under another key does not match."""
+    return hashlib.sha256(key.encode() + b"\n" + payload).hexdigest()
 
 
 def _unlink(path: str) -> None:

@@ -172,6 +172,8 @@ def _stdin_run(req: CodemodRun) -> RunResult:
     cache = Cache.open() if req.cache else None
     keys = ResultKeys.of(transforms, req.mode, staged) if cache is not None else None
     processed = process_raw(name, raw, transforms, req.mode, name, staged, cache, keys)
+    if cache is not None:
+        cache.flush()
     result = RunResult(mode=req.mode, files=[processed], strict=req.strict, generation=_named(choice, transforms))
     if req.gate != "off":
         # A file of that name on disk is not what was read: the gate encodes as standard input was.

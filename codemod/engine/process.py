@@ -436,18 +436,20 @@ def _started_pool(ctx: Any, jobs: int, initargs: tuple) -> Any:
 
 
 def _work(item: tuple[str, str]) -> bytes:
-    """Pickled here, so that a result that cannot cross the process boundary (a RecursionError
+    """The file's result and the cache entries it made (the parent writes them: cache.py).
+    Pickled here, so that a result that cannot cross the process boundary (a RecursionError
     while pickling it) is that file's failure, not the pool's."""
     path, display = item
     result = _process_path(path, display, *_worker_args)
+    cache = _worker_args[3]
+    entries = cache.pending() if cache is not None else {}
     try:
-        return pickle.dumps(result)
+        return pickle.dumps((result, entries))
     except RecursionError as e:
-        return pickle.dumps(FileResult(path=path, status=FAILED, reason=too_deep(e)))
+        return pickle.dumps((FileResult(path=path, status=FAILED, reason=too_deep(e)), {}))
     except Exception as e:
-        return pickle.dumps(
-            FileResult(path=path, status=FAILED, reason=f"internal error: result not transferable: {e}")
-        )
+        failed = FileResult(path=path, status=FAILED, reason=f"internal error: result not transferable: {e}")
+        return pickle.dumps((failed, {}))
 
 
 def run_files(
@@ -478,8 +480,8 @@ def run_files(
             _computed(missed, transforms, mode, jobs, staged, cache, keys, collects),
         )
         results = list(progress(it, len(items)) if progress else it)
-    if cache is not None and missed:
-        cache.trim()
+    if cache is not None:
+        cache.flush()  # the entries of the files processed, the refreshed times of the hits
     results.sort(key=lambda r: r.path)
     return results
 
@@ -515,4 +517,8 @@ def _computed(
     ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     with _started_pool(ctx, jobs, (transforms, mode, staged, cache, keys, os.getpid(), collects)) as pool:
         chunks = max(1, min(16, len(items) // (jobs * 8)))
-        yield from (pickle.loads(b) for b in pool.imap_unordered(_work, items, chunksize=chunks))
+        for data in pool.imap_unordered(_work, items, chunksize=chunks):
+            result, entries = pickle.loads(data)
+            if cache is not None and entries:
+                cache.adopt(entries)
+            yield result

@@ -278,8 +278,8 @@ def _surveys(
             known[entry.path] = fresh
             if req.cache is not None and entry.key and _still_the_same(entry):
                 _to_cache(req.cache, entry, fresh)
-        if req.cache is not None and req.cache.written:
-            req.cache.trim()  # as the engine does after a run that wrote entries
+        if req.cache is not None:
+            req.cache.flush()  # the surveys kept, as the engine writes its entries after a run
     out.analysed, out.cached = len(todo), len(entries) - len(todo)
     # On the allowlist or not is the selection's fact, not the file's: never from the cache.
     surveys = [replace(s, allowlisted=None if listed is None else s.path in listed) for s in known.values()]
