@@ -140,6 +140,21 @@ def test_a_store_sqlite_cannot_read_is_made_again(tmp_path):
     assert Cache(str(tmp_path)).get(store.key("k")) == b"v"
 
 
+def test_a_store_another_run_holds_locked_is_a_miss_and_kept(tmp_path, monkeypatch):
+    c = Cache(str(tmp_path))
+    c.put(store.key("k"), b"v")
+    c.flush()
+    monkeypatch.setattr(store, "_LOCK_TIMEOUT_S", 0.2)
+    with closing(sqlite3.connect(tmp_path / store.DB_NAME, isolation_level=None)) as other:
+        other.execute("BEGIN EXCLUSIVE")  # another run, mid-write, past the timeout
+        blocked = Cache(str(tmp_path))
+        assert blocked.get(store.key("k")) is None
+        blocked.put(store.key("j"), b"w")
+        blocked.flush()  # dropped, not waited for past the timeout, nothing raised
+        other.execute("ROLLBACK")
+    assert Cache(str(tmp_path)).get(store.key("k")) == b"v"  # the store was not taken for a damaged one
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
 def test_a_store_of_another_user_is_ignored(tmp_path):
     c = Cache(str(tmp_path))

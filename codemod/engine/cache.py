@@ -200,9 +200,9 @@ class Cache:
                 return self._db
             except _NotOurs:
                 break
-            except _errors():
-                if state is not _FileState.OURS or attempt:
-                    break
+            except _errors() as e:
+                if state is not _FileState.OURS or attempt or not _unreadable(e):
+                    break  # (locked past the timeout, an I/O error: a miss for this run, the file kept)
                 _unlink(self.path)  # our own file, which SQLite cannot read: start it again
                 _unlink(self.path + "-journal")
         self._unusable = True
@@ -263,6 +263,13 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
             db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _unreadable(e: BaseException) -> bool:
+    """Not a database, or a damaged one (not a lock nor an I/O error: those pass)."""
+    import sqlite3
+
+    return isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError)
 
 
 def _errors() -> tuple[type[BaseException], ...]:
