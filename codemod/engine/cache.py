@@ -6,19 +6,19 @@ for the codemod the file's bytes, the tool and every option: `file_results.py`);
 of the tool's own types. The survey keeps its per-file results here too (`codemod/survey/run.py`),
 under keys of its own.
 
-The store is one SQLite file, `<user cache>/results/v2/results.sqlite3` (`codemod/util/cache_dir.py`):
-a file per entry (the layout of `results/v1`, no longer read) cost a first check of 5,000 files
-3-7 s of the kernel's time creating them on this project's machines, a row costs microseconds.
-`put` only collects an entry; `flush()` writes what was collected in one transaction, so a run
-writes once (and every FLUSH_EVERY entries), and a worker process hands its entries to the
-process that runs the pool (`pending()` / `adopt()`), the only one that writes. Each row holds
-its key, the digest of the key and payload together, and the payload; SQLite's locks let concurrent runs share the
-file (at worst they write the same entry twice). A file that is not exactly one this store wrote
-(another user's file, a link, another program's database, a row whose payload does not match its
-digest, a record of a type the tool does not define) is ignored, never trusted; a file SQLite
-cannot read is replaced. The store is bounded: a flush that leaves more than `max_bytes` of
-payloads deletes the least recently used entries. Every failure to read or write is a miss: the
-cache only ever saves work.
+The store is one SQLite file, `<user cache>/results/v2/results.sqlite3` (`codemod/util/cache_dir.py`).
+A file per entry (the layout of `results/v1`, no longer read) cost a first check of 5,000 files
+3-7 s of the kernel's time creating them on this project's machines; a row costs tens of
+microseconds. `put` only collects an entry; `flush()` writes what was collected in one
+transaction, so a run writes once (and every FLUSH_EVERY entries), and a worker process hands its
+entries to the process that runs the pool (`pending()` / `adopt()`), the only one that writes.
+Each row holds its key, the digest of the key and payload together, and the payload; SQLite's
+locks let concurrent runs share the file (at worst they write the same entry twice). A file that
+is not exactly one this store wrote (another user's file, a link, another program's database, a
+row whose payload does not match its digest, a record of a type the tool does not define) is
+ignored, never trusted; a file SQLite finds is not a database, or damaged, is replaced. The store
+is bounded: a flush that leaves more than `max_bytes` of payloads deletes the least recently used
+entries. Every failure to read or write is a miss: the cache only ever saves work.
 """
 
 from __future__ import annotations

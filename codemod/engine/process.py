@@ -440,8 +440,8 @@ def _work(item: tuple[str, str]) -> bytes:
     Pickled here, so that a result that cannot cross the process boundary (a RecursionError
     while pickling it) is that file's failure, not the pool's."""
     path, display = item
-    result = _process_path(path, display, *_worker_args)
-    cache = _worker_args[3]
+    transforms, mode, staged, cache, keys = _worker_args
+    result = _process_path(path, display, transforms, mode, staged, cache, keys)
     entries = cache.pending() if cache is not None else {}
     try:
         return pickle.dumps((result, entries))
