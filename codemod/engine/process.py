@@ -25,6 +25,7 @@ from typing import Any
 from codemod.engine import file_results
 from codemod.engine.cache import Cache
 from codemod.engine.file_results import ResultKeys
+from codemod.engine.libcst_reading import touched_snippets
 from codemod.engine.result import (
     ALREADY,
     CHANGED,
@@ -85,29 +86,15 @@ def verify(
     transforms: Sequence[Transform],
     path: str | None = None,
 ) -> tuple[list[Finding], list[Finding], int]:
-    """The output parses (ast and LibCST), differs from the input only by what the
-    transforms may add, and a second run changes nothing. Raises VerificationError;
+    """The output parses (ast, and LibCST where it touched the input), differs from the input only
+    by what the transforms may add, and a second run changes nothing. Raises VerificationError;
     returns the notes worth reporting, and the second run's findings and manual count (what
     a check of the output finds). Both trees are consumed (strip() works in place)."""
     import libcst  # late: only a file with an edit pays for LibCST's import (0.15 s)
 
     notes = []
-    try:
-        libcst.parse_module(new_text)
-    except libcst.ParserSyntaxError as e:
-        try:
-            libcst.parse_module(old_text)
-        except libcst.ParserSyntaxError:
-            # LibCST lags behind CPython's grammar (the stdlib's test_grammar.py): not our edit.
-            notes.append(
-                Finding(
-                    rule="engine/libcst-unparsable",
-                    message="LibCST cannot parse this file (nor the input); the output was verified with ast only",
-                    line=1,
-                )
-            )
-        else:
-            raise VerificationError(f"output does not parse with LibCST: {e}") from None
+    if not all(_libcst_reads(libcst, snippet) for snippet in touched_snippets(old_text, new_text, new_tree)):
+        notes = _libcst_reads_whole(libcst, old_text, new_text)
     again, _, again_findings, again_manual = _run_transforms(new_text, new_tree, transforms, path)
     if again != new_text:
         raise VerificationError("not idempotent: a second run would change the output again")
@@ -121,6 +108,32 @@ def verify(
     if not same_tree(old_tree, new_tree):
         raise VerificationError("output differs from the input beyond the intended insertions")
     return notes, again_findings, again_manual
+
+
+def _libcst_reads(libcst: Any, text: str) -> bool:
+    try:
+        libcst.parse_module(text)
+    except libcst.ParserSyntaxError:
+        return False
+    return True
+
+
+def _libcst_reads_whole(libcst: Any, old_text: str, new_text: str) -> list[Finding]:
+    """A touched statement LibCST cannot parse alone: judge by the whole files."""
+    try:
+        libcst.parse_module(new_text)
+    except libcst.ParserSyntaxError as e:
+        if _libcst_reads(libcst, old_text):
+            raise VerificationError(f"output does not parse with LibCST: {e}") from None
+        # LibCST lags behind CPython's grammar (the stdlib's test_grammar.py): not our edit.
+        return [
+            Finding(
+                rule="engine/libcst-unparsable",
+                message="LibCST cannot parse this file (nor the input); the output was verified with ast only",
+                line=1,
+            )
+        ]
+    return []
 
 
 def same_tree(a: ast.AST, b: ast.AST) -> bool:
