@@ -59,6 +59,8 @@ def test_a_one_line_suite_and_an_elif_are_parsed_with_their_header():
     # The body of the elif is a block of its own; the elif line itself belongs to the whole `if`.
     assert snippets(old, old.replace("c = 1", "c = 2")) == ["if True:\n    c = 2\n"]
     assert snippets(old, old.replace("elif b", "elif e")) == [old.replace("elif b", "elif e")]
+    old = "if a: \\\n    b = 1\n"  # a suite on the header's logical line, though on a line of its own
+    assert snippets(old, old.replace("b = 1", "b = 3")) == [old.replace("b = 1", "b = 3")]
 
 
 def test_comments_and_deletions_take_the_statements_around_them():

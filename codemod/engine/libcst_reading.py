@@ -11,10 +11,10 @@ line that holds no statement), and those statements are parsed alone, inside `if
 their block is indented (the same indentation, so LibCST's reading of the whitespace is the same).
 LibCST, like CPython, reads a block statement by statement, and at the start of a line that
 begins a statement its tokenizer carries nothing over but the indentation of the blocks around
-it; `verify` also proves with `ast` that both files have the same statements in the same
-blocks, apart from the insertions. So where LibCST read the input, it reads the output if it reads
-each touched statement in its place. `tests/test_libcst_reading.py` checks the two answers agree
-on real and generated files, and catches an edit LibCST cannot read.
+it; `verify` (with each transform's `ast` check) also proves that both files hold the same
+statements in the same blocks outside what the edit touched. So where LibCST read the input, it
+reads the output if it reads each touched statement in its place. `tests/test_libcst_reading.py`
+checks the two answers agree on real and generated files, and catches an edit LibCST cannot read.
 
 A touched statement that does not parse alone proves nothing either way (it may need context the
 snippet lacks): the caller then parses both whole files, as before.
@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from difflib import SequenceMatcher
 
 from transforms.core.class_reading import first_line
-from transforms.core.source_lines import WS, code_before, logical_span, split_lines
+from transforms.core.source_lines import WS, code_before, continues, logical_span, split_lines, without_eol
 
 __all__ = ["touched_snippets"]
 
@@ -90,6 +90,10 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
 
 
 def _opens_its_line(lines: Sequence[str], stmt: ast.stmt) -> bool:
+    """Only indentation before it, on a line the one above does not continue (`if x: \\`)."""
+    line = first_line(stmt)
+    if line > 1 and continues(without_eol(lines[line - 2])):
+        return False
     decorators = getattr(stmt, "decorator_list", None)
     if decorators:
         top = min(decorators, key=lambda d: (d.lineno, d.col_offset))
