@@ -82,3 +82,38 @@ def test_discover_then_apply_makes_the_test_pass(tmp_path, mode):
     text = (tmp_path / "test_whole.py").read_text()
     assert ("safe_globals([" in text) if mode == "safe-globals" else ("weights_only=False" in text)
     assert "1 passed" in run("test_whole.py").stdout
+
+
+def _fake_torch(root: Path, version: str, with_enum: bool) -> None:
+    internal = root / "torch" / "testing" / "_internal"
+    internal.mkdir(parents=True)
+    (root / "torch" / "__init__.py").write_text("raise ImportError('a source tree, not a build')\n")
+    (root / "torch" / "version.py").write_text(f"__version__ = {version!r}\ngit_version = 'abc'\n")
+    body = "class HardwareClassification(Enum):\n    GENERIC = 1\n" if with_enum else "class TestCase:\n    pass\n"
+    (internal / "common_utils.py").write_text("from enum import Enum\n\n" + body)
+
+
+@pytest.mark.parametrize("with_enum", [True, False])
+def test_the_probe_in_this_process_finds_what_a_subprocess_of_this_interpreter_finds(tmp_path, monkeypatch,
+                                                                                   with_enum):
+    # The current folder is a PyTorch-shaped checkout: `python -c` looks there first, and so
+    # must the probe that runs in this process (the label check's default target).
+    _fake_torch(tmp_path, "2.99.0a0+gitabc", with_enum)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    path_before = list(sys.path)
+    here = probe(None, import_torch=False)
+    there = probe(sys.executable, import_torch=False)
+    assert sys.path == path_before and "torch" not in sys.modules
+    assert here == there
+    assert (here.torch_version, here.has_hw_classification) == ((2, 99), with_enum)
+
+
+def test_the_probe_in_this_process_reports_a_torch_it_cannot_find(tmp_path, monkeypatch):
+    (tmp_path / "torch").mkdir()  # a package without version.py: found first, unreadable
+    (tmp_path / "torch" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    here, there = probe(None, import_torch=False), probe(sys.executable, import_torch=False)
+    assert here == there and not here.ok
+    assert "torch cannot be imported" in here.reason and "version.py" in here.reason

@@ -1,7 +1,8 @@
 """Probe the target interpreter: which torch (if any) will run the tests.
 
 The tool never imports torch itself; it asks the interpreter the user points at
-(``--python PATH``, default: the one running ``decouple``).  Every failure mode
+(``--python PATH``, default: the one running ``decouple``), in a subprocess, or reads torch's
+files in this process when that interpreter is this one and no import is asked for.  Every failure mode
 (missing path, not a Python, torch not importable, probe timeout) becomes a
 `TargetInfo` with ``torch_version is None`` and a human `reason`.
 """
@@ -15,38 +16,52 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
-_PROBE = r"""
+# What the probe finds out, as a function that both sides run: the target interpreter in a
+# subprocess (any --python, and every import of torch), and this process when the target is this
+# interpreter and only torch's files are read (the subprocess would cost 40-60 ms: a fifth of a
+# one-file `apply --check`).
+_FACTS = r"""
 import json, os, sys
-out = {"python": sys.version.split()[0], "executable": sys.executable}
-try:
-    if sys.argv[1] == "import":
-        import torch
-        out["torch"] = torch.__version__
-        root = os.path.dirname(torch.__file__)
-    else:
-        # Source-only: locate the package and read its files; importing torch takes seconds.
-        import importlib.util
-        spec = importlib.util.find_spec("torch")
-        if spec is None or not spec.submodule_search_locations:
-            raise ModuleNotFoundError("No module named 'torch'")
-        root = list(spec.submodule_search_locations)[0]
-        with open(os.path.join(root, "version.py"), encoding="utf-8") as f:
-            scope = {}
-            exec(compile(f.read(), "version.py", "exec"), scope)
-        out["torch"] = str(scope["__version__"])
-    out["torch_file"] = root
-    # Read, not import: torch.testing._internal.common_utils takes seconds to import.
-    cu = os.path.join(root, "testing", "_internal", "common_utils.py")
+
+def torch_facts(mode):
+    out = {"python": sys.version.split()[0], "executable": sys.executable}
     try:
-        with open(cu, encoding="utf-8") as f:
-            out["hw_classification"] = "class HardwareClassification(" in f.read()
-    except OSError:
-        out["hw_classification"] = None
-except BaseException as exc:  # ImportError, OSError from a broken wheel, ...
-    out["torch"] = None
-    out["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
-sys.stdout.write("\n@@DECOUPLE@@" + json.dumps(out) + "\n")
+        if mode == "import":
+            import torch
+            out["torch"] = torch.__version__
+            root = os.path.dirname(torch.__file__)
+        else:
+            # Source-only: locate the package and read its files; importing torch takes seconds.
+            import importlib.util
+            spec = importlib.util.find_spec("torch")
+            if spec is None or not spec.submodule_search_locations:
+                raise ModuleNotFoundError("No module named 'torch'")
+            root = list(spec.submodule_search_locations)[0]
+            with open(os.path.join(root, "version.py"), encoding="utf-8") as f:
+                scope = {}
+                exec(compile(f.read(), "version.py", "exec"), scope)
+            out["torch"] = str(scope["__version__"])
+        out["torch_file"] = root
+        # Read, not import: torch.testing._internal.common_utils takes seconds to import.
+        cu = os.path.join(root, "testing", "_internal", "common_utils.py")
+        try:
+            with open(cu, encoding="utf-8") as f:
+                out["hw_classification"] = "class HardwareClassification(" in f.read()
+        except OSError:
+            out["hw_classification"] = None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # ImportError, OSError from a broken wheel, SystemExit, ...
+        out["torch"] = None
+        out["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+    return out
 """
+_PROBE = (
+    _FACTS
+    + r"""
+sys.stdout.write("\n@@DECOUPLE@@" + json.dumps(torch_facts(sys.argv[1])) + "\n")
+"""
+)
 
 
 @dataclass(kw_only=True)
@@ -82,6 +97,8 @@ def probe(python: str | None = None, timeout: float = 120.0, import_torch: bool 
 
     `import_torch=False` only reads torch's files (version.py, common_utils.py): fast
     enough to run before every `apply`, but blind to a torch that fails to import."""
+    if python is None and not import_torch:
+        return _info(TargetInfo(python=sys.executable), _facts_here())
     python = python or sys.executable
     info = TargetInfo(python=python)
     if os.sep in python or (os.altsep and os.altsep in python):
@@ -123,6 +140,27 @@ def probe(python: str | None = None, timeout: float = 120.0, import_torch: bool 
     except (ValueError, IndexError):
         info.reason = f"unreadable probe output from {python!r}"
         return info
+    return _info(info, data)
+
+
+def _facts_here() -> dict:
+    """`torch_facts("source")` run in this process, looking for torch where `python -c` would:
+    the current folder first (a PyTorch checkout's own torch/), unless PYTHONSAFEPATH says not."""
+    scope: dict = {}
+    exec(compile(_FACTS, "<decouple target probe>", "exec"), scope)
+    saved = sys.path[:]
+    # sys.path[0] is the folder of decouple's own script, unless Python >= 3.11 ran it with safe_path
+    rest = sys.path if getattr(sys.flags, "safe_path", False) else sys.path[1:]
+    sys.path[:] = ([] if os.environ.get("PYTHONSAFEPATH") else [os.getcwd()]) + rest
+    try:
+        return scope["torch_facts"]("source")
+    finally:
+        sys.path[:] = saved
+
+
+def _info(info: TargetInfo, data: dict) -> TargetInfo:
+    """`info` completed from the facts the probe found."""
+    python = info.python
     info.executable = data.get("executable") or ""
     info.python_version = data.get("python") or ""
     info.torch_version_str = data.get("torch")
