@@ -117,3 +117,13 @@ def test_the_probe_in_this_process_reports_a_torch_it_cannot_find(tmp_path, monk
     here, there = probe(None, import_torch=False), probe(sys.executable, import_torch=False)
     assert here == there and not here.ok
     assert "torch cannot be imported" in here.reason and "version.py" in here.reason
+
+
+def test_the_probe_in_this_process_skips_the_current_folder_under_pythonsafepath(tmp_path, monkeypatch):
+    if sys.version_info < (3, 11):
+        pytest.skip("PYTHONSAFEPATH is Python >= 3.11")
+    _fake_torch(tmp_path, "2.99.0a0+gitabc", True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONSAFEPATH", "1")
+    here, there = probe(None, import_torch=False), probe(sys.executable, import_torch=False)
+    assert here == there and here.torch_version != (2, 99)

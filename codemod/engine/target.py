@@ -96,7 +96,8 @@ def probe(python: str | None = None, timeout: float = 120.0, import_torch: bool 
     """Run a tiny script in `python` and report its torch version or why there is none.
 
     `import_torch=False` only reads torch's files (version.py, common_utils.py): fast
-    enough to run before every `apply`, but blind to a torch that fails to import."""
+    enough to run before every `apply`, but blind to a torch that fails to import; with
+    `python` None (this interpreter) it reads them in this process."""
     if python is None and not import_torch:
         return _info(TargetInfo(python=sys.executable), _facts_here())
     python = python or sys.executable
@@ -151,7 +152,11 @@ def _facts_here() -> dict:
     saved = sys.path[:]
     # sys.path[0] is the folder of decouple's own script, unless Python >= 3.11 ran it with safe_path
     rest = sys.path if getattr(sys.flags, "safe_path", False) else sys.path[1:]
-    sys.path[:] = ([] if os.environ.get("PYTHONSAFEPATH") else [os.getcwd()]) + rest
+    try:
+        here = [] if os.environ.get("PYTHONSAFEPATH") else [os.getcwd()]
+    except OSError:  # the current folder was removed: `python -c` finds nothing there either
+        here = []
+    sys.path[:] = here + rest
     try:
         return scope["torch_facts"]("source")
     finally:
