@@ -286,10 +286,14 @@ class _Pack:
             said.everyone.consume(said.whole, [ev])
             nodeids = ev.get("nodeids")
             if isinstance(nodeids, list):
+                # grouped once: a pack's collection event names every test of its files
+                by_file: dict[str, list[str]] = {}
+                for n in nodeids:
+                    by_file.setdefault(file_of(n), []).append(n)
                 for f, e in self.files.items():
-                    mine: Any = {**ev, "nodeids": [n for n in nodeids if file_of(n) == f]}
+                    mine: Any = {**ev, "nodeids": by_file.get(f, [])}
                     e.consume(said.files[f], [mine])
-                said.elsewhere |= any(file_of(n) not in self.files for n in nodeids)
+                said.elsewhere |= any(f not in self.files for f in by_file)
                 continue
             nodeid = ev.get("nodeid")
             if not isinstance(nodeid, str):

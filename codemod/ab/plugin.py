@@ -9,43 +9,37 @@ child's PYTHONPATH and loads it with ``-p decouple_ab_plugin``.
 
 Environment variables read by the plugin:
 
-``DECOUPLE_AB_EVENTS``    path of the JSON-lines event file (required; the
-                          plugin is inert without it).
-``DECOUPLE_AB_DESELECT``  path of a file with node ids (one a line) to
-                          deselect *exactly* (pytest's --deselect matches
-                          prefixes, which is wrong for ``test_x`` vs ``test_x2``).
-``DECOUPLE_AB_ONLY``      path of a file with node ids to keep (all others
-                          are deselected).
-``DECOUPLE_AB_WALKED``    path of a file with the directories the user
-                          selected (one a line, "." for the invocation
-                          directory): a file below one is left out when
-                          ``pytest DIR`` would leave it out (collect_ignore...).
-``DECOUPLE_AB_FSYNC``     ``none`` (default), ``start`` (fsync test starts,
-                          collection and the sentinel) or ``all``.  Every line
-                          is one os.write(2) on an O_APPEND descriptor (kept
-                          when this process dies); fsync only adds protection
+``DECOUPLE_AB_EVENTS``    path of the JSON-lines event file (required; the plugin is inert without
+                          it).
+``DECOUPLE_AB_DESELECT``  path of a file with node ids (one a line) to deselect *exactly* (pytest's
+                          --deselect matches prefixes, which is wrong for ``test_x`` vs
+                          ``test_x2``).
+``DECOUPLE_AB_ONLY``      path of a file with node ids to keep (all others are deselected).
+``DECOUPLE_AB_WALKED``    path of a file with the directories the user selected (one a line, "."
+                          for the invocation directory): a file below one is left out when ``pytest
+                          DIR`` would leave it out (collect_ignore...).
+``DECOUPLE_AB_FSYNC``     ``none`` (default), ``start`` (fsync test starts, collection and the
+                          sentinel) or ``all``. Every line is one os.write(2) on an O_APPEND
+                          descriptor (kept when this process dies); fsync only adds protection
                           against the machine going down (~1 ms a call).
-``DECOUPLE_AB_PARENT``    pid of the runner that started this process: on
-                          Linux it dies with its parent (PR_SET_PDEATHSIG),
-                          or exits at once when the parent is gone (forked
-                          processes of the warm interpreter do it themselves).
+``DECOUPLE_AB_PARENT``    pid of the runner that started this process: on Linux it dies with its
+                          parent (PR_SET_PDEATHSIG), or exits at once when the parent is gone
+                          (forked processes of the warm interpreter do it themselves).
 
-Events (key ``ev``; their shapes are the ``*Event`` TypedDicts below, which the
-runner reads the lines as): ``session`` (first line), ``deselected`` (tests
-the collection dropped, with the reason: an option such as ``-k``, a hook, the
-directory walk; the runner's own ONLY / DESELECT lists are not recorded),
-``collected`` (node ids after deselection, whether the session runs them, and
-the census: the ``hw_classification`` each test's class carries at run time),
-``collecterror``, ``collectskip`` (a module-level
-``pytest.skip(allow_module_level=True)``, with the reason), ``start``,
-``report`` (one per phase and per subtest), ``finish``, ``end`` (sentinel,
-with the exit status); ``plugin-error`` when an event could not be encoded.
-Every event carries ``t``, the time it was written.
+Events (key ``ev``; their shapes are the ``*Event`` TypedDicts below, which the runner reads the
+lines as): ``session`` (first line), ``deselected`` (tests the collection dropped, with the reason:
+an option such as ``-k``, a hook, the directory walk; the runner's own ONLY / DESELECT lists are
+not recorded), ``collected`` (node ids after deselection, whether the session runs them, and the
+census: the ``hw_classification`` each test's class carries at run time), ``collecterror``,
+``collectskip`` (a module-level ``pytest.skip(allow_module_level=True)``, with the reason),
+``start``, ``report`` (one per phase and per subtest), ``finish``, ``end`` (sentinel, with the exit
+status); ``plugin-error`` when an event could not be encoded. Every event carries ``t``, the time
+it was written.
 
-Node ids are rewritten relative to the invocation directory (the arm root):
-pytest makes them relative to its rootdir, which is a subdirectory when a
-pytest.ini lives below the root, and such ids are not valid arguments from
-the arm root.  The ONLY / DESELECT lists use the rewritten form too.
+Node ids are rewritten relative to the invocation directory (the arm root): pytest makes them
+relative to its rootdir, which is a subdirectory when a pytest.ini lives below the root, and such
+ids are not valid arguments from the arm root. The ONLY / DESELECT lists use the rewritten form
+too.
 """
 
 from __future__ import annotations
@@ -335,20 +329,25 @@ def _walk_roots(config) -> list:
     return [(base / d).resolve() for d in sorted(dirs or ())]
 
 
-def _walk_ignored(session, path, roots) -> Optional[str]:
+def _walk_ignored(session, path, roots, asked: Dict) -> Optional[str]:
     """Why `pytest ROOT` would not collect `path` (a file below a selected ROOT), or None:
-    pytest asks pytest_ignore_collect of every directory and file it walks."""
+    pytest asks pytest_ignore_collect of every directory and file it walks.  `asked` keeps
+    each entry's answer (the files of a directory share its chain)."""
     below = [r for r in roots if r in path.parents]
     if not below:
         return None  # named on the command line: never ignored
     root = max(below, key=lambda r: len(r.parts))
     chain = [d for d in reversed(path.parents) if root in d.parents] + [path]
     for entry in chain:
-        try:
-            if session.gethookproxy(entry.parent).pytest_ignore_collect(collection_path=entry, config=session.config):
-                return _ignore_reason(session.config, entry)
-        except Exception:
-            return None
+        if entry not in asked:
+            try:
+                hooks = session.gethookproxy(entry.parent)
+                left_out = hooks.pytest_ignore_collect(collection_path=entry, config=session.config)
+                asked[entry] = _ignore_reason(session.config, entry) if left_out else ""
+            except Exception:
+                asked[entry] = None  # the walk ends here: not a reason to report
+        if asked[entry] != "":
+            return asked[entry]
     return None
 
 
@@ -421,8 +420,9 @@ class _Recorder:
         walked = _walk_roots(config)
         if walked:
             ignored: Dict[str, list] = {}
+            asked: Dict = {}
             for item in items:
-                why = _walk_ignored(session, _item_path(item), walked)
+                why = _walk_ignored(session, _item_path(item), walked, asked)
                 if why:
                     ignored.setdefault(why, []).append(item)
             for why, dropped in ignored.items():
