@@ -18,8 +18,8 @@ from codemod.ab.notices import Notice
 from codemod.ab.options import DiagSpec, RunOptions
 from codemod.ab.arms import thread_vars
 from codemod.ab.run import run_ab
-from codemod.ab.interpreter import import_environment
-from codemod.ab.preload import warm_plan
+from codemod.ab.interpreter import ForkServer, import_environment, install_server
+from codemod.ab.preload import WarmPlan, warm_plan
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -208,6 +208,27 @@ def test_preload_modules_lists_torch_imports_only(tmp_path):
     assert warm_plan(files).preload == ["torch", "torch.testing._internal.common_utils", "torch.ao.quantization",
                                       "torch.testing._internal", "torch.testing._internal.common_device_type"]
     assert warm_plan(files[2:]).preload == []
+
+
+def test_the_server_takes_what_to_import_from_the_first_line_of_its_stdin(tmp_path):
+    """The server starts before the runner has read the files: it imports pytest, then waits
+    for the plan, the first line of its stdin; the end of stdin before a plan ends it."""
+    support = tmp_path / "support"
+    support.mkdir()
+    script = install_server(support)
+    env = {**os.environ, "PYTHONPATH": str(support)}
+    for k in ("PYTHONPYCACHEPREFIX", "COVERAGE_PROCESS_START"):
+        env.pop(k, None)
+    planned = ForkServer(sys.executable, script, tmp_path, env, tmp_path / "planned.log")
+    planned.send_plan(WarmPlan(preload=["json.decoder", "no_such_module_here"], warm_up=[]))
+    hello = planned.ready(timeout=120)
+    planned.close()
+    # what the plan named: imported, or left out with the reason
+    skipped = {"no_such_module_here": "not an installed module"}
+    assert (hello["preloaded"], hello["skipped"], hello["unsafe"]) == (["json.decoder"], skipped, None), hello
+    unplanned = subprocess.run([sys.executable, str(script), "--parent", str(os.getpid())], cwd=tmp_path, env=env,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert (unplanned.returncode, unplanned.stdout) == (0, b""), unplanned.stderr[-2000:]
 
 
 def test_stale_temp_roots_are_reaped_live_ones_kept(tmp_path):

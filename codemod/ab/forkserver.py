@@ -7,37 +7,32 @@ plugin: it runs in the user's interpreter.  The runner copies it into its
 private support directory as ``decouple_ab_server.py`` and starts one per
 group of arms whose environments differ only in per-arm values::
 
-    python decouple_ab_server.py --parent PID [--preload torch,torch.testing._internal.common_utils]
-                                 [--pycache-prefix DIR] [--root OTHER_ARM_ROOT ...]
-                                 [--warm-up MODULE:CLASS,... --pytest-args JSON_LIST]
+    python decouple_ab_server.py --parent PID [--pycache-prefix DIR] [--root OTHER_ARM_ROOT ...]
 
-with the first arm's root as cwd and its environment without
-PYTHONPYCACHEPREFIX: the preloaded installed modules are read from their own
-``__pycache__``, as a plain ``python`` would, and nothing is written there
-(DIR is used only where no such bytecode exists).  The server imports pytest,
-its built-in plugins, the capture plugin and the preload modules once (never a
-module found in any arm's tree), runs one throwaway test of each --warm-up class
-in a pytest session of its own (what a first test imports and caches: the first
-test of a ``common_utils.TestCase`` imports ``torch._dynamo``), then forks one
-child per request; each child
-is a fresh pytest session (``python -m pytest ARGS`` as far as the test can
-tell: cwd, environment, bytecode prefix, ``sys.argv``, ``sys.path[0]``,
-``__main__``, signal dispositions, temp dir), in its own session (process
-group), writing to its own log.
+with the first arm's root as cwd and its environment without PYTHONPYCACHEPREFIX: the preloaded
+installed modules are read from their own ``__pycache__``, as a plain ``python`` would, and nothing
+is written there (DIR is used only where no such bytecode exists). The server imports pytest, its
+built-in plugins, the capture plugin and the plan's modules once (never a module found in any arm's
+tree), runs one throwaway test of each warm-up class in a pytest session of its own (what a first
+test imports and caches: the first test of a ``common_utils.TestCase`` imports ``torch._dynamo``),
+then forks one child per request; each child is a fresh pytest session (``python -m pytest ARGS``
+as far as the test can tell: cwd, environment, bytecode prefix, ``sys.argv``, ``sys.path[0]``,
+``__main__``, signal dispositions, temp dir), in its own session (process group), writing to its
+own log.
 
-It never initialises a device runtime: it only imports.  Where forking is not
-safe (no ``os.fork``; a device runtime initialised on import; an out-of-tree
-device backend such as torch_npu loaded on import; a thread started by an
-import; serving several arms, a preloaded module that imported a module of a
-tree) it says so in its first answer and the runner uses fresh processes.
-The preloaded objects are frozen out of the garbage collector (``gc.freeze``):
-they live as long as every child, and a child's full collections stay cheap.
-On a machine with GPU device nodes and a torch built for them, only ``torch``
-itself is preloaded (``torch.testing._internal`` asks the runtime for its
+It never initialises a device runtime: it only imports. Where forking is not safe (no ``os.fork``;
+a device runtime initialised on import; an out-of-tree device backend such as torch_npu loaded on
+import; a thread started by an import; serving several arms, a preloaded module that imported a
+module of a tree) it says so in its first answer and the runner uses fresh processes. The preloaded
+objects are frozen out of the garbage collector (``gc.freeze``): they live as long as every child,
+and a child's full collections stay cheap. On a machine with GPU device nodes and a torch built for
+them, only ``torch`` itself is preloaded (``torch.testing._internal`` asks the runtime for its
 devices on import).
 
 Protocol: JSON lines, requests on stdin, answers on stdout.
 
+  -> {"op": "plan", "preload": [module, ...], "warm_up": ["module:Class", ...], "pytest_args": [...]}
+     (the first line: the runner reads the files for it while this process imports pytest)
   <- {"ev": "hello", "pid": P, "preloaded": [...], "skipped": {name: why}, "unsafe": null | why,
       "warmed": [class, ...], "not_warmed": {class: text}, "warm_up_dropped": null | why}
      (why = {"code": C, "params": {...}}: C is a code of the runner's notice catalogue,
@@ -174,8 +169,8 @@ def _device_nodes() -> list:
     return found
 
 
-def preload(names: list, roots: list) -> tuple:
-    """Import pytest's machinery, the capture plugin and `names`; (loaded, skipped)."""
+def preload_pytest() -> None:
+    """Import pytest's machinery and the capture plugin."""
     importlib.import_module("pytest")
     from _pytest import config as _config
 
@@ -185,6 +180,11 @@ def preload(names: list, roots: list) -> tuple:
         except Exception:
             pass
     importlib.import_module(PLUGIN_MODULE)
+
+
+def preload(names: list, roots: list) -> tuple:
+    """Import pytest's machinery, the capture plugin and `names`; (loaded, skipped)."""
+    preload_pytest()
     loaded, skipped = [], {}
     torch_only = False
     for name in names:
@@ -494,24 +494,50 @@ def _option(argv: list, name: str):
     return argv[argv.index(name) + 1] if name in argv[:-1] else None
 
 
-def _start_again_without_warm_up(argv: list, out: int, why: dict) -> None:
+def _read_plan(argv: list) -> dict | None:
+    """The plan: from ``--plan`` (a start without the warm-up), else the first line of stdin,
+    read a byte at a time (what follows it is the loop's); None at the end of stdin."""
+    given = _option(argv, "--plan")
+    line = given.encode() if given is not None else b""
+    while given is None and not line.endswith(b"\n"):
+        byte = os.read(0, 1)
+        if not byte:
+            return None
+        line += byte
+    return json.loads(line)
+
+
+def _bytecode(prefix, tops) -> None:
+    """Read the installed bytecode of `tops`, never write beside it; where a package has none,
+    compile into the prefix from then on (once chosen, for every later import)."""
+    if prefix is None or sys.pycache_prefix is not None:
+        return
+    if all(_installed_bytecode(t) for t in tops):
+        sys.dont_write_bytecode = True
+    else:
+        sys.dont_write_bytecode = False
+        sys.pycache_prefix = prefix
+
+
+def _start_again_without_warm_up(argv: list, out: int, plan: dict, why: dict) -> None:
     """The warm-up left this process unsafe to fork: start afresh (same pid, pipes and
     log) without it, saying why in the hello."""
     os.dup2(out, 1)
     sys.stdout.flush()
     sys.stderr.flush()
-    args = [a for i, a in enumerate(argv) if a != "--warm-up" and (i == 0 or argv[i - 1] != "--warm-up")]
-    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *args, "--warm-up-dropped", json.dumps(why)])
+    again = json.dumps({**plan, "warm_up": []})
+    args = [*argv, "--plan", again, "--warm-up-dropped", json.dumps(why)]
+    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *args])
 
 
-def _warm_up(argv: list, out: int, classes: list, loaded: list, roots: list) -> tuple:
+def _warm_up(argv: list, out: int, plan: dict, loaded: list, roots: list) -> tuple:
     """Run the warm-up (decouple_ab_warmup); when it left this process unsafe to fork, ran
     out of time or failed, start again without it (this call does not return then)."""
     warmup = importlib.import_module("decouple_ab_warmup")  # beside this file
-    pytest_args = json.loads(_option(argv, "--pytest-args") or "[]")
+    classes = plan["warm_up"]
     why: dict | None = None
     try:
-        warmed, not_warmed, timed_out = warmup.warm_up(classes, loaded, PLUGIN_MODULE, pytest_args, roots)
+        warmed, not_warmed, timed_out = warmup.warm_up(classes, loaded, PLUGIN_MODULE, plan["pytest_args"], roots)
     except Exception as err:  # noqa: BLE001 - whatever it left half done, the server starts again without it
         why = {"code": "warm.warm-up-failed", "params": {"error": repr(err)[:300]}}
     else:
@@ -519,16 +545,13 @@ def _warm_up(argv: list, out: int, classes: list, loaded: list, roots: list) -> 
         if why is None and timed_out:
             why = {"code": "warm.warm-up-timeout", "params": {"seconds": str(warmup.WARM_UP_TIMEOUT)}}
     if why is not None:
-        _start_again_without_warm_up(argv, out, {**why, "classes": classes})
+        _start_again_without_warm_up(argv, out, plan, {**why, "classes": classes})
     return warmed, not_warmed
 
 
 def main(argv: list) -> int:
     parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
-    names = []
-    if "--preload" in argv:
-        names = [n for n in argv[argv.index("--preload") + 1].split(",") if n]
-    prefix = argv[argv.index("--pycache-prefix") + 1] if "--pycache-prefix" in argv else None
+    prefix = _option(argv, "--pycache-prefix")
     # the cwd is the first arm's root; other arms served by this process
     roots = [os.getcwd()] + [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--root"]
     die_with_parent(parent)
@@ -536,13 +559,17 @@ def main(argv: list) -> int:
     out = os.dup(1)
     os.dup2(2, 1)
     sys.path[0] = os.getcwd()  # as `python -m pytest` from the arm root
-    if prefix is not None:
-        if all(_installed_bytecode(n) for n in {"_pytest", *(n.split(".")[0] for n in names)}):
-            sys.dont_write_bytecode = True  # read the installed bytecode, never write beside it
-        else:
-            sys.pycache_prefix = prefix  # no usable bytecode beside the sources: compile into the prefix
     # a backend that `import torch` will load: no use importing anything
-    unsafe = autoloaded_backend() if "torch" in names else None
+    backend = autoloaded_backend()
+    _bytecode(prefix, ["_pytest"])
+    if backend is None:
+        preload_pytest()  # while the runner reads the files for the plan
+    plan = _read_plan(argv)
+    if plan is None:
+        return 0
+    names = plan["preload"]
+    unsafe = backend if "torch" in names else None
+    _bytecode(prefix, [n.split(".")[0] for n in names])
     loaded, skipped = preload(names, roots) if unsafe is None else ([], {})
     # Frozen now, not only before forking: the warm-up's own collections (the automatic ones
     # while torch._dynamo imports, and two that pytest runs at the end of every session) would
@@ -550,9 +577,8 @@ def main(argv: list) -> int:
     gc.freeze()
     unsafe = unsafe or fork_unsafe()
     warmed, not_warmed, dropped = [], {}, _option(argv, "--warm-up-dropped")
-    classes = [c for c in (_option(argv, "--warm-up") or "").split(",") if c]
-    if unsafe is None and classes and dropped is None:
-        warmed, not_warmed = _warm_up(argv, out, classes, loaded, roots)
+    if unsafe is None and plan["warm_up"] and dropped is None:
+        warmed, not_warmed = _warm_up(argv, out, plan, loaded, roots)
     tree_modules = _from_trees(roots) if len(roots) > 1 else []
     if unsafe is None and tree_modules:
         unsafe = _unsafe("tree-module-preloaded", modules=", ".join(tree_modules[:3]))

@@ -128,13 +128,12 @@ class ForkServer:
         cwd: Path,
         env: dict[str, str],
         log: Path,
-        plan: WarmPlan,
         other_roots: Iterable[Path] = (),
     ):
         """`cwd` and `env`: the first arm's root and environment (its
         PYTHONPYCACHEPREFIX is not used for the preload, see forkserver.py);
-        `plan`: what it imports and the test base classes (``module:Name``) whose
-        first test it runs once; `other_roots`: the roots of the other arms it serves."""
+        `other_roots`: the roots of the other arms it serves.  It imports pytest
+        until `send_plan` says what else."""
         self.log = log
         self.hello: dict | None = None
         self.dead = False
@@ -144,16 +143,12 @@ class ForkServer:
         self._waiting: dict[int, dict] = {}  # id -> answer to "run"
         self._procs: dict[int, ForkedProcess] = {}
         cmd = [python, str(script), "--parent", str(os.getpid())]
-        if plan.preload:
-            cmd += ["--preload", ",".join(plan.preload)]
         env = dict(env)
         prefix = env.pop("PYTHONPYCACHEPREFIX", None)
         if prefix is not None:
             cmd += ["--pycache-prefix", prefix]
         for root in other_roots:
             cmd += ["--root", str(root)]
-        if plan.warm_up:
-            cmd += ["--warm-up", ",".join(plan.warm_up), "--pytest-args", json.dumps(list(PYTEST_ARGS))]
         with open(log, "wb") as logfh:
             self.proc = subprocess.Popen(
                 cmd,
@@ -225,6 +220,11 @@ class ForkServer:
             return self.hello
 
     # -- requests --------------------------------------------------------
+
+    def send_plan(self, plan: WarmPlan) -> None:
+        """What to import and the test base classes (``module:Name``) whose first test it
+        runs once: the first request."""
+        self.send({"op": "plan", "preload": plan.preload, "warm_up": plan.warm_up, "pytest_args": list(PYTEST_ARGS)})
 
     def send(self, record: dict) -> None:
         data = (json.dumps(record) + "\n").encode("utf-8", "surrogateescape")
@@ -317,8 +317,6 @@ def launch(
         return None
     if not hasattr(os, "fork"):
         return None
-    files = sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})})
-    plan = warm_plan(files)
     groups: dict[tuple[tuple[str, str], ...], list[ArmSpec]] = {}
     for name, spec in specs.items():
         if files_by_arm.get(name):
@@ -331,12 +329,15 @@ def launch(
             first.root,
             first.env,
             first.workdir / "logs" / "server.log",
-            plan,
             [s.root for s in others],
         )
         servers.append(server)
         for spec in (first, *others):
             started[spec.name] = server
+    # read while they import pytest
+    plan = warm_plan(sorted({specs[n].root / f for n in ("A", "B") for f in files_by_arm.get(n, {})}))
+    for server in servers:
+        server.send_plan(plan)
     return started
 
 

@@ -265,11 +265,11 @@ def _warm_server(rounds: _Rounds, tmp: str) -> ForkServer | None:
             dirs[0],
             _clean_env({"PYTHONPATH": _pythonpath(tmp)}),
             Path(tmp, "server.log"),
-            warm_plan(files),
             dirs[1:],
         )
     except OSError:
         return None
+    server.send_plan(warm_plan(files))
     try:
         hello = server.ready(timeout=rounds.timeout)
     except ServerError:
