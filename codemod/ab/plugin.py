@@ -331,8 +331,7 @@ def _walk_roots(config) -> list:
 
 def _walk_ignored(session, path, roots, asked: Dict) -> Optional[str]:
     """Why `pytest ROOT` would not collect `path` (a file below a selected ROOT), or None:
-    pytest asks pytest_ignore_collect of every directory and file it walks.  `asked` keeps
-    each entry's answer (the files of a directory share its chain)."""
+    pytest asks pytest_ignore_collect of every directory and file it walks (`asked`: the answers)."""
     below = [r for r in roots if r in path.parents]
     if not below:
         return None  # named on the command line: never ignored
@@ -420,9 +419,10 @@ class _Recorder:
         walked = _walk_roots(config)
         if walked:
             ignored: Dict[str, list] = {}
-            asked: Dict = {}
+            asked: Dict = {}  # per file, and per walked entry (the files of a directory share its chain)
+            why_of = {p: _walk_ignored(session, p, walked, asked) for p in {_item_path(it) for it in items}}
             for item in items:
-                why = _walk_ignored(session, _item_path(item), walked, asked)
+                why = why_of[_item_path(item)]
                 if why:
                     ignored.setdefault(why, []).append(item)
             for why, dropped in ignored.items():
