@@ -498,8 +498,10 @@ def _read_plan(argv: list) -> dict | None:
     """The plan: from ``--plan`` (a start without the warm-up), else the first line of stdin,
     read a byte at a time (what follows it is the loop's); None at the end of stdin."""
     given = _option(argv, "--plan")
-    line = given.encode() if given is not None else b""
-    while given is None and not line.endswith(b"\n"):
+    if given is not None:
+        return json.loads(given)
+    line = b""
+    while not line.endswith(b"\n"):
         byte = os.read(0, 1)
         if not byte:
             return None
@@ -512,10 +514,8 @@ def _bytecode(prefix, tops) -> None:
     compile into the prefix from then on (once chosen, for every later import)."""
     if prefix is None or sys.pycache_prefix is not None:
         return
-    if all(_installed_bytecode(t) for t in tops):
-        sys.dont_write_bytecode = True
-    else:
-        sys.dont_write_bytecode = False
+    sys.dont_write_bytecode = all(_installed_bytecode(t) for t in tops)
+    if not sys.dont_write_bytecode:
         sys.pycache_prefix = prefix
 
 
@@ -525,8 +525,7 @@ def _start_again_without_warm_up(argv: list, out: int, plan: dict, why: dict) ->
     os.dup2(out, 1)
     sys.stdout.flush()
     sys.stderr.flush()
-    again = json.dumps({**plan, "warm_up": []})
-    args = [*argv, "--plan", again, "--warm-up-dropped", json.dumps(why)]
+    args = [*argv, "--plan", json.dumps({**plan, "warm_up": []}), "--warm-up-dropped", json.dumps(why)]
     os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), *args])
 
 
