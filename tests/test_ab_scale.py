@@ -329,13 +329,19 @@ def _facts(where: Path) -> dict[str, dict]:
 
 @pytest.mark.torch
 @linux_only
-def test_with_the_simulated_backend_the_server_refuses_and_each_arm_runs_one_packed_session(tmp_path, npu_python):
+def test_with_the_simulated_backend_the_server_refuses_and_each_arm_runs_one_packed_session(
+        tmp_path, npu_python, monkeypatch):
+    from codemod.ab import envprobe
     root = tmp_path / "t"
     _generated(root, 4)
     facts = tmp_path / "facts"
     facts.mkdir()
+    probes = []  # the probe's process of its own: not needed, the arms' test processes answered
+    monkeypatch.setattr(envprobe, "run_probe", lambda *a, **k: probes.append(a))
     r = run_ab(RunOptions(paths=["."], a_root=str(root), b_root=str(root), cwd=str(tmp_path), jobs=2, confirm=0,
                           python=npu_python, env={"AB_FACTS": str(facts)}))
+    assert probes == []
+    assert "decouple-fake-npu" in r.environment.backends and r.environment.torch_version, r.environment
     assert set(_rows(r).values()) == {"same-pass"} and len(r.tests) == 8
     (warning,) = [w for w in r.warnings if w.code.startswith("warm.")]
     assert warning == Notice("warm.given-up-packed", {"processes": "1"}, reasons=[

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,6 +56,10 @@ def test_warm_files_do_not_leak_state_and_look_like_fresh_processes(tmp_path):
         for fact in ("forked", "parent_pid", "gc_frozen"):
             w.pop(fact), f.pop(fact)
         we, fe = w.pop("env"), f.pop("env")
+        # without a warm interpreter to fork the probe from, a fresh process answers it after its tests
+        i = f["argv"].index("decouple_ab_probe")
+        assert f["argv"][i - 1] == "-p" and "decouple_ab_probe" not in w["argv"]
+        del f["argv"][i - 1 : i + 1]
         assert we == fe, {k: (we.get(k), fe.get(k)) for k in set(we) | set(fe) if we.get(k) != fe.get(k)}
         assert w == f, {k: (w[k], f[k]) for k in w if w[k] != f.get(k)}
     # per-arm isolation as before: own temp dir and bytecode prefix
@@ -369,10 +375,47 @@ def test_fork_unsafe_reasons(monkeypatch):
     ("time.sleep(30)", (None, "probe timed out after 0.5 s")),
 ], ids=["answer", "failure", "timeout"])
 def test_the_probe_records_its_answer_or_why_there_is_none(tmp_path, monkeypatch, body, expect):
-    from codemod.ab import interpreter as interp
-    monkeypatch.setattr(interp, "PROBE_TIMEOUT", 0.5)
+    from codemod.ab import envprobe
+    monkeypatch.setattr(envprobe, "PROBE_TIMEOUT", 0.5)
     script = tmp_path / "probe.py"
     script.write_text(f"import json, time\n{body}\n")
-    envr = interp.run_probe(sys.executable, script, dict(os.environ), tmp_path, nice=False)
+    envr = envprobe.run_probe(sys.executable, script, dict(os.environ), tmp_path, nice=False)
     assert (envr.torch_version, envr.probe_error[: len(expect[1])]) == expect, envr.probe_error
     assert envr.executable == sys.executable
+
+
+def test_a_test_process_answers_the_probe_once_with_the_variables_from_before_its_tests(tmp_path):
+    support = tmp_path / "support"
+    support.mkdir()
+    shutil.copy2(PROJECT / "codemod" / "ab" / "probe.py", support / "decouple_ab_probe.py")
+    (tmp_path / "test_sets.py").write_text("import os\n\n\ndef test_sets():\n    os.environ['TORCH_SET_BY_A_TEST'] = '1'\n")
+    answer = tmp_path / "answer.json"
+    env = {**os.environ, "PYTHONPATH": str(support), "DECOUPLE_AB_PROBE": str(answer), "TORCH_BEFORE": "1"}
+
+    def run() -> None:
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "decouple_ab_probe", "-p", "no:cacheprovider",
+                        "test_sets.py"], cwd=tmp_path, env=env, check=True, capture_output=True)
+
+    run()
+    facts = json.loads(answer.read_text())
+    assert facts["variables"].get("TORCH_BEFORE") == "1" and "TORCH_SET_BY_A_TEST" not in facts["variables"]
+    assert (facts["executable"], facts["python"]) == (sys.executable, platform.python_version())
+    env["TORCH_BEFORE"] = "2"
+    run()
+    assert json.loads(answer.read_text()) == facts  # the first answer stays
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("answer")) == ["answer.json"]
+
+
+def test_when_no_test_process_answers_the_probe_a_process_of_its_own_does(tmp_path, monkeypatch):
+    from codemod.ab import envprobe
+    root = tmp_path / "t"
+    root.mkdir()
+    # the test process ends before pytest's own end, where a test process answers the probe
+    (root / "test_gone.py").write_text("import os\n\n\ndef test_gone():\n    os._exit(0)\n")
+    asked = []
+    real = envprobe.run_probe
+    monkeypatch.setattr(envprobe, "run_probe", lambda *a, **k: asked.append(a) or real(*a, **k))
+    r = run_ab(RunOptions(paths=["test_gone.py"], a_root=str(root), b_root=str(root), cwd=str(tmp_path), jobs=1,
+                          fork=False, confirm=0))
+    assert len(asked) == 1
+    assert (r.environment.platform, r.environment.executable) == (platform.platform(), sys.executable), r.environment

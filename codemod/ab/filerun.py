@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from codemod.ab import processes
 from codemod.ab.arms import ArmSpec
+from codemod.ab.envprobe import PROBE_MODULE, PROBE_VAR
 from codemod.ab.interpreter import PLUGIN_MODULE, ForkServer, ServerError
 from codemod.ab.model import PYTEST_ARGS, Outcome, OutcomeValue, Phase, safe_arg
 from codemod.ab.notices import Notice
@@ -415,7 +416,8 @@ class ArmRunner:
         return env, path, log
 
     def _pytest_argv(self, args: list[str], plugins: tuple[str, ...] = ()) -> list[str]:
-        loads = [a for name in (PLUGIN_MODULE, *plugins) for a in ("-p", name)]
+        answers = (PROBE_MODULE,) if PROBE_VAR in self.spec.env else ()  # the environment probe's facts
+        loads = [a for name in (PLUGIN_MODULE, *plugins, *answers) for a in ("-p", name)]
         return [*loads, *PYTEST_ARGS, "-q", "-rN", *[safe_arg(a) for a in args], *self.spec.extra_args]
 
     def _reap(self, proc: Any) -> int:

@@ -1,9 +1,6 @@
-"""The target interpreter, runner side: checked, probed, and warmed.
+"""The target interpreter, runner side: checked and warmed (``envprobe`` probes it).
 
 `check_python` refuses an interpreter that does not run or lacks pytest (exit 2).
-The environment probe (``probe.py``, standalone, run under the target interpreter)
-is forked by arm A's warm interpreter when there is a usable one (torch is imported
-there already), else run as a fresh process at the lowest CPU priority.
 
 The warm interpreters: a server (``forkserver.py``, standalone, run in the target
 interpreter) imports pytest, the capture plugin and the heavy modules the files
@@ -31,7 +28,7 @@ from typing import IO
 
 from codemod.ab import processes
 from codemod.ab.arms import PER_ARM_VARS, ArmSpec
-from codemod.ab.model import PYTEST_ARGS, Environment
+from codemod.ab.model import PYTEST_ARGS
 from codemod.ab.notices import Notice
 from codemod.ab.options import UsageError
 from codemod.ab.preload import WarmPlan, warm_plan
@@ -421,9 +418,7 @@ def _by_server(started: dict[str, ForkServer]) -> list[tuple[ForkServer, list[st
 
 
 # ---------------------------------------------------------------------------
-# the interpreter's check and the environment probe
-
-PROBE_TIMEOUT = 300.0  # seconds; the probe imports torch, on a machine that may be busy
+# the interpreter's check
 
 
 def resolve_python(python: str, cwd: Path) -> str:
@@ -468,110 +463,3 @@ def check_python(python: str) -> dict:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise UsageError(f"--python {python}: unexpected answer {proc.stdout!r}") from None
-
-
-def probe(
-    python: str,
-    server: ForkServer | None,
-    script: Path,
-    env: dict[str, str],
-    cwd: Path,
-    nice: bool,
-    stop: threading.Event,
-) -> Environment:
-    """The environment probe: forked by arm A's warm interpreter when there is a
-    usable one (torch is imported there already), else a fresh process."""
-    if server is not None:
-        try:
-            hello = server.ready(stop=stop)
-            if not hello.get("unsafe"):
-                return _probe_forked(python, server, script, env, cwd, nice)
-        except ServerError:
-            pass
-        # the files run in packed sessions, a few long processes that leave no idle core
-        # for a niced probe until they end, and the run waits for its answer
-        nice = False
-    return run_probe(python, script, env, cwd, nice)
-
-
-def _probe_forked(
-    python: str, server: ForkServer, script: Path, env: dict[str, str], cwd: Path, nice: bool
-) -> Environment:
-    def answer() -> dict | None:
-        log = cwd / "probe.log"
-        proc = server.start([], cwd, env, log, script=script, nice=nice)
-        processes.register(proc)
-        try:
-            if not proc.exited(PROBE_TIMEOUT):
-                return None
-        finally:
-            processes.kill_group(proc)
-            proc.wait()
-            processes.unregister(proc)
-            server.forget(proc)
-        return _last_json(log.read_text(encoding="utf-8", errors="replace"))
-
-    return _environment(python, answer)
-
-
-def _environment(python: str, answer: Callable[[], dict | None]) -> Environment:
-    """The probe's facts from `answer` (None: it timed out); a failure is
-    recorded in the result, never raised."""
-    envr = Environment(executable=python)
-    try:
-        data = answer()
-    except Exception as exc:  # recorded, never fatal
-        envr.probe_error = f"probe failed: {type(exc).__name__}: {exc}"
-        return envr
-    if data is None:
-        envr.probe_error = f"probe timed out after {PROBE_TIMEOUT:g} s"
-        return envr
-    for k, v in data.items():
-        if hasattr(envr, k) and v is not None:
-            setattr(envr, k, v)
-    return envr
-
-
-def _last_json(text: str) -> dict:
-    """The probe's answer: the last line that is a JSON object (its stderr shares the log)."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                continue
-    raise ValueError("no JSON answer in the probe's output")
-
-
-def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: bool = True) -> Environment:
-    """Run probe.py under `python`; with `nice`, at the lowest CPU priority so
-    it fills idle gaps instead of competing with the test processes."""
-
-    def answer() -> dict | None:
-        proc = subprocess.Popen(
-            [python, str(script)],
-            cwd=str(cwd),
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=processes.lower_priority if nice else None,
-        )
-        processes.register(proc)
-        try:
-            out, err = proc.communicate(timeout=PROBE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            processes.kill_group(proc)
-            proc.communicate()
-            return None
-        finally:
-            processes.unregister(proc)
-        try:
-            return _last_json(out.decode("utf-8", "replace"))
-        except ValueError:
-            said = err.decode("utf-8", "replace").strip().splitlines()
-            raise ValueError(f"no answer ({processes.signame(proc.returncode)}): {said[-1] if said else ''}") from None
-
-    return _environment(python, answer)

@@ -4,6 +4,14 @@ Standalone (stdlib only; torch when importable).  Prints one JSON object on
 stdout whose keys are the fields of codemod.ab.model.Environment.  Every
 torch fact is guarded: a missing torch or a broken backend gives None fields
 and a note in ``probe_error``, never a crash.
+
+Also a pytest plugin (``-p decouple_ab_probe``), for runs where no warm interpreter can be
+forked: a process of its own would import torch and the backend once more beside the two
+arms (1.4 s of CPU, on a machine whose cores the arms fill), so an arm's test process
+answers instead, after its tests.  With ``DECOUPLE_AB_PROBE`` naming a file that does not
+exist yet, ``pytest_unconfigure`` writes the JSON object there (the variables as they were
+before the tests: a test may set some); the runner asks a process of its own only when no
+test process wrote one.
 """
 
 from __future__ import annotations
@@ -130,13 +138,14 @@ def cpu_facts(cpuinfo: str = "", machine: str = "") -> dict:
     return facts
 
 
-def probe() -> dict:
+def probe(environ: dict | None = None) -> dict:
+    variables = os.environ if environ is None else environ
     facts: dict = {
         "python": platform.python_version(),
         "executable": sys.executable,
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "variables": {k: v for k, v in sorted(os.environ.items()) if k.startswith(("TORCH_", "PYTORCH_"))},
+        "variables": {k: v for k, v in sorted(variables.items()) if k.startswith(("TORCH_", "PYTORCH_"))},
         "backends": _backends(),
     }
     try:
@@ -234,20 +243,46 @@ def _hw_classification_fact(torch, facts: dict, errors: list) -> None:
         errors.append(f"common_utils: {_first_line(err)}")
 
 
-def main() -> int:
-    # common_utils and backends may print: keep stdout for the JSON only
+def guarded_probe(environ: dict | None = None) -> dict:
+    """`probe()`, its prints sent to stderr and its warnings silenced: never raises."""
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            facts = probe()
+            return probe(environ)
     except BaseException as err:  # never die without a JSON answer
-        facts = {"probe_error": f"probe crashed: {_first_line(err)}"}
+        return {"probe_error": f"probe crashed: {_first_line(err)}"}
     finally:
         sys.stdout = real_stdout
-    real_stdout.write(json.dumps(facts, default=str) + "\n")
-    real_stdout.flush()
+
+
+_ENVIRON_BEFORE_TESTS: dict = {}
+
+
+def pytest_configure(config) -> None:
+    _ENVIRON_BEFORE_TESTS.update(os.environ)
+
+
+def pytest_unconfigure(config) -> None:
+    out = os.environ.get("DECOUPLE_AB_PROBE")
+    if not out or os.path.exists(out):
+        return
+    facts = guarded_probe(dict(_ENVIRON_BEFORE_TESTS) or None)
+    partial = f"{out}.{os.getpid()}"
+    try:
+        with open(partial, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(facts, default=str) + "\n")
+        os.replace(partial, out)  # whole or not at all: both arms' processes may answer
+    except OSError:
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+def main() -> int:
+    facts = guarded_probe()
+    sys.stdout.write(json.dumps(facts, default=str) + "\n")
+    sys.stdout.flush()
     return 0
 
 

@@ -35,6 +35,7 @@ from codemod.ab import arms as _arms
 from codemod.ab import changes as _changes
 from codemod.ab import compare as _cmp
 from codemod.ab import coverage as _coverage
+from codemod.ab import envprobe as _envprobe
 from codemod.ab import interpreter as _interp
 from codemod.ab import labelfilter as _filter
 from codemod.ab import processes
@@ -44,6 +45,7 @@ from codemod.ab import testplan as _testplan
 from codemod.ab import trees as _trees
 from codemod.ab.arms import ArmSpec, Sources
 from codemod.ab.confirm import confirm_discordant
+from codemod.ab.envprobe import PROBE_MODULE
 from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
 from codemod.ab.interpreter import ForkServer
 from codemod.ab.model import ABResult, ArmResult, Environment, file_of
@@ -55,7 +57,6 @@ from codemod.util.reaper import orphans_reaped
 
 _HERE = Path(__file__).resolve().parent
 TEMP_PREFIX = "decouple-ab-"
-PROBE_MODULE = "decouple_ab_probe"
 
 
 # ---------------------------------------------------------------------------
@@ -159,14 +160,14 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         t_warm = time.monotonic()
         launched = _interp.launch(opts.fork, opts.python, specs, files.by_arm, support, servers, say)
     info = _interpreter_info(checked, opts.python, say)
-    probe_future = _start_probe(opts, (launched or {}).get("A"), support, base_env, arm_env, work, stop)
     # the diff between the git arms, read while the warm interpreters import (an idle core)
     changes = _aside("changes", _changes.git_changes, str(cwd), opts.base, result.paths) if opts.base else None
-    if opts.hw_classification:
-        _pass_hw_classification(opts, specs, probe_future, result.warnings)
     packs = _packs(files, opts)
     unforked_packs = _most_packs(packs) if opts.pack is not False else 0  # how they run without the server
     warm = _interp.settle(opts.fork, launched, t_warm, stop, say, result.warnings, unforked_packs)
+    probed = _envprobe.start_probe(opts, warm.get("A"), specs, support, base_env, arm_env, work, stop)
+    if opts.hw_classification:
+        _pass_hw_classification(opts, specs, probed, result.warnings)
     runners = {
         n: PackRunner(s, opts.python, opts.timeout, opts.file_timeout, stop, warm.get(n)) for n, s in specs.items()
     }
@@ -196,7 +197,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         result.test_plan = _testplan.run_plan(
             b_files, spec.root, spec.env, opts.python, support, logs, limit, pool, stop
         )
-    result.environment = _environment(probe_future.result(), opts.python, info)
+    result.environment = _environment(probed(), opts.python, info)
     reason_given = any(w.code.startswith("hw-classification.") for w in result.warnings)
     if opts.hw_classification and not b.extra_args and not reason_given:
         result.warnings.append(Notice("hw-classification.not-passed"))
@@ -309,29 +310,6 @@ def _select_files(
     return _Files(by_arm=by_arm, run=run, pieces=pieces)
 
 
-def _start_probe(
-    opts: RunOptions,
-    server: ForkServer | None,
-    support: Path,
-    base_env: dict[str, str],
-    arm_env: dict[str, str],
-    work: Path,
-    stop: threading.Event,
-) -> Future[Environment]:
-    """The environment probe, concurrently with everything else (arm A's warm
-    interpreter answers it when there is one)."""
-    # (no pycache prefix for the probe: it imports only installed code, and a
-    # prefix would make it recompile torch from source)
-    probe_dir = work / "probe"
-    probe_dir.mkdir()
-    probe_env = _arms.sanitised_env(base_env, dict(arm_env), work / "arms" / "A" / "pycache", support, cwd=probe_dir)
-    probe_env.pop("PYTHONPYCACHEPREFIX", None)
-    probe_env["PYTHONDONTWRITEBYTECODE"] = "1"
-    # Niced, unless --hw-classification has to wait for its answer before B starts.
-    script, nice = support / f"{PROBE_MODULE}.py", not opts.hw_classification
-    return _aside("probe", _interp.probe, opts.python, server, script, probe_env, probe_dir, nice, stop)
-
-
 def _interpreter_info(checked: Future[dict], python: str, say: Callable[[str], None]) -> dict:
     info = checked.result()
     say(f"interpreter {python}: python {info.get('python')}, pytest {info.get('pytest')}")
@@ -358,7 +336,7 @@ def _aside(name: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
 
 
 def _pass_hw_classification(
-    opts: RunOptions, specs: dict[str, ArmSpec], probe_future: Future[Environment], warnings: list[Notice]
+    opts: RunOptions, specs: dict[str, ArmSpec], probed: Callable[[], Environment], warnings: list[Notice]
 ) -> None:
     """--hw-classification for B (and diagnostic arms based on B), when the tree's
     conftest.py defines the option and the target torch has the enum."""
@@ -366,7 +344,7 @@ def _pass_hw_classification(
     if not _trees.has_conftest_option(b_root, "--hw-classification"):
         warnings.append(Notice("hw-classification.no-conftest-option"))
     else:
-        envr = probe_future.result()
+        envr = probed()
         if not envr.has_hw_classification:
             warnings.append(Notice("hw-classification.no-enum"))
         else:
