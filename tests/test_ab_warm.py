@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -384,26 +385,64 @@ def test_the_probe_records_its_answer_or_why_there_is_none(tmp_path, monkeypatch
     assert envr.executable == sys.executable
 
 
-def test_a_test_process_answers_the_probe_once_with_the_variables_from_before_its_tests(tmp_path):
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed here")
+
+
+def _answer_probe(tmp_path: Path, test_body: str, conftest: str = "", exit_code: int = 0, **env: str) -> Path:
+    """A pytest process with probe.py as its plugin, as an arm's test process runs it: the
+    path of its answer (absent when it gave none)."""
     support = tmp_path / "support"
-    support.mkdir()
+    support.mkdir(exist_ok=True)
     shutil.copy2(PROJECT / "codemod" / "ab" / "probe.py", support / "decouple_ab_probe.py")
-    (tmp_path / "test_sets.py").write_text("import os\n\n\ndef test_sets():\n    os.environ['TORCH_SET_BY_A_TEST'] = '1'\n")
+    (tmp_path / "conftest.py").write_text(conftest)
+    (tmp_path / "test_it.py").write_text(test_body)
     answer = tmp_path / "answer.json"
-    env = {**os.environ, "PYTHONPATH": str(support), "DECOUPLE_AB_PROBE": str(answer), "TORCH_BEFORE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "decouple_ab_probe", "-p", "no:cacheprovider",
+                           "test_it.py"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(support), "DECOUPLE_AB_PROBE": str(answer), **env})
+    assert proc.returncode == exit_code, proc.stdout + proc.stderr
+    return answer
 
-    def run() -> None:
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "decouple_ab_probe", "-p", "no:cacheprovider",
-                        "test_sets.py"], cwd=tmp_path, env=env, check=True, capture_output=True)
 
-    run()
+@needs_torch
+def test_a_test_process_answers_the_probe_once_with_the_state_from_before_its_tests(tmp_path):
+    test = ("import os\nimport torch\n\n\ndef test_sets():\n    os.environ['TORCH_SET_BY_A_TEST'] = '1'\n"
+            "    torch.backends.quantized.engine = 'qnnpack'\n")
+    answer = _answer_probe(tmp_path, test, "import os\nos.environ['TORCH_SET_BY_A_CONFTEST'] = '1'\n",
+                           TORCH_BEFORE="1")
     facts = json.loads(answer.read_text())
-    assert facts["variables"].get("TORCH_BEFORE") == "1" and "TORCH_SET_BY_A_TEST" not in facts["variables"]
+    assert facts["variables"].get("TORCH_BEFORE") == "1"
+    assert not {"TORCH_SET_BY_A_TEST", "TORCH_SET_BY_A_CONFTEST"} & set(facts["variables"])
     assert (facts["executable"], facts["python"]) == (sys.executable, platform.python_version())
-    env["TORCH_BEFORE"] = "2"
-    run()
-    assert json.loads(answer.read_text()) == facts  # the first answer stays
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("answer")) == ["answer.json"]
+    import torch
+    assert facts["quantized_engine"] == str(torch.backends.quantized.engine) != "qnnpack"
+    # claimed once: a later process of the arm leaves the answer as it is
+    _answer_probe(tmp_path, test, TORCH_BEFORE="2")
+    assert json.loads(answer.read_text()) == facts
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("answer")) == [
+        "answer.json", "answer.json.claimed"]
+
+
+@needs_torch
+@pytest.mark.parametrize("test", [
+    "def test_no_torch():\n    pass\n",
+    "from unittest import mock\n\n\ndef test_leaves_a_mock():\n"
+    "    mock.patch('torch.cuda.is_available', return_value=True).start()\n",
+    "from unittest import mock\n\n\ndef test_leaves_a_mock():\n"
+    "    mock.patch('torch.backends.mps.is_available', autospec=True, return_value=True).start()\n",
+    "import torch\n\n\ndef test_replaces():\n    torch.accelerator.is_available = lambda: True\n",
+], ids=["torch-not-imported", "a-mock-left", "an-autospecced-mock-left", "a-function-left"])
+def test_a_test_process_does_not_answer_the_probe_from_what_is_not_the_machines(tmp_path, test):
+    assert not _answer_probe(tmp_path, test).exists()
+
+
+@needs_torch
+def test_an_answer_that_hangs_ends_its_test_process_after_the_limit(tmp_path):
+    hang = ("import time\nimport decouple_ab_probe\n\ndecouple_ab_probe.ANSWER_LIMIT = 1\n"
+            "decouple_ab_probe.guarded_probe = lambda environ: time.sleep(600)\n")
+    t = time.monotonic()
+    answer = _answer_probe(tmp_path, "import torch\n\n\ndef test_x():\n    pass\n", hang, exit_code=1)
+    assert not answer.exists() and time.monotonic() - t < 300
 
 
 def test_when_no_test_process_answers_the_probe_a_process_of_its_own_does(tmp_path, monkeypatch):
@@ -418,4 +457,4 @@ def test_when_no_test_process_answers_the_probe_a_process_of_its_own_does(tmp_pa
     r = run_ab(RunOptions(paths=["test_gone.py"], a_root=str(root), b_root=str(root), cwd=str(tmp_path), jobs=1,
                           fork=False, confirm=0))
     assert len(asked) == 1
-    assert (r.environment.platform, r.environment.executable) == (platform.platform(), sys.executable), r.environment
+    assert r.environment.platform == platform.platform(), r.environment  # a fact only the probe gives

@@ -4,10 +4,10 @@
 A's warm interpreter when there is a usable one (torch is imported there already).  Without
 one, a process of its own would import torch and an out-of-tree backend a third time beside
 the two arms, on cores they fill (1.4 s of CPU with the simulated backend: 0.71x the plain
-runs, against 0.56x when the arms answer): so the arms' test processes answer it after
-their tests (``probe.py`` as their plugin, arm A's answer first), and a process of its own
-runs only when none of them did, or at once when ``--hw-classification`` needs the answer
-before B starts.
+runs, against 0.57x when the arms answer): so the arms' test processes answer it after
+their tests (``probe.py`` as their plugin, arm A's answer first; see there when a test
+process does not answer), and a process of its own runs only when none of them did, or at
+once when ``--hw-classification`` needs the answer before B starts.
 """
 
 from __future__ import annotations

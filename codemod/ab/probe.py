@@ -8,14 +8,16 @@ and a note in ``probe_error``, never a crash.
 Also a pytest plugin (``-p decouple_ab_probe``), for runs where no warm interpreter can be
 forked: a process of its own would import torch and the backend once more beside the two
 arms (1.4 s of CPU, on a machine whose cores the arms fill), so an arm's test process
-answers instead, after its tests.  With ``DECOUPLE_AB_PROBE`` naming a file that does not
-exist yet, ``pytest_unconfigure`` writes the JSON object there (the variables as they were
-before the tests: a test may set some); the runner asks a process of its own only when no
-test process wrote one.
+answers instead, after its tests: ``pytest_unconfigure`` writes the JSON object to the file
+``DECOUPLE_AB_PROBE`` names, what the facts of a process of its own would be (the
+variables as the process started, the quantized engine as the first test started).  The
+runner asks a process of its own when no test process answered (none imported torch, a
+test left a device function replaced, the answer crashed or hung).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import platform
@@ -257,23 +259,82 @@ def guarded_probe(environ: dict | None = None) -> dict:
         sys.stdout = real_stdout
 
 
-_ENVIRON_BEFORE_TESTS: dict = {}
+# As a plugin: what a test process answers from.  The variables as the process started
+# (`-p` plugins are imported before any conftest.py, which may set some); the quantized
+# engine as the first test started (reading it has no side effect; a test may leave
+# another one set).
+_ENVIRON_AT_START = dict(os.environ)
+_ENGINE_BEFORE_TESTS: list = []
+# Seconds: the facts of an imported torch take milliseconds.  A device query that hangs
+# ends the process (after its tests), and the runner asks a process of its own.
+ANSWER_LIMIT = 60
+# The functions the device facts call (owner, name): a test may leave one replaced.
+_DEVICE_FUNCTIONS = (
+    ("cuda", "is_available"),
+    ("xpu", "is_available"),
+    ("backends.mps", "is_available"),
+    ("accelerator", "is_available"),
+    ("accelerator", "current_accelerator"),
+    ("accelerator", "current_device_index"),
+)
 
 
-def pytest_configure(config) -> None:
-    _ENVIRON_BEFORE_TESTS.update(os.environ)
+def replaced_device_function(torch) -> str | None:
+    """The first function the device facts call that a test left replaced (a mock started and
+    never stopped; anything not of torch's or a backend's modules, ``torch*``), whose facts
+    would be the replacement's."""
+    mock = sys.modules.get("unittest.mock")  # no mock where it was never imported
+    for owner, name in _DEVICE_FUNCTIONS:
+        obj = torch
+        for part in owner.split("."):
+            obj = getattr(obj, part, None)
+        fn = getattr(obj, name, None)
+        if fn is None:
+            continue
+        # (an autospecced function carries its mock as `.mock`)
+        mocked = mock is not None and (
+            isinstance(fn, mock.NonCallableMock) or isinstance(getattr(fn, "mock", None), mock.NonCallableMock)
+        )
+        if mocked or not str(getattr(fn, "__module__", "")).startswith("torch"):
+            return f"{owner}.{name}"
+    return None
+
+
+def pytest_runtest_logstart(nodeid, location) -> None:
+    torch = sys.modules.get("torch")
+    if not _ENGINE_BEFORE_TESTS and torch is not None:
+        try:
+            _ENGINE_BEFORE_TESTS.append(str(torch.backends.quantized.engine))
+        except Exception:
+            _ENGINE_BEFORE_TESTS.append(None)
 
 
 def pytest_unconfigure(config) -> None:
+    """Answer the probe in the file DECOUPLE_AB_PROBE names: once per arm (the first process
+    to claim it), only where the tests imported torch and left its device functions alone."""
     out = os.environ.get("DECOUPLE_AB_PROBE")
-    if not out or os.path.exists(out):
+    torch = sys.modules.get("torch")
+    if not out or torch is None or replaced_device_function(torch):
         return
-    facts = guarded_probe(dict(_ENVIRON_BEFORE_TESTS) or None)
+    try:
+        os.close(os.open(f"{out}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError:
+        return  # claimed by another process of the arm
+    try:
+        faulthandler.dump_traceback_later(ANSWER_LIMIT, exit=True, file=2)  # the log
+    except Exception:  # no fd 2 to write to: unbounded, as a process of its own would be
+        pass
+    try:
+        facts = guarded_probe(_ENVIRON_AT_START)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    if _ENGINE_BEFORE_TESTS and _ENGINE_BEFORE_TESTS[0] is not None and "quantized_engine" in facts:
+        facts["quantized_engine"] = _ENGINE_BEFORE_TESTS[0]
     partial = f"{out}.{os.getpid()}"
     try:
         with open(partial, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(facts, default=str) + "\n")
-        os.replace(partial, out)  # whole or not at all: both arms' processes may answer
+        os.replace(partial, out)  # whole or not at all
     except OSError:
         if os.path.exists(partial):
             os.unlink(partial)
