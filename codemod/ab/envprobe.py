@@ -41,12 +41,9 @@ def start_probe(
     work: Path,
     stop: threading.Event,
 ) -> Callable[[], Environment]:
-    """The environment probe; call the answer for its facts.  Forked by arm A's warm
-    interpreter when there is one (torch is imported there already).  Else a process of
-    its own would import torch and the backend a third time beside the two arms: the arms'
-    test processes answer it after their tests (probe.py as their plugin; A's answer
-    before B's), and the process of its own runs only when none did, or at once when
-    --hw-classification needs the answer before B starts."""
+    """The environment probe, by whoever answers it (the module docstring says who); call
+    the answer for its facts.  Without `server`, the arms' processes are asked through
+    their specs' environments: call this before the arms' runners start."""
     # (no pycache prefix for the probe: it imports only installed code, and a
     # prefix would make it recompile torch from source)
     probe_dir = work / "probe"
