@@ -406,18 +406,28 @@ def _answer_probe(tmp_path: Path, test_body: str, conftest: str = "", exit_code:
 
 @needs_torch
 def test_a_test_process_answers_the_probe_once_with_the_state_from_before_its_tests(tmp_path):
-    test = ("import os\nimport torch\n\n\ndef test_sets():\n    os.environ['TORCH_SET_BY_A_TEST'] = '1'\n"
-            "    torch.backends.quantized.engine = 'qnnpack'\n")
+    # (torch is imported only by the test processes: imported here, it would be in this
+    # process's modules for the tests that follow)
+    test = ("import json\nimport os\nimport torch\n\n\ndef test_sets():\n"
+            "    os.environ['TORCH_SET_BY_A_TEST'] = '1'\n"
+            "    q = torch.backends.quantized\n"
+            "    before = str(q.engine)\n"
+            "    others = [e for e in q.supported_engines if str(e) not in ('none', before)]\n"
+            "    if others:\n"
+            "        q.engine = others[0]\n"
+            "    with open(os.environ['ENGINES'], 'w') as fh:\n"
+            "        json.dump([before, str(q.engine)], fh)\n")
+    engines = tmp_path / "engines.json"
     answer = _answer_probe(tmp_path, test, "import os\nos.environ['TORCH_SET_BY_A_CONFTEST'] = '1'\n",
-                           TORCH_BEFORE="1")
+                           TORCH_BEFORE="1", ENGINES=str(engines))
     facts = json.loads(answer.read_text())
     assert facts["variables"].get("TORCH_BEFORE") == "1"
     assert not {"TORCH_SET_BY_A_TEST", "TORCH_SET_BY_A_CONFTEST"} & set(facts["variables"])
     assert (facts["executable"], facts["python"]) == (sys.executable, platform.python_version())
-    import torch
-    assert facts["quantized_engine"] == str(torch.backends.quantized.engine) != "qnnpack"
+    before, after = json.loads(engines.read_text())
+    assert facts["quantized_engine"] == before, (before, after)
     # claimed once: a later process of the arm leaves the answer as it is
-    _answer_probe(tmp_path, test, TORCH_BEFORE="2")
+    _answer_probe(tmp_path, test, TORCH_BEFORE="2", ENGINES=str(engines))
     assert json.loads(answer.read_text()) == facts
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("answer")) == [
         "answer.json", "answer.json.claimed"]
