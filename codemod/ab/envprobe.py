@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from codemod.ab import arms as _arms
 from codemod.ab import processes
 from codemod.ab.arms import ArmSpec
-from codemod.ab.interpreter import ForkServer, ServerError
+from codemod.ab.interpreter import ForkServer
 from codemod.ab.model import Environment
 from codemod.ab.options import RunOptions
 
 PROBE_MODULE = "decouple_ab_probe"  # a script, and the plugin of test processes that answer it
-PROBE_VAR = "DECOUPLE_AB_PROBE"  # where such a process writes its answer
+PROBE_VAR = "DECOUPLE_AB_PROBE"  # where such a process writes its answer (probe.py reads it by this name)
 PROBE_TIMEOUT = 300.0  # seconds; the probe imports torch, on a machine that may be busy
 
 
@@ -39,7 +37,6 @@ def start_probe(
     base_env: dict[str, str],
     arm_env: dict[str, str],
     work: Path,
-    stop: threading.Event,
 ) -> Callable[[], Environment]:
     """The environment probe, by whoever answers it (the module docstring says who); call
     the answer for its facts.  Without `server`, the arms' processes are asked through
@@ -55,35 +52,25 @@ def start_probe(
     if server is not None or opts.hw_classification:
         # niced, unless --hw-classification has to wait for its answer before B starts
         nice = not opts.hw_classification
-        return _aside(probe, opts.python, server, script, probe_env, probe_dir, nice, stop)
-    answers = [probe_dir / f"answer-{name}.json" for name in ("A", "B")]
-    for name, answer in zip(("A", "B"), answers, strict=True):
+        return processes.aside("probe", probe, opts.python, server, script, probe_env, probe_dir, nice).result
+    answers = {name: probe_dir / f"answer-{name}.json" for name in ("A", "B")}  # A's read first
+    for name, answer in answers.items():
         specs[name].env[PROBE_VAR] = str(answer)
 
     def answered() -> Environment:
-        envr = _answered(opts.python, answers)
+        envr = _answered(opts.python, list(answers.values()))
         return envr if envr is not None else run_probe(opts.python, script, probe_env, probe_dir, nice=False)
 
     return answered
 
 
 def probe(
-    python: str,
-    server: ForkServer | None,
-    script: Path,
-    env: dict[str, str],
-    cwd: Path,
-    nice: bool,
-    stop: threading.Event,
+    python: str, server: ForkServer | None, script: Path, env: dict[str, str], cwd: Path, nice: bool
 ) -> Environment:
-    """The environment probe: forked by arm A's warm interpreter when there is a
-    usable one (torch is imported there already), else a fresh process."""
+    """The environment probe: forked by arm A's warm interpreter when there is one (ready
+    and safe to fork: ``interpreter.settle`` gives no other), else a fresh process."""
     if server is not None:
-        try:
-            if not server.ready(stop=stop).get("unsafe"):
-                return _probe_forked(python, server, script, env, cwd, nice)
-        except ServerError:
-            pass
+        return _probe_forked(python, server, script, env, cwd, nice)
     return run_probe(python, script, env, cwd, nice)
 
 
@@ -177,11 +164,3 @@ def run_probe(python: str, script: Path, env: dict[str, str], cwd: Path, nice: b
             raise ValueError(f"no answer ({processes.signame(proc.returncode)}): {said[-1] if said else ''}") from None
 
     return _environment(python, answer)
-
-
-def _aside(fn: Callable[..., Environment], *args: object) -> Callable[[], Environment]:
-    """`fn(*args)` on a thread of its own; call the answer to wait for its result."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decouple-ab-probe")
-    future = pool.submit(fn, *args)
-    pool.shutdown(wait=False)
-    return future.result

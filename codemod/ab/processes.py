@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,14 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: no run locks, stale roots are left alone
     fcntl = None  # type: ignore[assignment]
+
+
+def aside(name: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+    """`fn(*args)` on a thread of its own (the slots' threads are for test processes)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"decouple-ab-{name}")
+    future = pool.submit(fn, *args)
+    pool.shutdown(wait=False)
+    return future
 
 
 class Interrupted(Exception):

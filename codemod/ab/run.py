@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,7 +134,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     check_options(opts)
     # every process runs with cwd = an arm root: the interpreter's path, made absolute
     opts = dataclasses.replace(opts, python=_interp.resolve_python(opts.python, cwd))
-    checked = _aside("check", _interp.check_python, opts.python)  # answered while the arms are made
+    checked = processes.aside("check", _interp.check_python, opts.python)  # answered while the arms are made
     result = ABResult(
         tool_version=_tool_version(),
         normaliser_version=_sig.NORMALISER_VERSION,
@@ -161,11 +161,11 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         launched = _interp.launch(opts.fork, opts.python, specs, files.by_arm, support, servers, say)
     info = _interpreter_info(checked, opts.python, say)
     # the diff between the git arms, read while the warm interpreters import (an idle core)
-    changes = _aside("changes", _changes.git_changes, str(cwd), opts.base, result.paths) if opts.base else None
+    changes = processes.aside("changes", _changes.git_changes, str(cwd), opts.base, result.paths) if opts.base else None
     packs = _packs(files, opts)
     unforked_packs = _most_packs(packs) if opts.pack is not False else 0  # how they run without the server
     warm = _interp.settle(opts.fork, launched, t_warm, stop, say, result.warnings, unforked_packs)
-    probed = _envprobe.start_probe(opts, warm.get("A"), specs, support, base_env, arm_env, work, stop)
+    probed = _envprobe.start_probe(opts, warm.get("A"), specs, support, base_env, arm_env, work)
     if opts.hw_classification:
         _pass_hw_classification(opts, specs, probed, result.warnings)
     runners = {
@@ -325,14 +325,6 @@ def _outranked_by(check: Future[Any]) -> Iterator[None]:
     except Exception:
         check.result()  # raises the interpreter's error, if it has one
         raise
-
-
-def _aside(name: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-    """`fn(*args)` on a thread of its own (the pool's workers are for test processes)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"decouple-ab-{name}")
-    future = pool.submit(fn, *args)
-    pool.shutdown(wait=False)
-    return future
 
 
 def _pass_hw_classification(
