@@ -14,7 +14,7 @@ from codemod.ab.model import ABResult, ArmResult, Outcome, OutcomeValue
 from codemod.ab.model import TestComparison as Comparison
 from codemod.ab.notices import Notice
 from codemod.ab.options import UsageError, parse_diag, parse_shard
-from codemod.ab.shard import merge
+from codemod.ab.merge import merge
 from codemod.ab.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
 
 ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"

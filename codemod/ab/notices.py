@@ -185,7 +185,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "a preloaded module imported `{modules}` from a tree under test (the arms sharing it may differ there)",
         "zh": "某个预加载模块从被测代码树中导入了 `{modules}`（共用它的各组在那里可能不同）",
     },
-    # ---- ab merge (codemod.ab.shard.merge) --------------------------------------------
+    # ---- ab merge (codemod.ab.merge.merge) --------------------------------------------
     "merge.normaliser-versions-differ": {
         "en": "normaliser versions differ: `{version}` vs `{other_version}`",
         "zh": "错误签名归一化器的版本不同：`{version}` 与 `{other_version}`",

@@ -31,16 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codemod.ab import processes
-from codemod.ab.filerun import (  # the per-file folding of the capture events, shared with the packs
-    COLLECT_TIMEOUT_MIN,
-    ArmRunner,
-    EventReader,
-    FileEvents,
-    FileRun,
-    Kill,
-    ProcessWatch,
-    output_tail,
-)
+from codemod.ab.events import EventReader, FileEvents, FileRun, ProcessWatch, output_tail
+from codemod.ab.filerun import COLLECT_TIMEOUT_MIN, ArmRunner, Kill
 from codemod.ab.interpreter import PACK_PLUGIN_MODULE
 from codemod.ab.model import Outcome, OutcomeValue, file_of
 from codemod.ab.notices import Notice

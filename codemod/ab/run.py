@@ -46,7 +46,8 @@ from codemod.ab import trees as _trees
 from codemod.ab.arms import ArmSpec, Sources
 from codemod.ab.confirm import confirm_discordant
 from codemod.ab.envprobe import PROBE_MODULE
-from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner, FileRun
+from codemod.ab.events import FileRun
+from codemod.ab.filerun import PLUGIN_MODULE, ArmRunner
 from codemod.ab.interpreter import ForkServer
 from codemod.ab.model import ABResult, ArmResult, Environment, file_of
 from codemod.ab.notices import Notice

@@ -516,7 +516,7 @@ class AbMergeOptions:
 @_report_options
 def merge_cmd(**params: Any) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
-    from codemod.ab import shard as _shard
+    from codemod.ab import merge as _merge
 
     args = build(AbMergeOptions, params)
     reports = args.reports
@@ -528,7 +528,7 @@ def merge_cmd(**params: Any) -> None:
         except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
-        merged = _shard.merge(loaded)
+        merged = _merge.merge(loaded)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise click.UsageError(f"cannot merge these results: {err}") from err
     from codemod.ab import causes
