@@ -206,8 +206,6 @@ def _choose_rules(setting: str, gate: str, files: list[str], linters: dict[str, 
     """rules_choice.choose_for; raises RunError."""
     try:
         return rules_choice.choose_for(setting, gate, files, linters)
-    except linter_gate.GateError as e:
-        raise RunError(f"linter gate: {e}") from None
     except rules_choice.RulesError as e:
         raise RunError(str(e)) from None
 

@@ -66,11 +66,14 @@ def choose(setting: str, linters: Sequence[str], sources: dict[str, bytes] | Non
 def choose_for(
     setting: str, gate: str, files: Sequence[str], linters: Mapping[str, list[str]] | None = None
 ) -> RulesChoice:
-    """The generation for `files`: from the linters the gate runs (`linters`, else resolved from
-    `gate`); with the gate off, from the checkouts' own linters, found as `auto` finds them.
-    Raises RulesError, linter_gate.GateError."""
+    """The generation for `files`, the one choice `apply` and `survey` both make: from the linters
+    the gate runs (`linters`, else resolved from `gate`); with the gate off, from the checkouts' own
+    linters, found as `auto` finds them. Raises RulesError (a gate that cannot be resolved too)."""
     if gate == "off" or linters is None:
-        linters, _ = linter_gate.resolve("auto" if gate == "off" else gate, list(files))
+        try:
+            linters, _ = linter_gate.resolve("auto" if gate == "off" else gate, list(files))
+        except linter_gate.GateError as e:
+            raise RulesError(f"linter gate: {e}") from None
     return choose(setting, list(linters))
 
 

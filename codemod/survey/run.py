@@ -158,8 +158,6 @@ def _choose_rules(req: SurveyRequest, paths: list[str]) -> RulesChoice:
     them): the engine then applies it to every file it analyses, whichever the cache left."""
     try:
         return rules_choice.choose_for(req.rules, req.gate, paths)
-    except linter_gate.GateError as e:
-        raise SurveyError(f"linter gate: {e}") from None
     except rules_choice.RulesError as e:
         raise SurveyError(str(e)) from None
 
