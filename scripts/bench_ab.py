@@ -64,8 +64,8 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from codemod.ab import arms as _arms  # noqa: E402
-from codemod.ab.trees import make_selection, materialise_git  # noqa: E402
+from codemod.ab.arms import sources as _arms  # noqa: E402
+from codemod.ab.arms.trees import make_selection, materialise_git  # noqa: E402
 
 TEST_TEMPLATE = '''{shift}import time
 

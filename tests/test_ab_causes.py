@@ -1,4 +1,4 @@
-"""The cause table (codemod/ab/causes.py) and `decouple ab --diagnose`."""
+"""The cause table (codemod/ab/comparison/causes.py) and `decouple ab --diagnose`."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codemod.ab import causes
+from codemod.ab.comparison import causes
 from codemod.cli.ab import ab
-from codemod.ab.model import ABResult, ArmResult, DiagnosticSummary, Environment, Outcome
-from codemod.ab.model import TestComparison as Comparison
-from codemod.report import ab_markdown
+from codemod.ab.result.model import ABResult, ArmResult, DiagnosticSummary, Environment, Outcome
+from codemod.ab.result.model import TestComparison as Comparison
+from codemod.report.ab import markdown as ab_markdown
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab_diagnose"

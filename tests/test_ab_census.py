@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab import labelfilter
-from codemod.ab.coverage import labelled_classes
-from codemod.ab.options import RunOptions
-from codemod.ab.run import run_ab
+from codemod.ab.execution import labelfilter
+from codemod.ab.comparison.coverage import labelled_classes
+from codemod.ab.arms.options import RunOptions
+from codemod.ab.execution.run import run_ab
 
 CENSUS = Path(__file__).resolve().parent / "fixtures" / "ab" / "census"
 
@@ -84,8 +84,8 @@ def test_labelled_classes_reads_every_form():
 def test_the_finding_names_the_labels_that_reach_no_test():
     # test_inductor_freezing.py's shape: a labelled template deleted at import (its tests run
     # in an unlabelled class), next to a labelled class whose tests do carry the label
-    from codemod.ab.coverage import runtime_findings
-    from codemod.ab.model import ArmResult, Outcome
+    from codemod.ab.comparison.coverage import runtime_findings
+    from codemod.ab.result.model import ArmResult, Outcome
 
     source = ("class Template:\n    hw_classification = HardwareClassification.GENERIC\n"
               "class Kept:\n    hw_classification = HardwareClassification.GENERIC\n")

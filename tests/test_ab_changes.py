@@ -6,9 +6,10 @@ import json
 import os
 import subprocess
 
-from codemod.ab.changes import class_spans, git_changes, torch_load_edit
-from codemod.ab.model import ABResult
-from codemod.report import ab_html, ab_markdown
+from codemod.ab.arms.changes import class_spans, git_changes, torch_load_edit
+from codemod.ab.result.model import ABResult
+from codemod.report.ab import html as ab_html
+from codemod.report.ab import markdown as ab_markdown
 
 ORIGINAL = '''import io
 import torch
@@ -129,7 +130,7 @@ def test_the_base_versions_are_read_in_one_batch_whatever_the_names(tmp_path):
     """Both versions of every file are read (the old ones by one `git cat-file --batch`): names
     with spaces, with a newline or a non-ASCII letter (which git diff quotes), and a file beside
     a folder are each read whole."""
-    from codemod.ab.changes import _shown
+    from codemod.ab.arms.changes import _shown
 
     repo = tmp_path / "repo"
     (repo / "t" / "sub dir").mkdir(parents=True)

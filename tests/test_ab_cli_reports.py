@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from codemod.cli.ab import REPORT_WRITE_ERROR, ab
-from codemod.ab.model import ABResult
+from codemod.ab.result.model import ABResult
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "ab_results")
 

@@ -9,11 +9,12 @@ import os
 import subprocess
 import sys
 
-from codemod.report import ab_terminal as terminal
-from codemod.ab.model import ABResult, Outcome
-from codemod.ab.model import TestComparison as Comparison
-from codemod.report import ab_html, ab_markdown
-from codemod.report.ab_facts import (
+from codemod.report.ab import terminal
+from codemod.ab.result.model import ABResult, Outcome
+from codemod.ab.result.model import TestComparison as Comparison
+from codemod.report.ab import html as ab_html
+from codemod.report.ab import markdown as ab_markdown
+from codemod.report.ab.facts import (
     SIGNATURE_CELL,
     compact_signature,
     failure_groups,
@@ -176,6 +177,6 @@ def test_terminal_rows_keep_long_node_ids_distinguishable():
 
 
 def test_junit_does_not_import_the_markdown_view():
-    code = ("import sys, codemod.report.ab_junit as j; "
-            "assert 'codemod.report.ab_markdown' not in sys.modules, sorted(sys.modules)")
+    code = ("import sys, codemod.report.ab.junit as j; "
+            "assert 'codemod.report.ab.markdown' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)

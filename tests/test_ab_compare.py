@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from codemod.ab import compare as C
-from codemod.ab.compare import diagnostic_summary, exit_code, map_nodeid, parse_mapping, verdict
-from codemod.ab.confirm import rerun_state, settle_flaky
-from codemod.ab.model import ABResult, ArmResult, Outcome, OutcomeValue
-from codemod.ab.model import TestComparison as Comparison
-from codemod.ab.notices import Notice
-from codemod.ab.options import UsageError, parse_diag, parse_shard
-from codemod.ab.merge import merge
-from codemod.ab.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
+from codemod.ab.comparison import compare as C
+from codemod.ab.comparison.compare import diagnostic_summary, exit_code, map_nodeid, parse_mapping, verdict
+from codemod.ab.execution.confirm import rerun_state, settle_flaky
+from codemod.ab.result.model import ABResult, ArmResult, Outcome, OutcomeValue
+from codemod.ab.result.model import TestComparison as Comparison
+from codemod.ab.result.notices import Notice
+from codemod.ab.arms.options import UsageError, parse_diag, parse_shard
+from codemod.ab.comparison.merge import merge
+from codemod.ab.comparison.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
 
 ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"
 ROOT_B = "/tmp/decouple-ab-x1/arms/B/root"
@@ -215,8 +215,8 @@ def test_coverage_lost_says_how_b_leaves_the_test_out():
 
 
 def test_a_map_to_a_device_this_machine_lacks_is_not_run_here():
-    from codemod.ab.coverage import mark_not_run_here
-    from codemod.ab.model import Environment
+    from codemod.ab.comparison.coverage import mark_not_run_here
+    from codemod.ab.result.model import Environment
     a = _arm("A", {"t.py::TestFoo::test_x": O("passed"), "t.py::TestFoo::test_y": O("passed")})
     b = _arm("B", {})
     mapping = {"t.py::TestFoo::test_x": "t.py::TestFooCUDA::test_x_cuda", "t.py::TestFoo::test_y": "t.py::TestFooCPU::test_y_cpu"}

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab.compare import exit_code
-from codemod.ab.options import RunOptions
-from codemod.ab.run import run_ab
+from codemod.ab.comparison.compare import exit_code
+from codemod.ab.arms.options import RunOptions
+from codemod.ab.execution.run import run_ab
 
 SUITE = {
     "test_a.py": """import unittest
@@ -266,7 +266,7 @@ def test_mutation_probe(name, tmp_path):
 
 
 def test_markdown_escapes_without_html_entities():
-    from codemod.report.ab_markdown import MarkdownFmt
+    from codemod.report.ab.markdown import MarkdownFmt
     f = MarkdownFmt("en")
     assert f.text("torch >= 2.6 -> a < b & c") == "torch >= 2.6 -> a < b & c"
     assert f.text("<div> &amp; x_y *z*") == "\\<div> \\&amp; x\\_y \\*z\\*"
@@ -276,8 +276,8 @@ def test_markdown_escapes_without_html_entities():
 def test_junit_reports_lost_coverage_as_a_failure_whatever_b_did():
     import xml.etree.ElementTree as ET
 
-    from codemod.ab.model import ABResult, ArmResult, Outcome, TestComparison
-    from codemod.report import ab_junit
+    from codemod.ab.result.model import ABResult, ArmResult, Outcome, TestComparison
+    from codemod.report.ab import junit as ab_junit
     skipped = Outcome(nodeid="t.py::test_x", outcome="skipped", message="not today")
     rows = [TestComparison(nodeid="t.py::test_x", category="coverage-lost", a=Outcome(nodeid="t.py::test_x", outcome="passed"),
                            b=skipped, note="skipped in B: not today")]

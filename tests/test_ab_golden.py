@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab.model import ABResult
-from codemod.report import ab_markdown
+from codemod.ab.result.model import ABResult
+from codemod.report.ab import markdown as ab_markdown
 
 RESULTS = Path(__file__).resolve().parent / "fixtures" / "ab_results"
 NAMES = sorted(p.stem for p in RESULTS.glob("*.json"))

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab import forkserver
-from codemod.ab.model import SCHEMA_VERSION, ABResult
-from codemod.ab.notices import CATALOGUE, FRAMES, LANGS, VERBATIM, Notice
-from codemod.report import ab_html, ab_markdown
-from codemod.report import ab_terminal as terminal
+from codemod.target import forkserver
+from codemod.ab.result.model import SCHEMA_VERSION, ABResult
+from codemod.ab.result.notices import CATALOGUE, FRAMES, LANGS, VERBATIM, Notice
+from codemod.report.ab import html as ab_html
+from codemod.report.ab import markdown as ab_markdown
+from codemod.report.ab import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "tests" / "fixtures" / "ab_results"
@@ -172,8 +173,8 @@ def test_a_warning_of_the_wrong_shape_is_refused():
 
 
 def test_the_diagnose_run_marks_its_own_warnings_and_drops_repeated_ones(tmp_path):
-    from codemod.ab import diagnose
-    from codemod.ab.options import RunOptions
+    from codemod.ab.execution import diagnose
+    from codemod.ab.arms.options import RunOptions
 
     data = json.loads((RESULTS / "sparse_weights_only.json").read_text(encoding="utf-8"))
     data.update(arms=[a for a in data["arms"] if a["name"] in ("A", "B")], diagnostics=[])  # cause not yet confirmed

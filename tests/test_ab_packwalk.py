@@ -1,4 +1,4 @@
-"""Packs reach their files through their directories (codemod/ab/packplugin.py), and many
+"""Packs reach their files through their directories (codemod/target/packplugin.py), and many
 files are packed by default: what each file records is what naming it would record."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab.notices import Notice
-from codemod.ab.options import RunOptions
-from codemod.ab.options import PACK_FROM
-from codemod.ab.packrun import pack_arguments, packing
-from codemod.ab.run import run_ab
+from codemod.ab.result.notices import Notice
+from codemod.ab.arms.options import RunOptions
+from codemod.ab.arms.options import PACK_FROM
+from codemod.ab.execution.packrun import pack_arguments, packing
+from codemod.ab.execution.run import run_ab
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab.model import (
+from codemod.ab.result.model import (
     CATEGORIES,
     REGRESSING,
     ABResult,
@@ -34,9 +34,12 @@ from codemod.ab.model import (
     Environment,
     Outcome,
 )
-from codemod.ab.model import TestComparison as Comparison  # not "Test*": pytest would try to collect it
-from codemod.report import ab_html, ab_junit, ab_markdown, i18n
-from codemod.report.ab_markdown import md_cell, md_code, md_fence
+from codemod.ab.result.model import TestComparison as Comparison  # not "Test*": pytest would try to collect it
+from codemod.report.ab import html as ab_html
+from codemod.report.ab import junit as ab_junit
+from codemod.report.ab import markdown as ab_markdown
+from codemod.report.shared import i18n
+from codemod.report.shared.markdown import md_cell, md_code, md_fence
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "ab_results")
 NAMES = ("quant_prepack_aarch64", "sparse_weights_only", "regression")
@@ -844,7 +847,7 @@ CPU part\t: 0xd0c
 
 
 def test_probe_cpu_facts_x86_and_arm():
-    from codemod.ab.probe import cpu_facts
+    from codemod.target.probe import cpu_facts
     x86 = cpu_facts(X86_CPUINFO)
     assert x86["cpu_model"] == "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
     assert x86["cpu_flags"] == ["sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
@@ -865,7 +868,7 @@ def test_cpu_facts_in_the_reports():
     assert "- **CPU cores**: 8 (2 usable by this process)" in md
     zh = ab_markdown.render(r, "zh")
     assert "- **CPU 核数**：8（本进程可用 2）" in zh
-    from codemod.report import ab_terminal as terminal
+    from codemod.report.ab import terminal
     assert "implementer 0x41, part 0xd0c, 8 cores (asimd asimddp)" in terminal.render(r)
 
 
@@ -909,18 +912,21 @@ def test_the_views_read_the_model_and_the_runner_never_a_view():
     # anywhere in a module, late imports included: the A/B views see the result model,
     # the notices and the cause table's texts, never the runner; the runner no view
     project = Path(__file__).resolve().parent.parent
-    model_level = {"codemod.ab.model", "codemod.ab.schema", "codemod.ab.notices", "codemod.ab.causes"}
-    views = [*(project / "codemod" / "report").glob("ab_*.py"), project / "codemod" / "report" / "i18n.py"]
+    model_level = {
+        "codemod.ab.result.model",
+        "codemod.ab.result.schema",
+        "codemod.ab.result.notices",
+        "codemod.ab.comparison.causes",
+    }
+    views = [*(project / "codemod" / "report" / "ab").glob("*.py"), *(project / "codemod" / "report" / "shared").glob("*.py")]
     assert len(views) > 10
     for path in views:
         for module, names in _imports_of(path):
-            if module == "codemod.ab":
-                assert {f"codemod.ab.{n}" for n in names} <= model_level, path
-            elif module.startswith("codemod.ab."):
-                assert module in model_level, (path.name, module)
-    for name in ("model.py", "schema.py", "notices.py", "causes.py"):  # and the model level is no runner
-        assert {m for m, _ in _imports_of(project / "codemod" / "ab" / name) if m.startswith("codemod")} <= model_level
-    for path in (project / "codemod" / "ab").glob("*.py"):
-        if path.name == "cli.py":  # the `ab` command: the CLI floor, above the views
-            continue
+            if module.startswith("codemod.ab"):
+                imported = {module} if module in model_level else {f"{module}.{n}" for n in names}
+                assert imported <= model_level, (path.name, module, names)
+    model_files = [project / "codemod" / "ab" / "result" / n for n in ("model.py", "schema.py", "notices.py")]
+    for path in [*model_files, project / "codemod" / "ab" / "comparison" / "causes.py"]:  # the model level is no runner
+        assert {m for m, _ in _imports_of(path) if m.startswith("codemod")} <= model_level, path
+    for path in (project / "codemod" / "ab").rglob("*.py"):
         assert not any(m.startswith("codemod.report") for m, _ in _imports_of(path)), path.name

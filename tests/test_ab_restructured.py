@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab.options import RunOptions
-from codemod.ab.compare import read_map_file
-from codemod.ab.run import run_ab
-from codemod.report import ab_html, ab_junit, ab_markdown
+from codemod.ab.arms.options import RunOptions
+from codemod.ab.comparison.compare import read_map_file
+from codemod.ab.execution.run import run_ab
+from codemod.report.ab import html as ab_html
+from codemod.report.ab import junit as ab_junit
+from codemod.report.ab import markdown as ab_markdown
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ab" / "restructured"
 

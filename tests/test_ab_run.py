@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codemod.ab import plugin
+from codemod.target import plugin
 from codemod.cli.ab import ab
-from codemod.ab.notices import Notice
-from codemod.ab.options import RunOptions
-from codemod.ab.run import run_ab, run_single_file
-from codemod.report import ab_terminal as terminal
+from codemod.ab.result.notices import Notice
+from codemod.ab.arms.options import RunOptions
+from codemod.ab.execution.run import run_ab, run_single_file
+from codemod.report.ab import terminal
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -202,7 +202,7 @@ def test_terminal_summary(mixed):
 
 
 def test_json_roundtrip(mixed):
-    from codemod.ab.model import ABResult
+    from codemod.ab.result.model import ABResult
     data = json.loads(json.dumps(mixed["result"].to_json()))
     again = ABResult.from_json(data)
     assert again.to_json() == data
@@ -392,7 +392,7 @@ def test_every_event_line_has_the_shape_the_plugin_declares(tmp_path):
     (tmp_path / "test_skipped.py").write_text("import pytest\npytest.skip('not here', allow_module_level=True)\n")
     events = tmp_path / "events.jsonl"
     env = {**os.environ, "PYTHONPATH": str(PROJECT), "DECOUPLE_AB_EVENTS": str(events)}
-    subprocess.run([sys.executable, "-m", "pytest", "-p", "codemod.ab.plugin", "-p", "no:cacheprovider",
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "codemod.target.plugin", "-p", "no:cacheprovider",
                     "--continue-on-collection-errors", "-q", "."], cwd=tmp_path, env=env, capture_output=True)
     shapes = {typing.get_args(typing.get_type_hints(cls)["ev"])[0]: cls for cls in typing.get_args(plugin.Event)}
     seen = set()
@@ -444,7 +444,7 @@ def test_helper_modules_next_to_selected_dir_are_materialised(tmp_path):
 
 
 def test_materialise_copies_import_root_and_skips_junk(tmp_path):
-    from codemod.ab.trees import Selection, materialise_dir
+    from codemod.ab.arms.trees import Selection, materialise_dir
 
     src = tmp_path / "src"
     for rel in ("test/test_a.py", "test/helper.py", "test/data/blob.bin", "torch/__init__.py", "setup.py",
@@ -521,8 +521,8 @@ def test_run_ab_leaves_its_options_as_they_were(tmp_path, monkeypatch):
 
 
 def test_resolve_python_forms(tmp_path):
-    from codemod.ab.interpreter import resolve_python
-    from codemod.ab.options import UsageError
+    from codemod.ab.execution.interpreter import resolve_python
+    from codemod.ab.arms.options import UsageError
     link = tmp_path / "venv" / "bin" / "python"
     link.parent.mkdir(parents=True)
     link.symlink_to(sys.executable)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab.notices import Notice
-from codemod.ab.options import RunOptions, parse_diag
-from codemod.ab.packrun import packs_per_arm, plan_packs
-from codemod.ab.preload import warm_plan
-from codemod.ab.run import run_ab
+from codemod.ab.result.notices import Notice
+from codemod.ab.arms.options import RunOptions, parse_diag
+from codemod.ab.execution.packrun import packs_per_arm, plan_packs
+from codemod.ab.execution.preload import warm_plan
+from codemod.ab.execution.run import run_ab
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -331,7 +331,7 @@ def _facts(where: Path) -> dict[str, dict]:
 @linux_only
 def test_with_the_simulated_backend_the_server_refuses_and_each_arm_runs_one_packed_session(
         tmp_path, npu_python, monkeypatch):
-    from codemod.ab import envprobe
+    from codemod.ab.execution import envprobe
     root = tmp_path / "t"
     _generated(root, 4)
     facts = tmp_path / "facts"

@@ -1,4 +1,4 @@
-"""Shard planning (codemod/ab/shard.py) and the proof that N merged shards equal one run."""
+"""Shard planning (codemod/ab/arms/shard.py) and the proof that N merged shards equal one run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codemod.ab import shard
+from codemod.ab.arms import shard
 from codemod.cli.ab import ab
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "shard"
@@ -66,7 +66,7 @@ def test_a_dominating_file_is_split_by_node_id_and_every_test_runs_once():
 def test_durations_files_results_and_folders(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "one.json").write_text(shard.durations_json({"a.py": 1.5}, {"a.py::t": 1.25}))
-    from codemod.ab.model import ABResult, ArmResult, Outcome
+    from codemod.ab.result.model import ABResult, ArmResult, Outcome
 
     def arm(name, **durations):  # a result JSON is validated: a whole one, with its outcomes' durations
         outcomes = {f"b.py::{t}": Outcome(nodeid=f"b.py::{t}", outcome="passed", duration=s)

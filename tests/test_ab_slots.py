@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from codemod.ab.processes import SlotPool
+from codemod.ab.execution.processes import SlotPool
 
 
 def test_urgent_jobs_run_before_queued_ordinary_ones_each_in_order():

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab import testplan
-from codemod.ab.model import PlanShape
-from codemod.ab.options import RunOptions
-from codemod.ab.run import run_ab
+from codemod.ab.execution import testplan
+from codemod.ab.result.model import PlanShape
+from codemod.ab.arms.options import RunOptions
+from codemod.ab.execution.run import run_ab
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ab"
 PLAN = FIX / "testplan"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codemod.report import ab_terminal as terminal
-from codemod.ab.options import RunOptions, parse_diag
-from codemod.ab.run import run_ab
+from codemod.report.ab import terminal
+from codemod.ab.arms.options import RunOptions, parse_diag
+from codemod.ab.execution.run import run_ab
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ab" / "torchload"
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab import processes as procs
-from codemod.ab.notices import Notice
-from codemod.ab.options import DiagSpec, RunOptions
-from codemod.ab.arms import thread_vars
-from codemod.ab.run import run_ab
-from codemod.ab.interpreter import ForkServer, import_environment, install_server
-from codemod.ab.preload import WarmPlan, warm_plan
+from codemod.ab.execution import processes as procs
+from codemod.ab.result.notices import Notice
+from codemod.ab.arms.options import DiagSpec, RunOptions
+from codemod.ab.arms.sources import thread_vars
+from codemod.ab.execution.run import run_ab
+from codemod.ab.execution.interpreter import ForkServer, import_environment, install_server
+from codemod.ab.execution.preload import WarmPlan, warm_plan
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "ab"
@@ -358,7 +358,7 @@ def test_a_backend_that_initialises_on_import_means_fresh_processes(tmp_path):
 
 
 def test_fork_unsafe_reasons(monkeypatch):
-    from codemod.ab import forkserver
+    from codemod.target import forkserver
     monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
     # pytest may run threads
     assert forkserver.fork_unsafe() in (None, {"code": "fork-unsafe.thread-started", "params": {}})
@@ -376,7 +376,7 @@ def test_fork_unsafe_reasons(monkeypatch):
     ("time.sleep(30)", (None, "probe timed out after 0.5 s")),
 ], ids=["answer", "failure", "timeout"])
 def test_the_probe_records_its_answer_or_why_there_is_none(tmp_path, monkeypatch, body, expect):
-    from codemod.ab import envprobe
+    from codemod.ab.execution import envprobe
     monkeypatch.setattr(envprobe, "PROBE_TIMEOUT", 0.5)
     script = tmp_path / "probe.py"
     script.write_text(f"import json, time\n{body}\n")
@@ -456,7 +456,7 @@ def test_an_answer_that_hangs_ends_its_test_process_after_the_limit(tmp_path):
 
 
 def test_when_no_test_process_answers_the_probe_a_process_of_its_own_does(tmp_path, monkeypatch):
-    from codemod.ab import envprobe
+    from codemod.ab.execution import envprobe
     root = tmp_path / "t"
     root.mkdir()
     # the test process ends before pytest's own end, where a test process answers the probe

@@ -5,12 +5,16 @@
   late binding and does not count).
 - No function (or method) holds more than 60 statements (its nested functions count on their own).
 - No module is longer than 600 lines.
-- The files loaded into the target interpreter import nothing from the tool.
+- The files loaded into the target interpreter (codemod/target/) import only the standard library
+  and pytest, and the tool imports none of them.
+- No module imports another module's private name (what two modules share is public).
+- No folder holds more than 13 modules.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,15 +23,13 @@ PROJECT = Path(__file__).resolve().parent.parent
 PACKAGES = ("codemod", "transforms")
 MAX_STATEMENTS = 60
 MAX_LINES = 600
-# Run inside the user's interpreter, which may not have the tool installed.
-STANDALONE = (
-    "codemod/ab/plugin.py",
-    "codemod/ab/probe.py",
-    "codemod/ab/forkserver.py",
-    "codemod/ab/warmup.py",
-    "codemod/ab/packplugin.py",
-    "codemod/engine/discover_plugin.py",
-)
+# Run inside the user's interpreter, which may not have the tool installed: the whole folder.
+TARGET_FOLDER = "codemod/target"
+STANDALONE = tuple(sorted(str(p.relative_to(PROJECT)) for p in (PROJECT / TARGET_FOLDER).glob("*.py")))
+# What they may import: the standard library and pytest anywhere; torch (what they inspect in the
+# target) only inside a function, never at module level.
+TARGET_ANYWHERE = {"pytest", "_pytest"}
+TARGET_IN_FUNCTIONS = {"torch"}
 
 
 def modules() -> dict[str, Path]:
@@ -162,14 +164,72 @@ def test_modules_hold_one_idea(module):
     assert lines <= MAX_LINES, f"{MODULES[module].relative_to(PROJECT)}: {lines} lines"
 
 
-@pytest.mark.parametrize("relpath", STANDALONE)
-def test_standalone_files_import_nothing_of_the_tool(relpath):
-    tree = ast.parse((PROJECT / relpath).read_text())
+def target_import_errors(source: str) -> list[str]:
+    """The imports of a target file that break the folder's rule."""
+    tree = ast.parse(source)
+    in_function: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            assert node.level == 0 and (node.module or "").split(".")[0] not in PACKAGES, relpath
-        elif isinstance(node, ast.Import):
-            assert all(alias.name.split(".")[0] not in PACKAGES for alias in node.names), relpath
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            in_function.update(id(child) for child in ast.walk(node) if child is not node)
+    errors = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            errors.append(f"line {node.lineno}: a relative import")
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        allowed = TARGET_ANYWHERE | (TARGET_IN_FUNCTIONS if id(node) in in_function else set())
+        for name in names:
+            top = name.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in allowed:
+                errors.append(f"line {node.lineno}: import {name}")
+    return errors
+
+
+def test_the_target_folder_holds_the_standalone_files():
+    assert len(STANDALONE) >= 7, STANDALONE  # the folder was found: its package file and the six loaded ones
+
+
+@pytest.mark.parametrize("relpath", STANDALONE)
+def test_target_files_import_only_stdlib_and_pytest(relpath):
+    assert target_import_errors((PROJECT / relpath).read_text()) == []
+
+
+def test_no_target_file_is_imported_by_the_tool():
+    # the runner imports the target folder's package file (where the files are) and, under
+    # TYPE_CHECKING only, the capture plugin's event types: it never runs a target file itself
+    imported = sorted(f"{m} -> {t}" for m, targets in IMPORTS.items() for t in targets if t.startswith("codemod.target."))
+    assert imported == []
+
+
+def private_imports(source: str) -> list[str]:
+    """The `_private` names `source` imports from the tool's modules (late imports included)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_name_crosses_modules(module):
+    assert private_imports(MODULES[module].read_text()) == []
+
+
+MAX_MODULES_PER_FOLDER = 13
+
+
+def test_no_folder_holds_more_than_about_twelve_modules():
+    sizes: dict[str, int] = {}
+    for module, path in MODULES.items():
+        if path.name != "__init__.py":
+            sizes[folder_of(module)] = sizes.get(folder_of(module), 0) + 1
+    assert {f: n for f, n in sizes.items() if n > MAX_MODULES_PER_FOLDER} == {}
+    assert sizes["codemod.target"] == 6
 
 
 def test_the_checks_can_fail():
@@ -178,3 +238,10 @@ def test_the_checks_can_fail():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
     source = "def f():\n" + "".join(f"    x{i} = {i}\n" for i in range(61)) + "    if x0:\n        y = 1\n"
     assert [n for _, _, n in statement_counts(ast.parse(source))] == [63]
+    assert target_import_errors("import torch\nimport os\n") == ["line 1: import torch"]
+    assert target_import_errors("def f():\n    import torch\n    from codemod import x\n") == ["line 3: import codemod"]
+    assert target_import_errors("from . import x\n") == ["line 1: a relative import"]
+    assert private_imports("from codemod.ab.x import _y, z\ndef f():\n    from transforms.a import _b\n") == [
+        "codemod.ab.x._y",
+        "transforms.a._b",
+    ]

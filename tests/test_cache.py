@@ -332,7 +332,7 @@ def test_the_key_covers_every_argument_of_process_file():
 def test_every_transform_says_whether_it_reads_the_path():
     from transforms.torch_load import TorchLoad
 
-    from transforms.torch_load.triage import TorchLoadCensus
+    from transforms.torch_load.analysis.triage import TorchLoadCensus
 
     transforms = (HwLabel(), Restructure(), TorchLoadCensus(), TorchLoad("auto", None, (2, 14)))
     assert [t.reads_path for t in transforms] == [False, False, False, True]

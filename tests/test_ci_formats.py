@@ -10,7 +10,7 @@ from urllib.parse import unquote
 import jsonschema
 import pytest
 
-from codemod.report import github
+from codemod.report.findings import github
 from conftest import REPO
 
 GENERIC_SRC = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.engine.target import probe
+from codemod.engine.torch_probe import probe
 
 PY = os.environ.get("DECOUPLE_TORCH_PYTHON") or sys.executable
 OLD_PY = os.environ.get("DECOUPLE_OLD_TORCH_PYTHON") or "/work/venv213/bin/python"

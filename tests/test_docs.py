@@ -2,13 +2,16 @@
 
 - docs/check_links.py passes: links and anchors resolve, every path a page names exists, no page
   carries a to-do marker, docs/architecture.md names every module, the README is at most 250 lines.
+- Every folder's docstring starts with one line (at most 100 characters), and docs/architecture.md
+  repeats that line under the folder's heading.
 - docs/architecture.md's picture of the floors and its table of what each folder imports agree with
   the folders' import graph that tests/test_architecture.py computes, and its copy of the A/B outcome
-  matrix is `codemod.ab.compare.MATRIX`.
+  matrix is `codemod.ab.comparison.compare.MATRIX`.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import subprocess
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from test_architecture import IMPORTS, MODULES, PACKAGES, folder_of
 
-from codemod.ab.compare import MATRIX, OutcomeKind
+from codemod.ab.comparison.compare import MATRIX, OutcomeKind
 
 PROJECT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = PROJECT / "docs" / "architecture.md"
@@ -41,11 +44,10 @@ def folder_graph() -> dict[str, set[str]]:
     for module in MODULES:
         if module in PACKAGES:
             continue  # the package roots' __init__.py (empty)
-        graph.setdefault(doc_name(folder_of(module)), set())
-        for target in IMPORTS[module]:
-            a, b = folder_of(module), folder_of(target)
-            if a != b and b not in PACKAGES:
-                graph[doc_name(a)].add(doc_name(b))
+        a = folder_of(module)
+        edges = {doc_name(folder_of(t)) for t in IMPORTS[module] if folder_of(t) not in (a, *PACKAGES)}
+        if edges or MODULES[module].name != "__init__.py":  # a folder of subfolders only is no box
+            graph.setdefault(doc_name(a), set()).update(edges)
     return graph
 
 
@@ -164,10 +166,50 @@ def test_the_outcome_matrix_is_the_code_s():
 def test_the_graph_is_the_real_one():
     # a few edges the code has (and one it must not have), so the comparison above compares something
     graph = folder_graph()
-    assert "codemod/ab/" in graph["codemod/report/"]
+    assert "codemod/ab/result/" in graph["codemod/report/ab/"]
     assert "codemod/cli/" in graph["codemod/"]
     assert graph["transforms/core/"] == set()
-    assert "codemod/report/" not in graph["codemod/ab/"]
+    assert graph["codemod/target/"] == set()
+    assert "codemod/target/" in graph["codemod/ab/execution/"]
+    assert not any(folder.startswith("codemod/report/") for folder in graph["codemod/ab/execution/"])
+    assert "codemod/ab/" not in graph and "codemod/report/" not in graph  # folders of folders are no boxes
+
+
+def folder_summaries() -> dict[str, str]:
+    """Each folder (`codemod/ab/`) with the first line of its package docstring."""
+    found = {}
+    for package in PACKAGES:
+        for init in sorted((PROJECT / package).rglob("__init__.py")):
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+            if init.parent.name not in PACKAGES:
+                found[str(init.parent.relative_to(PROJECT)) + "/"] = (doc or "").split("\n")[0]
+    return found
+
+
+def summary_errors(text: str, summaries: dict[str, str]) -> list[str]:
+    """Each folder's one-line docstring is the first paragraph under its heading on the page."""
+    errors = []
+    for folder, summary in summaries.items():
+        if not summary or len(summary) > 100:
+            errors.append(f"{folder}: its docstring does not start with one line of at most 100 characters")
+            continue
+        heading = re.search(rf"^#{{3,4}} (?:`codemod/` and )?`{re.escape(folder)}`.*\n\n(.*)$", text, re.M)
+        if heading is None:
+            errors.append(f"{folder}: the page has no heading for it")
+        elif heading.group(1) != summary:
+            errors.append(f"{folder}: the page says {heading.group(1)!r} under its heading, the docstring {summary!r}")
+    return errors
+
+
+def test_every_folder_says_in_one_line_what_it_holds_and_the_page_repeats_it():
+    summaries = folder_summaries()
+    assert "codemod/target/" in summaries and "codemod/ab/execution/" in summaries
+    assert summary_errors(ARCHITECTURE.read_text(encoding="utf-8"), summaries) == []
+    # and the check checks: a page whose line differs from the docstring is seen
+    page = "### `codemod/x/`: a folder\n\nSomething else.\n"
+    assert summary_errors(page, {"codemod/x/": "What x holds."}) == [
+        "codemod/x/: the page says 'Something else.' under its heading, the docstring 'What x holds.'"
+    ]
 
 
 def test_the_page_checks_can_fail(tmp_path):

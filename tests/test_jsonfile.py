@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codemod.ab.compare import read_map_file
+from codemod.ab.comparison.compare import read_map_file
 from codemod.cli.transform_setup import SetupError, read_globals
 from codemod.util.jsonfile import read_option_json
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from codemod.ab.compare import compare_arms
-from codemod.ab.compare import map_nodeid, read_map_file
-from codemod.ab.model import ArmResult, Outcome
+from codemod.ab.comparison.compare import compare_arms
+from codemod.ab.comparison.compare import map_nodeid, read_map_file
+from codemod.ab.result.model import ArmResult, Outcome
 from transforms.diagnosis import devices, diagnose, reading
 from transforms.label import HwLabel
 from transforms.restructure import REGISTRY, Restructure, parse_selection

@@ -13,8 +13,10 @@ import zlib
 import pytest
 
 from codemod.engine.result import RulesChoice
-from codemod.report import survey_html, survey_markdown, survey_text
-from codemod.report.survey_charts import COLOURS
+from codemod.report.survey import html as survey_html
+from codemod.report.survey import markdown as survey_markdown
+from codemod.report.survey import text as survey_text
+from codemod.report.survey.charts import COLOURS
 from codemod.survey.batches import plan_batches
 from codemod.survey.model import (
     ClassDecision,

@@ -22,11 +22,11 @@ from pathlib import Path
 import libcst
 import pytest
 
-from codemod.engine.discover_records import parse_globals, unfixable_reason
+from codemod.discover.records import parse_globals, unfixable_reason
 from transforms.core.base import Finding, TransformResult
 from transforms.torch_load import Discovery, TorchLoad, check_mode_supported
-from transforms.torch_load.discovery import runs_function, same_file
-from transforms.torch_load.unsafe_globals import Level, normalise, tier
+from transforms.torch_load.analysis.discovery import runs_function, same_file
+from transforms.torch_load.analysis.unsafe_globals import Level, normalise, tier
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torch_load"
 CASES = sorted(p.name[: -len(".in.py")] for p in FIXTURES.glob("*.in.py"))
@@ -259,7 +259,7 @@ def test_last_argument_in_parentheses_gets_keyword_outside():
 
 
 def test_skip_to_only_skips_blanks_and_comments():
-    from transforms.torch_load.text import skip_to
+    from transforms.torch_load.analysis.text import skip_to
 
     assert skip_to("  # a ) b\n  )", 0, ")") == 12
     assert skip_to(" \\\n ,", 0, ",") == 4
@@ -303,8 +303,8 @@ def test_same_code_in_two_tests_is_idempotent_after_lines_move():
 
 def _fake_discover(monkeypatch, rounds):
     """Run discover() with a fake target interpreter: round i writes rounds[i]."""
-    import codemod.engine.discover_globals as dg
-    from codemod.engine.target import TargetInfo
+    import codemod.discover.rounds as dg
+    from codemod.engine.torch_probe import TargetInfo
 
     monkeypatch.setattr(dg, "probe", lambda python=None: TargetInfo(
         python="py", executable="py", torch_version_str="2.14.1", torch_version=(2, 14)))
@@ -328,7 +328,7 @@ def _round(status, message, outcome):
 
 
 def test_discovery_unfixable_is_incomplete_and_not_in_allowlist(monkeypatch):
-    from codemod.engine.discover_globals import discover
+    from codemod.discover.rounds import discover
 
     glob_msg = ("_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: "
                 "Unsupported global: GLOBAL collections.defaultdict was not an allowed global "
@@ -348,7 +348,7 @@ def test_discovery_unfixable_is_incomplete_and_not_in_allowlist(monkeypatch):
 
 
 def test_discovery_complete_exits_zero(monkeypatch):
-    from codemod.engine.discover_globals import discover
+    from codemod.discover.rounds import discover
 
     _fake_discover(monkeypatch, [_round("ok", None, "passed")])
     result, status = discover(["t.py"], python="py", cwd="/r", max_iterations=5)

@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from codemod.cli.discover_globals import discover_globals
-from codemod.engine.discover_globals import discover
-from codemod.engine.target import probe
+from codemod.discover.rounds import discover
+from codemod.engine.torch_probe import probe
 from transforms.torch_load import TorchLoad, check_mode_supported
 
 REAL = Path(__file__).parent / "fixtures" / "torch_load" / "real"

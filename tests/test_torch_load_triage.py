@@ -1,4 +1,4 @@
-"""The ast's torch.load candidates (transforms/torch_load/triage.py) against the LibCST finder:
+"""The ast's torch.load candidates (transforms/torch_load/analysis/triage.py) against the LibCST finder:
 every call and reference the finder resolves is a candidate (so a file the triage sends away
 has nothing for the transform), and on the fixtures the counts are the same."""
 
@@ -12,9 +12,9 @@ import libcst
 import pytest
 
 from transforms.torch_load import TorchLoad
-from transforms.torch_load.calls import find_calls
-from transforms.torch_load.source import LoadSource
-from transforms.torch_load.triage import CENSUS_RULE, TorchLoadCensus, find_candidates
+from transforms.torch_load.analysis.calls import find_calls
+from transforms.torch_load.analysis.source import LoadSource
+from transforms.torch_load.analysis.triage import CENSUS_RULE, TorchLoadCensus, find_candidates
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torch_load"
 SOURCES = sorted(FIXTURES.glob("*.in.py")) + sorted(FIXTURES.glob("*.out.py")) + sorted(FIXTURES.glob("real/*.py"))

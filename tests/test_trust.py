@@ -152,7 +152,7 @@ def test_repro_sh_rebuilds_each_arm_from_the_commit_the_run_used_not_a_ref(tmp_p
 
 
 def test_finding_the_commit_of_arm_b_leaves_the_users_git_index_untouched(tmp_path):
-    from codemod.ab.arms import clean_head
+    from codemod.ab.arms.sources import clean_head
 
     repo, v1 = _committed_repo(tmp_path)
     test_file = repo / "tests" / "test_v.py"

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from codemod.ab.model import ABResult
-from codemod.ab.options import PACK_FROM
+from codemod.ab.arms.options import PACK_FROM
+from codemod.ab.result.model import ABResult
 from codemod.cli.options import (
     ArmChoice,
     build,
@@ -33,7 +33,7 @@ from codemod.cli.options import (
 from codemod.util.config import Config
 
 if TYPE_CHECKING:
-    from codemod.ab.options import RunOptions
+    from codemod.ab.arms.options import RunOptions
 
 _EPILOG = """\b
 Diagnostic arms (--diag, repeatable):
@@ -41,7 +41,7 @@ Diagnostic arms (--diag, repeatable):
   NAME@B:K=V[,K=V...]    the same on arm B's code
   e.g. --diag weights:TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
 --diagnose adds such arms by itself, for the failing tests only, from the
-cause table (codemod/ab/causes.py), and reports each cause as confirmed or not.
+cause table (codemod/ab/comparison/causes.py), and reports each cause as confirmed or not.
 \b
 Verdict and exit code: SAFE 0, REGRESSION 1, INCONCLUSIVE 3; 2 = usage or
 internal error, or a report that could not be written (the verdict is still
@@ -94,9 +94,9 @@ def _render_reports(result: ABResult, reports: ReportChoice) -> list[tuple[str, 
     if reports.json_path:
         out.append((reports.json_path, result_json(result)))
     for path, module, with_lang in (
-        (reports.markdown, "codemod.report.ab_markdown", True),
-        (reports.html, "codemod.report.ab_html", True),
-        (reports.junit, "codemod.report.ab_junit", False),
+        (reports.markdown, "codemod.report.ab.markdown", True),
+        (reports.html, "codemod.report.ab.html", True),
+        (reports.junit, "codemod.report.ab.junit", False),
     ):
         if not path:
             continue
@@ -176,7 +176,7 @@ def _write(path: str, text: str) -> None:
 def repro_paths(markdown: str | None, html: str | None) -> list[Path]:
     """Where repro.sh goes: next to each Markdown/HTML report (they refer to it), unless
     the report is not a regular file in a folder (a device such as /dev/stdout)."""
-    from codemod.report.ab_repro import REPRO_SCRIPT
+    from codemod.report.ab.repro import REPRO_SCRIPT
 
     out: list[Path] = []
     for path in (markdown, html):
@@ -203,7 +203,7 @@ def _write_reports(
             _write(path, text)
         except OSError as err:
             errors.append(f"cannot write {path}: {err.strerror or err}")
-    from codemod.report import ab_repro
+    from codemod.report.ab import repro as ab_repro
 
     for target in repro_paths(reports.markdown, reports.html):
         try:
@@ -233,8 +233,8 @@ _report_options = stack(
 
 
 def _finish(result: ABResult, reports: ReportChoice, extra: list[tuple[str, str]] | None = None) -> None:
-    from codemod.ab.compare import exit_code
-    from codemod.report import ab_terminal as terminal
+    from codemod.ab.comparison.compare import exit_code
+    from codemod.report.ab import terminal
 
     color = reports.color
     if color is None:
@@ -284,9 +284,9 @@ class AbRunOptions:
     def run_options(self, cfg: Config) -> RunOptions:
         """The A/B runner's RunOptions, with [tool.decouple]'s python and jobs as the defaults of
         --python and -j; a malformed value is a usage error."""
-        from codemod.ab import compare as _compare
-        from codemod.ab import options as _options
-        from codemod.ab import shard as _shard
+        from codemod.ab.arms import options as _options
+        from codemod.ab.arms import shard as _shard
+        from codemod.ab.comparison import compare as _compare
 
         arms = self.arms.run_fields()
         try:
@@ -457,10 +457,10 @@ def run_cmd(**params: Any) -> None:
     PATHS are test files, directories or node ids (file.py::Class::test).
     The word `run` may be left out: `decouple ab PATHS... --base REF`.
     """
-    from codemod.ab import options as _options
-    from codemod.ab import processes as _processes
-    from codemod.ab import run as _run
-    from codemod.ab import shard as _shard
+    from codemod.ab.arms import options as _options
+    from codemod.ab.arms import shard as _shard
+    from codemod.ab.execution import processes as _processes
+    from codemod.ab.execution import run as _run
 
     args = build(AbRunOptions, params)
     reports = args.reports
@@ -473,7 +473,7 @@ def run_cmd(**params: Any) -> None:
     try:
         result = _run.run_ab(opts)
         if args.diagnose:
-            from codemod.ab import diagnose as _diagnose
+            from codemod.ab.execution import diagnose as _diagnose
 
             result = _diagnose.diagnose(
                 result,
@@ -483,7 +483,7 @@ def run_cmd(**params: Any) -> None:
                 say=opts.progress or (lambda _m: None),
             )
         else:
-            from codemod.ab import causes
+            from codemod.ab.comparison import causes
 
             result.causes = causes.analyse(result)
     except _options.UsageError as err:
@@ -516,7 +516,7 @@ class AbMergeOptions:
 @_report_options
 def merge_cmd(**params: Any) -> None:
     """Combine shard results (RESULT.json files from --json) into one report."""
-    from codemod.ab import merge as _merge
+    from codemod.ab.comparison import merge as _merge
 
     args = build(AbMergeOptions, params)
     reports = args.reports
@@ -531,7 +531,7 @@ def merge_cmd(**params: Any) -> None:
         merged = _merge.merge(loaded)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise click.UsageError(f"cannot merge these results: {err}") from err
-    from codemod.ab import causes
+    from codemod.ab.comparison import causes
 
     merged.causes = causes.analyse(merged)  # the groups span all shards now
     _finish(merged, reports)

@@ -42,8 +42,8 @@ from codemod.engine import pipeline
 from codemod.engine.discovery import DiscoveryError, read_paths_file
 from codemod.engine.pipeline import STDIN, CodemodRun
 from codemod.engine.result import FileResult, Mode, RunResult
-from codemod.report import github, lintrunner, sarif
-from codemod.report import text as text_report
+from codemod.report.findings import github, lintrunner, sarif
+from codemod.report.findings import text as text_report
 from codemod.util.config import Config
 from codemod.util.files import signals_held
 from codemod.util.lintmessage import LintSeverity

@@ -1,4 +1,4 @@
-"""`decouple discover-globals`: the command around `codemod.engine.discover_globals.discover`."""
+"""`decouple discover-globals`: the command around `codemod.discover.rounds.discover`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from codemod.engine.discover_globals import Refusal, discover, summary
+from codemod.discover.rounds import Refusal, discover, summary
 from codemod.util.files import signals_held
 
 

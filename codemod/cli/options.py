@@ -353,7 +353,7 @@ class ArmChoice:
 
     def run_fields(self) -> dict[str, Any]:
         """These as fields of the A/B runner's RunOptions; a malformed --env or --diag is a usage error."""
-        from codemod.ab import options as ab_options
+        from codemod.ab.arms import options as ab_options
 
         try:
             return {

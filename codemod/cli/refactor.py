@@ -183,7 +183,7 @@ def refactor(**params: Any) -> None:
     or a graduated file whose tests run unclassified) or a branch whose base moved; 2 usage/input
     error; 3 INCONCLUSIVE. --dry-run exits as the real run would, but for the verdicts.
     """
-    from codemod.ab import processes as _procs
+    from codemod.ab.execution import processes as _procs
 
     opts = build(RefactorOptions, params)
     cfg = load_config()
@@ -270,7 +270,7 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, for
     the branch's: its files, arm A at the branch's base, arm B the branch's tree (else exit 2,
     unless --force). Exit: the verdict's code (0 SAFE, 1 REGRESSION, 3 INCONCLUSIVE), 0 without
     --ab, 2 on bad input."""
-    from codemod.ab.model import EXIT_CODES, ABResult
+    from codemod.ab.result.model import EXIT_CODES, ABResult
 
     if output and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         fail(f"cannot write {output}: folder {os.path.dirname(os.path.abspath(output))} does not exist")

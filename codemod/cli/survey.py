@@ -36,12 +36,14 @@ from codemod.engine.cache import Cache
 from codemod.engine.discovery import repo_root
 from codemod.engine.linter_gate import ALLOWLIST_NAME, LINTER_REL
 from codemod.engine.result import FileResult
-from codemod.report import survey_html, survey_markdown, survey_text
+from codemod.report.survey import html as survey_html
+from codemod.report.survey import markdown as survey_markdown
+from codemod.report.survey import text as survey_text
 from codemod.survey import run as survey_run
 from codemod.survey.model import Survey
 from transforms.torch_load import TorchLoad
-from transforms.torch_load.modes import Mode as LoadMode
-from transforms.torch_load.triage import TorchLoadCensus
+from transforms.torch_load.analysis.modes import Mode as LoadMode
+from transforms.torch_load.analysis.triage import TorchLoadCensus
 
 STDOUT = "-"
 

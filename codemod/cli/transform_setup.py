@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import click
 
 from codemod.cli.options import EditChoice, LabelChoice
-from codemod.engine import target
+from codemod.engine import torch_probe as target
 from codemod.util.jsonfile import read_option_json
 from transforms.core.base import Transform
 from transforms.core.members import MEMBERS as VALUES

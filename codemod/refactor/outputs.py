@@ -15,7 +15,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: state.json is still replaced atomically
     fcntl = None  # type: ignore[assignment]
 
-from codemod.ab.model import ABResult
+from codemod.ab.result.model import ABResult
 from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.util.files import signals_held
@@ -96,7 +96,9 @@ def write_outputs(
     """ab.json / ab.md / ab.html (when there is a result) and PR_BODY.md."""
     reports: dict[str, str] = {}
     if result is not None:
-        from codemod.report import ab_html, ab_markdown, ab_repro
+        from codemod.report.ab import html as ab_html
+        from codemod.report.ab import markdown as ab_markdown
+        from codemod.report.ab import repro as ab_repro
 
         for name, text in (
             ("ab.json", json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n"),

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from codemod.ab.model import ABResult
+from codemod.ab.result.model import ABResult
 from codemod.engine.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
 from codemod.engine.process import run_files
 from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, UNCHANGED, FileStatus, Mode
@@ -225,8 +225,8 @@ def _edit_group(
 
 
 def _run_ab(wt: Worktree, files: list[str], base: str, opts: Options, mapping: dict[str, str]) -> ABResult:
-    from codemod.ab import run as _run
-    from codemod.ab.options import RunOptions, UsageError
+    from codemod.ab.arms.options import RunOptions, UsageError
+    from codemod.ab.execution import run as _run
 
     ab = opts.ab
     ropts = RunOptions(

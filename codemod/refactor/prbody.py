@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import shlex
 
-from codemod.ab.model import ABResult
+from codemod.ab.result.model import ABResult
 from codemod.refactor import plan as _plan
 from codemod.refactor.plan import TRACKING_ISSUE, CommitFacts
-from codemod.report import ab_markdown as md
-from codemod.report.ab_analysis import analysis
-from codemod.report.ab_environment import environment_facts
-from codemod.report.ab_facts import category_counts, interesting_tests, outcome_of, shown_signature, visible_controls
-from codemod.report.ab_verdict import verdict_line
+from codemod.report.ab import markdown as md
+from codemod.report.ab.analysis import analysis
+from codemod.report.ab.environment import environment_facts
+from codemod.report.ab.facts import category_counts, interesting_tests, outcome_of, shown_signature, visible_controls
+from codemod.report.ab.verdict import verdict_line
+from codemod.report.shared.markdown import md_cell
 
 # The tests table of the PR is compact: the full list and signatures live in the attached report.
 MAX_ROWS = 20
@@ -139,7 +140,7 @@ def ab_command(facts: CommitFacts, result: ABResult | None, files: list[str]) ->
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return lines + ["| " + " | ".join(md.md_cell(c) for c in row) + " |" for row in rows]
+    return lines + ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
 
 
 def _signature(c, f: md.MarkdownFmt) -> str:

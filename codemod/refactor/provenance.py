@@ -9,7 +9,7 @@ branch checked out, with no change among the files the run used).
 
 from __future__ import annotations
 
-from codemod.ab.model import ABResult, file_of
+from codemod.ab.result.model import ABResult, file_of
 from codemod.refactor.plan import CommitFacts
 
 

@@ -16,8 +16,8 @@ from codemod.survey.model import ClassDecision, FileSurvey, ManualItem, SurveySt
 from transforms.core.base import Finding, Severity
 from transforms.label.classify import Status
 from transforms.restructure import REGISTRY as RESTRUCTURE_REGISTRY
-from transforms.torch_load.modes import LoadRule, Mode
-from transforms.torch_load.triage import CENSUS_RULE
+from transforms.torch_load.analysis.modes import LoadRule, Mode
+from transforms.torch_load.analysis.triage import CENSUS_RULE
 
 # The label transform's decisions, as finding rules; the ones after which a class carries a label.
 CLASS_RULES = {f"hw/{s}": s for s in Status}

@@ -42,7 +42,7 @@ from codemod.survey.model import Excluded, FileSurvey, Survey, SurveyFormatError
 from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
 from transforms.core.base import Transform
 from transforms.restructure import Restructure
-from transforms.torch_load.modes import Mode as LoadMode
+from transforms.torch_load.analysis.modes import Mode as LoadMode
 
 OWNER_PREFIX = b"# Owner(s):"
 # The first part of every survey key: the engine's store also holds the codemod's results, whose

@@ -1,1 +1,1 @@
-"""The bottom floor: sources read and written exactly, `[tool.decouple]`, JSON files named by an option."""
+"""The bottom floor: sources read and written exactly, `[tool.decouple]`, JSON files options name."""

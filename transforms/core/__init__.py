@@ -1,5 +1,8 @@
-"""The bottom floor of the transforms: what every other folder builds on and nothing here
-imports from them.  The enum's six members (`members`), the `StrEnum` base of the typed
-fields (`strenum`), the transform contract (`base`: `Finding`, `TransformResult`), the
-facts about test classes (`facts`) as the module-wide scan (`analysis`) and one class's
-reading (`class_reading`) find them, and source text as physical lines (`source_lines`)."""
+"""The bottom floor of the transforms: what every other folder builds on.
+
+Nothing here imports from the other folders. The enum's six members (`members`), the `StrEnum`
+base of the typed fields (`strenum`), the transform contract (`base`: `Finding`,
+`TransformResult`), the facts about test classes (`facts`) as the module-wide scan (`analysis`) and
+one class's reading (`class_reading`) find them, and source text as physical lines
+(`source_lines`).
+"""

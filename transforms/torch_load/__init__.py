@@ -1,4 +1,4 @@
-"""Make every ``torch.load`` in a test file explicit about ``weights_only``.
+"""Make every `torch.load` in a test file explicit about `weights_only`.
 
 Since torch 2.6 ``torch.load`` defaults to ``weights_only=True``: a test that
 saves a whole ``nn.Module`` (or anything else with non-allowlisted globals) and
@@ -13,7 +13,7 @@ transform rewrites each resolved call in one of three modes:
     ``decouple discover-globals`` found for that call site, importing them.
 ``auto``
     ``safe-globals`` where discovery found only *safe* globals for the call
-    (see transforms/torch_load/unsafe_globals.py), ``weights_only=False`` otherwise;
+    (see transforms/torch_load/analysis/unsafe_globals.py), ``weights_only=False`` otherwise;
     a load that needs nothing (a state_dict) is left alone.
 
 Design notes
@@ -68,8 +68,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from transforms.torch_load.discovery import Discovery, Evidence
-from transforms.torch_load.modes import LOAD_NAMES, MODES, SAFE_GLOBALS_NAME, check_mode_supported
+from transforms.torch_load.analysis.discovery import Discovery, Evidence
+from transforms.torch_load.analysis.modes import LOAD_NAMES, MODES, SAFE_GLOBALS_NAME, check_mode_supported
 
 if TYPE_CHECKING:
     from transforms.torch_load.transform import TorchLoad

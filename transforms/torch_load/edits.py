@@ -7,11 +7,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from transforms.torch_load.analysis.modes import WRAP_LINE_LIMIT
+from transforms.torch_load.analysis.source import LoadSource
+from transforms.torch_load.analysis.text import (
+    NL_RE,
+    SourceText,
+    TextEdit,
+    comment_lines,
+    indent_of,
+    string_interior_lines,
+)
 from transforms.torch_load.imports import RenderedImports
-from transforms.torch_load.modes import WRAP_LINE_LIMIT
 from transforms.torch_load.plan import FilePlan, Wrap
-from transforms.torch_load.source import LoadSource
-from transforms.torch_load.text import NL_RE, SourceText, TextEdit, comment_lines, indent_of, string_interior_lines
 
 __all__ = ["apply_plan"]
 

@@ -16,9 +16,9 @@ from typing import NamedTuple
 import libcst as cst
 
 from transforms.core.analysis import TRY_STAR_TYPES
-from transforms.torch_load.calls import dotted as _dotted
-from transforms.torch_load.discovery import Discovery, norm_path
-from transforms.torch_load.source import LoadSource
+from transforms.torch_load.analysis.calls import dotted as _dotted
+from transforms.torch_load.analysis.discovery import Discovery, norm_path
+from transforms.torch_load.analysis.source import LoadSource
 
 
 class RenderedImports(NamedTuple):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from transforms.torch_load.source import LoadSource
-from transforms.torch_load.text import TextEdit, skip_rpar, skip_to
+from transforms.torch_load.analysis.source import LoadSource
+from transforms.torch_load.analysis.text import TextEdit, skip_rpar, skip_to
 
 __all__ = ["call_end", "weights_only_edits"]
 

@@ -19,8 +19,8 @@ import libcst as cst
 from libcst.metadata import ClassScope, GlobalScope
 
 from transforms.core.base import Finding, Severity
-from transforms.torch_load.calls import Site, dotted, site_of
-from transforms.torch_load.decide import (
+from transforms.torch_load.analysis.calls import Site, dotted, site_of
+from transforms.torch_load.analysis.decide import (
     Action,
     LoadOptions,
     Verdict,
@@ -30,12 +30,12 @@ from transforms.torch_load.decide import (
     explain_wrap,
     finding,
 )
-from transforms.torch_load.discovery import Evidence
+from transforms.torch_load.analysis.discovery import Evidence
+from transforms.torch_load.analysis.modes import LoadRule, Mode
+from transforms.torch_load.analysis.source import LoadSource
+from transforms.torch_load.analysis.text import TextEdit
 from transforms.torch_load.imports import ImportMap
 from transforms.torch_load.keyword import call_end, weights_only_edits
-from transforms.torch_load.modes import LoadRule, Mode
-from transforms.torch_load.source import LoadSource
-from transforms.torch_load.text import TextEdit
 
 __all__ = ["CallPlan", "FilePlan", "KeywordChange", "Wrap", "merge_wraps", "plan_file"]
 

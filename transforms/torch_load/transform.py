@@ -10,14 +10,14 @@ from typing import Any
 # By module: the tests swap in a faulty editor to see its output refused.
 import transforms.torch_load.edits as edits
 from transforms.core.base import Finding, Severity, TransformResult
-from transforms.torch_load.calls import find_calls
-from transforms.torch_load.decide import LoadOptions, finding
-from transforms.torch_load.discovery import Discovery
+from transforms.torch_load.analysis.calls import find_calls
+from transforms.torch_load.analysis.decide import LoadOptions, finding
+from transforms.torch_load.analysis.discovery import Discovery
+from transforms.torch_load.analysis.modes import MODES, LoadRule, Mode, check_mode_supported
+from transforms.torch_load.analysis.source import LoadSource
+from transforms.torch_load.analysis.triage import find_candidates
 from transforms.torch_load.imports import ImportMap, RenderedImports
-from transforms.torch_load.modes import MODES, LoadRule, Mode, check_mode_supported
 from transforms.torch_load.plan import FilePlan, Wrap, merge_wraps, plan_file
-from transforms.torch_load.source import LoadSource
-from transforms.torch_load.triage import find_candidates
 from transforms.torch_load.verify import PlannedEdits, check_planned_edits, strip_tree
 
 

@@ -1,0 +1,1 @@
+"""From evidence to verdict: outcomes from events, signatures, categories, coverage, causes, merge."""

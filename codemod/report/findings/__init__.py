@@ -1,0 +1,1 @@
+"""The codemod result's views (classify, apply, lint): the table, lintrunner, GitHub, SARIF."""

@@ -1,0 +1,1 @@
+"""The survey's views: terminal, Markdown and the HTML dashboard with its charts."""

@@ -1,0 +1,82 @@
+"""The survey's terminal summary: the totals, the folders with the most work, the first
+suggested batches, and how the run went (the rules generation, cache, linter gate)."""
+
+from __future__ import annotations
+
+from codemod.engine.result import GateSummary, Mode, RunResult
+from codemod.report.findings.text import rules_summary
+from codemod.survey.model import STATUSES, Survey, SurveyStatus
+
+MEANING = {
+    SurveyStatus.READY: "labels alone make the linter pass: one `decouple refactor` away",
+    SurveyStatus.RESTRUCTURE: "pass after `--restructure auto`",
+    SurveyStatus.MANUAL: "something stays manual (see the reasons)",
+    SurveyStatus.ERROR: "unreadable or unparseable",
+}
+TOP_FOLDERS = 8
+FIRST_BATCHES = 5
+
+
+def percent(n: int, total: int) -> str:
+    return f"{100 * n / total:.0f}%" if total else "-"
+
+
+def what(survey: Survey) -> str:
+    """What was surveyed, in a few words."""
+    where = f"the allowlist {survey.allowlist}" if survey.allowlist else "the files named"
+    at = f" at {survey.commit[:12]}" if survey.commit else ""
+    return f"{where}{at}"
+
+
+def rules_line(survey: Survey) -> str:
+    """The generation of the linter's rules the survey applied, and why, worded as `apply`'s
+    summary words it (the survey's runs are classify runs of the engine); "" when none."""
+    if survey.generation is None:
+        return ""
+    return rules_summary(RunResult(mode=Mode.CLASSIFY, generation=survey.generation)).strip()
+
+
+def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = None) -> str:
+    totals = survey.totals()
+    total = totals["files"]
+    lines = [f"survey of {what(survey)}: {total} file(s)"]
+    for s in STATUSES:
+        lines.append(f"  {s.value:<12} {totals[s]:>5}  {percent(totals[s], total):>4}  {MEANING[s]}")
+    extra = []
+    if totals["excluded"]:
+        extra.append(f"{totals['excluded']} excluded by a pattern")
+    if totals["stale"]:
+        extra.append(f"{totals['stale']} allowlist entries name files that do not exist")
+    if totals["torch_load_files"]:
+        extra.append(
+            f"{totals['torch_load_files']} file(s) call torch.load ({totals['needs_discovery']} need "
+            "`decouple discover-globals` for --torch-load auto to choose)"
+        )
+    lines += [f"  {e}" for e in extra]
+    folders = sorted(survey.by_directory().items(), key=lambda kv: (-kv[1]["files"], kv[0]))[:TOP_FOLDERS]
+    if folders:
+        lines.append("folders with the most files:")
+        for folder, counts in folders:
+            parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+            lines.append(f"  {folder}: {counts['files']} ({parts})")
+    if survey.batches:
+        lines.append(f"{len(survey.batches)} suggested batch(es) of up to {survey.group_size} ready files; the first:")
+        for b in survey.batches[:FIRST_BATCHES]:
+            owners = ", ".join(b.owners) or "no owner header"
+            lines.append(f"  {b.number}. {b.directory} ({owners}): {', '.join(b.files)}")
+    if survey.history:
+        first, last = survey.history[0], survey.history[-1]
+        lines.append(
+            f"allowlist history: {first.entries} entries on {first.date[:10]}, {last.entries} on "
+            f"{last.date[:10]} ({len(survey.history)} commits)"
+        )
+    if survey.generation is not None:
+        lines.append(rules_line(survey))
+    for g in gates or []:
+        if g.checked:
+            line = f"linter gate: {g.checked} file(s) checked, {g.agree} agree with the tool, {g.disagree} disagree"
+            lines.append(line + (f"; {len(g.rejected)} rejected by the linter" if g.rejected else ""))
+    if cached:
+        lines.append(f"cache: {cached} of {total} file(s) unchanged since an earlier survey")
+    lines += [f"warning: {w}" for w in survey.warnings]
+    return "\n".join(lines) + "\n"

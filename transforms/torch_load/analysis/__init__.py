@@ -1,0 +1,1 @@
+"""Reading a file for the torch.load transform: its calls, the modes, discovery, triage, decisions."""
