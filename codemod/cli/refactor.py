@@ -144,7 +144,7 @@ def _left_out(data: Any, batches: list[list[str]]) -> dict[str, str]:
             continue
         path, status = entry.get("path"), entry.get("status")
         if isinstance(path, str) and status in DOABLE_STATUSES and path not in batched:
-            hint = " with --restructure auto" if status == "restructure" else ""
+            hint = " --restructure auto" if status == "restructure" else ""
             out[path] = (
                 f"the survey marks it {status} but put it in no batch: name it (`decouple refactor {path}{hint}`) "
                 "or survey again"

@@ -49,7 +49,7 @@ def _summary(facts: CommitFacts, f: md.MarkdownFmt) -> list[str]:
             grad=say(lang, "summary.grad", which=say(lang, which, n=len(graduated))) if graduated else "",
         )
     rules = say(lang, "rules", rules=facts.rules) if facts.rules else ""
-    return [f"## {say(lang, 'summary')}", "", text, "", say(lang, "tracking", issue=TRACKING_ISSUE) + rules]
+    return [f"## {say(lang, 'summary')}", "", text + " " + say(lang, "tracking", issue=TRACKING_ISSUE) + rules]
 
 
 def _label_rows(files: list[FilePlan], f: md.MarkdownFmt) -> list[str]:

@@ -49,8 +49,8 @@ _S: dict[str, dict[str, str | dict[str, str]]] = {
         "verified": "How this was verified",
         "verified.intro": "An A/B run: the original (A) and the modified (B) files in one interpreter, every test's "
         "outcome compared.",
-        "verified.weaker": "Verdict: **{verdict}**. {files}. The run over the other files: {run} ({reason})",
-        "verified.command": "With this branch checked out (its base, `HEAD~1`, is {base}):",
+        "verified.weaker": "Verdict: **{verdict}**. {files}. The run as a whole says {run}: {reason}.",
+        "verified.command": "To repeat it, with this branch checked out (`HEAD~1` is its base, {base}): {command}",
         "verified.no_command": "The run compared each moved test with its old self through a test-id map "
         "(`test-map.json`, written next to this body by `decouple refactor`; not part of this PR), so no "
         "command is given here.",
@@ -105,8 +105,8 @@ _S: dict[str, dict[str, str | dict[str, str]]] = {
         "每条命令及其输出。",
         "verified": "验证方式",
         "verified.intro": "A/B 运行：原始文件（A）与修改后的文件（B）在同一解释器中运行，逐个测试比较结果。",
-        "verified.weaker": "结论：**{verdict}**。{files}。其余文件的运行结果：{run}（{reason}）",
-        "verified.command": "检出此分支后运行（其基线 `HEAD~1` 即 {base}）：",
+        "verified.weaker": "结论：**{verdict}**。{files}。整体运行结果为 {run}：{reason}。",
+        "verified.command": "如需重复，检出此分支后运行（`HEAD~1` 即其基线 {base}）：{command}",
         "verified.no_command": "该运行按测试 ID 映射（`test-map.json`，由 `decouple refactor` 写在本文旁边，不属于本 "
         "PR）把每个移动过的测试与其原测试比较，因此这里不给出命令。",
         "verified.pending": "尚未运行。检出此分支后在目标机器上运行 `decouple ab`，"

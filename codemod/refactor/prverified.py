@@ -26,6 +26,8 @@ from codemod.report.shared.markdown import md_cell
 
 # The tests table of the PR is compact: the full list and signatures live in the attached report.
 MAX_ROWS = 10
+# Environment facts per line of the collapsed block (a list of 15 lines would double a short body).
+ENV_PER_LINE = 3
 # The base of a branch `decouple refactor` made (one commit), with the branch checked out.
 BASE = "HEAD~1"
 # Set by the A/B runner itself in every arm (one thread per process): not an option to repeat.
@@ -64,7 +66,8 @@ def _command(facts: CommitFacts, result: ABResult | None, f: md.MarkdownFmt) -> 
     if any(m.changes for p in facts.files for m in p.moves):
         return [say(f.lang, "verified.no_command")]
     files = [p.path for p in facts.files if not p.no_test_class]
-    return [say(f.lang, "verified.command", base=f.code(facts.base[:12])), "", f.code(ab_command(facts, result, files))]
+    command = f.code(ab_command(facts, result, files))
+    return [say(f.lang, "verified.command", base=f.code(facts.base[:12]), command=command)]
 
 
 def _verdict(result: ABResult, judged: BranchVerdict, f: md.MarkdownFmt) -> str:
@@ -72,6 +75,7 @@ def _verdict(result: ABResult, judged: BranchVerdict, f: md.MarkdownFmt) -> str:
         return verdict_line(result, f)
     files = "; ".join(f"{f.code(w.path)}: {f.text(w.reason)}" for w in judged.weaker)
     reason = verdict_reason(result, f).rstrip(".。")
+    reason = reason[:1].lower() + reason[1:] if f.lang == "en" else reason
     return say(
         f.lang,
         "verified.weaker",
@@ -149,7 +153,8 @@ def _environment(result: ABResult, f: md.MarkdownFmt) -> list[str]:
     """Collapsed: the facts, those an arm lacks (no CUDA, ...) in one line."""
     facts = environment_facts(result.environment, f)
     absent = [label for label, value in facts if value in (f.say("none"), f.say("env.not_available"))]
-    lines = [f"- {f.strong(label)}: {value}" for label, value in facts if label not in absent]
+    shown = [f"{f.strong(label)}: {value}" for label, value in facts if label not in absent]
+    lines = ["- " + " · ".join(shown[i : i + ENV_PER_LINE]) for i in range(0, len(shown), ENV_PER_LINE)]
     if absent:
         lines.append(f"- {f.strong(say(f.lang, 'not_available'))}: {f.sep().join(absent)}")
     summary = say(f.lang, "environment")
@@ -168,8 +173,8 @@ def section(facts: CommitFacts, result: ABResult | None, f: md.MarkdownFmt) -> l
     counts = _counts(result, f)
     lines += [""] + counts if counts else []
     census = census_lines(result, f)
-    if census:
-        lines += ["", f.say("census.intro", attr=f.code("hw_classification")), ""] + [f"- {x}" for x in census]
+    if census:  # one paragraph: the arms' lines are short
+        lines += ["", f.say("census.intro", attr=f.code("hw_classification")) + " " + "; ".join(census)]
     for x in runtime_lines(result, f):
         lines += ["", x]
     if judged.not_exercised:

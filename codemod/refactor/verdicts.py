@@ -78,12 +78,12 @@ class BranchVerdict:
     def summary(self) -> str:
         """The verdict as the console and batch.md say it: `SAFE; 2 failing in both arms, unchanged`,
         `INCONCLUSIVE: test/x.py never ran (...)`."""
-        if self.weaker:
-            return f"{self.verdict}: " + "; ".join(f"{w.path}: {w.reason}" for w in self.weaker)
         text = str(self.verdict)
+        if self.weaker:
+            text += ": " + "; ".join(f"{w.path}: {w.reason}" for w in self.weaker)
         if self.failing_both:
             text += f"; {self.failing_both} failing in both arms" + (", unchanged" if self.unchanged else "")
-        if self.not_exercised:
+        if self.not_exercised and not self.weaker:  # the weaker files say it already
             text += "; not exercised: " + "; ".join(n.line() for n in self.not_exercised)
         return text
 
@@ -97,8 +97,9 @@ def judge(result: ABResult, files: Sequence[FilePlan]) -> BranchVerdict:
         entries = _not_exercised(result, p)
         unexercised += entries
         own, reason = verdict(_part(result, p.path))
-        if not _any_ran(result, p.path) and RANK[own] < RANK[Verdict.INCONCLUSIVE]:
-            own, reason = Verdict.INCONCLUSIVE, "never ran: " + entries[0].why
+        if not _any_ran(result, p.path):  # said the way a reviewer asks it: did its tests run?
+            own = max(own, Verdict.INCONCLUSIVE, key=RANK.__getitem__)
+            reason = "never ran: " + entries[0].why
         if RANK[own] > RANK[result.verdict]:
             weaker.append(FileVerdict(path=p.path, verdict=own, reason=reason))
     worst = max([result.verdict, *(w.verdict for w in weaker)], key=RANK.__getitem__)
