@@ -132,3 +132,15 @@ def test_moves_that_change_nothing_are_not_in_the_commit():
     assert message.count("- moved test_x") == 1 and "-> TestAGeneric by split-class" in message
     identity = plan.FilePlan("test/b.py", moves=[move("TestA", ("generic",))], graduated_from="allow.json")
     assert identity.allowlist_only
+
+
+def test_a_branch_result_need_not_run_its_files_with_no_test_class():
+    from codemod.refactor.provenance import foreign
+
+    facts = plan.CommitFacts("t", "d" * 40, [_labelled("test/a.py", "TestA"),
+                                             plan.FilePlan("test/helpers.py", no_test_class=True)])
+    result = _result({"test/a.py::TestA::test_x": OutcomeValue.PASSED}, paths=["test/a.py"])
+    result.arms[0].commit, result.arms[1].tree = "d" * 40, "e" * 40
+    assert foreign(result, facts, "e" * 40) == []
+    result.paths = ["test/a.py", "test/other.py"]
+    assert foreign(result, facts, "e" * 40) == ["it ran test/a.py, test/other.py, the branch changes test/a.py"]
