@@ -148,7 +148,6 @@ class Plan:
     skipped: list[SkippedFile]
     excluded: list[ExcludedFile]  # not even planned: nothing edits or graduates them
     allowlist_rel: str | None
-    batch: bool  # the files are candidates (the allowlist, --limit, --group-size), not the files named
 
 
 def _plan_at(repo: Repo, opts: Options, base: str, files: list[str]) -> dict[str, _plan.FilePlan]:
@@ -237,7 +236,6 @@ def _plan_batches(repo: Repo, opts: Options, base: str, allowlist_rel: str | Non
         skipped=skipped,
         excluded=excluded,
         allowlist_rel=allowlist_rel,
-        batch=True,
     )
 
 
@@ -292,7 +290,6 @@ def plan_groups(repo: Repo, opts: Options, base: str, held: dict[str, list[str]]
         skipped=skipped,
         excluded=excluded,
         allowlist_rel=allowlist_rel,
-        batch=batch,
     )
 
 

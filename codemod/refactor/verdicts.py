@@ -69,7 +69,6 @@ class NotExercised:
 @dataclass(frozen=True, kw_only=True)
 class BranchVerdict:
     verdict: Verdict
-    reason: str
     weaker: tuple[FileVerdict, ...]  # the files that make the branch worse than its run
     not_exercised: tuple[NotExercised, ...]
     failing_both: int  # tests that fail in both arms
@@ -107,7 +106,6 @@ def judge(result: ABResult, files: Sequence[FilePlan]) -> BranchVerdict:
     failing = sum(counts.get(c, 0) for c in FAILING_BOTH)
     return BranchVerdict(
         verdict=worst,
-        reason="; ".join(f"{w.path}: {w.reason}" for w in weaker) if weaker else result.verdict_reason,
         weaker=tuple(w for w in weaker if w.verdict == worst),
         not_exercised=tuple(unexercised),
         failing_both=failing,
