@@ -57,9 +57,13 @@ def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
         click.echo(f"exclude {e.path}: {e.reason}")
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _report(outcome: pipeline.Outcome, current: str) -> None:
     for rec in outcome.branches:
-        verdict = rec.verdict or "A/B not run"
+        verdict = rec.verdict_summary or rec.verdict or "A/B not run"
         click.echo(f"{rec.branch}: {rec.status}, {verdict}" + (f" - {rec.note}" if rec.note else ""))
         click.echo(f"    files: {', '.join(rec.files)}")
         if rec.pr_body:
@@ -70,9 +74,13 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
         if rec.verdict in ("REGRESSION", "INCONCLUSIVE"):
             click.echo(f"    {rec.verdict}: the branch is kept for inspection (git checkout {rec.branch})")
     if outcome.skipped:
-        click.echo(f"{len(outcome.skipped)} file(s) skipped (reasons in the batch summary)")
+        click.echo(f"{_count(len(outcome.skipped), 'file', 'files')} skipped (reasons in the batch summary)")
     if outcome.excluded:
-        click.echo(f"{len(outcome.excluded)} file(s) excluded by a pattern (listed in the batch summary)")
+        n = len(outcome.excluded)
+        click.echo(f"{_count(n, 'file', 'files')} excluded by a pattern (listed in the batch summary)")
+    if outcome.earlier:
+        n = len(outcome.earlier)
+        click.echo(f"{_count(n, 'branch', 'branches')} of earlier runs not looked at (listed in the batch summary)")
     if outcome.out_dir and os.path.isdir(outcome.out_dir):
         click.echo(f"batch summary: {os.path.join(outcome.out_dir, 'batch.md')}")
     click.echo(f"you are still on {current}; nothing was pushed")
@@ -103,9 +111,10 @@ class RefactorOptions:
     rules: str | None
 
 
-def _survey_batches(opts: RefactorOptions) -> list[list[str]] | None:
+def _survey_batches(opts: RefactorOptions) -> tuple[list[list[str]] | None, dict[str, str]]:
+    """The survey's batches, and the files it finds doable but put in no batch (path -> why)."""
     if opts.batches is None:
-        return None
+        return None, {}
     if opts.paths:
         raise click.UsageError("--batches takes the files from the survey: name no PATH")
     if opts.group_size is not None:
@@ -113,9 +122,34 @@ def _survey_batches(opts: RefactorOptions) -> list[list[str]] | None:
     from codemod.survey.model import SurveyFormatError, read_batches
 
     try:
-        return read_batches(read_option_json(opts.batches, "--batches"))
+        data = read_option_json(opts.batches, "--batches")
+        batches = read_batches(data)
     except (ValueError, SurveyFormatError) as e:
         fail(f"--batches {opts.batches}: {e}" if isinstance(e, SurveyFormatError) else str(e))
+    return batches, _left_out(data, batches)
+
+
+# The survey's statuses of the files a refactor can commit (labels alone, or with --restructure).
+DOABLE_STATUSES = ("ready", "restructure")
+
+
+def _left_out(data: Any, batches: list[list[str]]) -> dict[str, str]:
+    """The survey's files of a doable status that no batch holds (a survey that batched only its
+    ready files): refactor names them among the skipped files, with why."""
+    batched = {f for b in batches for f in b}
+    files = data.get("files") if isinstance(data, dict) else None
+    out: dict[str, str] = {}
+    for entry in files if isinstance(files, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        path, status = entry.get("path"), entry.get("status")
+        if isinstance(path, str) and status in DOABLE_STATUSES and path not in batched:
+            hint = " --restructure auto" if status == "restructure" else ""
+            out[path] = (
+                f"the survey marks it {status} but put it in no batch: name it (`decouple refactor {path}{hint}`) "
+                "or survey again"
+            )
+    return out
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -187,7 +221,7 @@ def refactor(**params: Any) -> None:
 
     opts = build(RefactorOptions, params)
     cfg = load_config()
-    batches = _survey_batches(opts)
+    batches, left_out = _survey_batches(opts)
     ab = pipeline.AbSettings(python=opts.python or cfg.python or sys.executable, **opts.arms.run_fields())
     say = (lambda m: None) if opts.quiet else (lambda m: click.echo(m, err=True))
     try:
@@ -210,6 +244,7 @@ def refactor(**params: Any) -> None:
         limit=opts.limit,
         group_size=opts.group_size,
         batches=batches,
+        left_out=left_out,
         jobs=opts.jobs or cfg.jobs,
         ab=ab,
         linter=opts.linter or cfg.linter or "auto",
@@ -306,4 +341,8 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, for
             fail(f"cannot write {output}: {e.strerror or e}")
     else:
         click.echo(text, nl=False)
-    sys.exit(EXIT_CODES.get(result.verdict, 3) if result is not None else 0)
+    if result is None:
+        sys.exit(0)
+    from codemod.refactor.verdicts import judge
+
+    sys.exit(EXIT_CODES.get(judge(result, facts.files).verdict, 3))  # the branch's: never better than a file's
