@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
 from codemod.util.files import signals_held
-from codemod.util.jsonfile import read_option_json
+from codemod.util.jsonfile import read_json, read_option_json
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
@@ -286,9 +285,8 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, for
     result = None
     if ab_json:
         try:
-            with open(ab_json, encoding="utf-8") as f:
-                result = ABResult.from_json(json.load(f))
-        except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, SchemaError
+            result = ABResult.from_json(read_json(ab_json, "the file"))
+        except ValueError as e:  # JSONInputError (unreadable, not JSON, too deep), SchemaError
             fail(f"{ab_json}: not an A/B result ({e})")
         problems = provenance.foreign(result, facts, tree)
         if problems and not force:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import pathspec
 
+from codemod.util.jsonfile import JSONInputError, loads
+
 # Upstream keeps vendored code out of the refactor.
 DEFAULT_EXCLUDES = (
     "test/cpython/*",
@@ -259,24 +261,23 @@ class Allowlist:
 
 def read_allowlist(path: str) -> Allowlist:
     try:
-        with open(path, encoding="utf-8") as f:
-            raw = f.read()
-        entries = json.loads(raw)
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise DiscoveryError(f"cannot read allowlist {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise DiscoveryError(f"allowlist {path} is not UTF-8: {e}") from None
-    except json.JSONDecodeError as e:
-        raise DiscoveryError(f"allowlist {path} is not valid JSON: {e}") from None
+    try:
+        entries = loads(data, f"allowlist {path}")
+    except JSONInputError as e:
+        raise DiscoveryError(str(e)) from None
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         raise DiscoveryError(f"allowlist {path} must be a JSON list of paths")
     root = _allowlist_root(path, entries)
-    lines = raw.splitlines()
+    lines = data.splitlines()
     indent = None
     if len(lines) > 1:
         second = lines[1]
-        indent = len(second) - len(second.lstrip(" "))
-    return Allowlist(path=path, root=root, entries=entries, indent=indent, trailing_newline=raw.endswith("\n"))
+        indent = len(second) - len(second.lstrip(b" "))
+    return Allowlist(path=path, root=root, entries=entries, indent=indent, trailing_newline=data.endswith(b"\n"))
 
 
 def _allowlist_root(path: str, entries: list[str]) -> str:

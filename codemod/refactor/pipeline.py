@@ -30,6 +30,7 @@ from codemod.refactor.outputs import (
     write_text,
 )
 from codemod.refactor.plan import PlanStatus
+from codemod.util.jsonfile import JSONInputError, loads
 from transforms.core.base import Transform
 from transforms.core.strenum import StrEnum
 
@@ -171,9 +172,9 @@ def _allowlist_entries(repo: Repo, base: str, rel: str) -> list[str]:
     if data is None:
         raise RefactorError(f"the allowlist {rel} is not a file at {base[:12]}")
     try:
-        entries = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RefactorError(f"the allowlist {rel} is not valid JSON: {e}") from None
+        entries = loads(data, f"the allowlist {rel} at {base[:12]}")
+    except JSONInputError as e:
+        raise RefactorError(str(e)) from None
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         raise RefactorError(f"the allowlist {rel} must be a JSON list of paths")
     return entries
