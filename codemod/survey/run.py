@@ -310,7 +310,7 @@ def run(req: SurveyRequest) -> SurveyRun:
         Excluded(path=_relative(p, root), pattern=excluded_by(relative_to_root(p), patterns) or "")
         for p in selection.found.excluded
     ]
-    survey.stale = sorted(_relative(p, root) for p in selection.stale)
+    survey.stale = sorted(selection.stale)
     survey.batches = plan_batches(survey.files, req.group_size)
     if req.git_history:
         if survey.allowlist is None:
