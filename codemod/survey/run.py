@@ -40,6 +40,7 @@ from codemod.survey.batches import plan_batches
 from codemod.survey.history import HistoryError, allowlist_history
 from codemod.survey.model import Excluded, FileSurvey, Survey, SurveyFormatError
 from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
+from codemod.util.jsonfile import JSONInputError, loads
 from transforms.core.base import Transform
 from transforms.restructure import Restructure
 from transforms.torch_load.analysis.modes import Mode as LoadMode
@@ -109,8 +110,8 @@ def owners_of(data: bytes) -> tuple[str, ...]:
             continue
         value = line[len(OWNER_PREFIX) :].decode("utf-8", "replace").strip()
         try:
-            parsed = json.loads(value.replace("'", '"'))
-        except ValueError:
+            parsed = loads(value.replace("'", '"'), "the owners")
+        except JSONInputError:
             return (value,) if value else ()
         if isinstance(parsed, str):
             parsed = [parsed]
