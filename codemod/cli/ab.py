@@ -31,6 +31,7 @@ from codemod.cli.options import (
     timeout_option,
 )
 from codemod.util.config import Config
+from codemod.util.jsonfile import read_json
 
 if TYPE_CHECKING:
     from codemod.ab.arms.options import RunOptions
@@ -539,8 +540,8 @@ def merge_cmd(**params: Any) -> None:
     loaded = []
     for path in args.results:
         try:
-            loaded.append(ABResult.from_json(json.loads(Path(path).read_text(encoding="utf-8"))))
-        except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
+            loaded.append(ABResult.from_json(read_json(path, "the file")))
+        except ValueError as err:  # JSONInputError (unreadable, not JSON, too deep), wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
         merged = _merge.merge(loaded)

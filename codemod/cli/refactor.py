@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from codemod.cli.options import (
     globals_option,
     label_options,
     load_config,
+    nothing_to_do,
     paths_argument,
     restructure_option,
     rules_option,
@@ -36,7 +36,7 @@ from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
 from codemod.util.files import signals_held
-from codemod.util.jsonfile import read_option_json
+from codemod.util.jsonfile import read_json, read_option_json
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
@@ -215,7 +215,8 @@ def refactor(**params: Any) -> None:
     Your checkout is never touched (the work happens in a temporary linked work tree); nothing
     is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left (also a file named and skipped for it;
     or a graduated file whose tests run unclassified) or a branch whose base moved; 2 usage/input
-    error; 3 INCONCLUSIVE. --dry-run exits as the real run would, but for the verdicts.
+    error; 3 INCONCLUSIVE; 0 with nothing to do (an empty allowlist). --dry-run exits as the real run
+    would, but for the verdicts.
     """
     from codemod.ab.execution import processes as _procs
 
@@ -265,6 +266,10 @@ def refactor(**params: Any) -> None:
             err=True,
         )
         sys.exit(143 if e.signame == "SIGTERM" else 130)
+    if not (opts.paths or batches is not None or outcome.branches or outcome.skipped or outcome.excluded):
+        # The candidates were the allowlist's entries, and each would have been branched, skipped or excluded.
+        allowlist = run_opts.allowlist or pipeline.DEFAULT_ALLOWLIST
+        nothing_to_do(f"nothing to do: the allowlist {allowlist} is empty at {opts.base}")
     if opts.dry_run:  # the code the real run would exit with (but for the A/B verdicts it cannot know)
         _print_plan(outcome, outcome.plans)
         sys.exit(outcome.exit_code())
@@ -321,9 +326,8 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, for
     result = None
     if ab_json:
         try:
-            with open(ab_json, encoding="utf-8") as f:
-                result = ABResult.from_json(json.load(f))
-        except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, SchemaError
+            result = ABResult.from_json(read_json(ab_json, "the file"))
+        except ValueError as e:  # JSONInputError (unreadable, not JSON, too deep), SchemaError
             fail(f"{ab_json}: not an A/B result ({e})")
         problems = provenance.foreign(result, facts, tree)
         if problems and not force:

@@ -4,7 +4,6 @@ earlier run already holds go back to that branch (state.json), never into a new 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from codemod.engine.result import ALREADY, CHANGED, NEEDS_MANUAL, FileStatus
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import Repo
 from codemod.refactor.plan import PlanStatus
+from codemod.util.jsonfile import JSONInputError, loads
 from transforms.core.base import Transform
 
 DEFAULT_ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
@@ -100,9 +100,9 @@ def _allowlist_entries(repo: Repo, base: str, rel: str) -> list[str]:
     if data is None:
         raise RefactorError(f"the allowlist {rel} is not a file at {base[:12]}")
     try:
-        entries = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RefactorError(f"the allowlist {rel} is not valid JSON: {e}") from None
+        entries = loads(data, f"the allowlist {rel} at {base[:12]}")
+    except JSONInputError as e:
+        raise RefactorError(str(e)) from None
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         raise RefactorError(f"the allowlist {rel} must be a JSON list of paths")
     return entries
