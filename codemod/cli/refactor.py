@@ -35,6 +35,7 @@ from codemod.cli.transform_setup import SetupError, build_transforms
 from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
+from codemod.refactor.selection import DEFAULT_ALLOWLIST
 from codemod.util.files import signals_held
 from codemod.util.jsonfile import read_json, read_option_json
 
@@ -51,10 +52,26 @@ def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
         for p in file_plans:
             if p.diff:
                 click.echo("\n" + p.diff, nl=not p.diff.endswith("\n"))
-    for s in outcome.skipped:
-        click.echo(f"skip {s.path}: {s.reason}")
-    for e in outcome.excluded:
-        click.echo(f"exclude {e.path}: {e.reason}")
+    for word, items in (("skip", outcome.skipped), ("exclude", outcome.excluded)):
+        for line in _grouped(word, [(x.path, x.reason) for x in items]):
+            click.echo(line)
+
+
+SHOWN_PER_REASON = 5
+
+
+def _grouped(word: str, items: list[tuple[str, str]]) -> list[str]:
+    """One line per file, but at most SHOWN_PER_REASON for one reason, then their count: an
+    allowlist of thousands of stale entries ('not a file at ...') says so in a few lines."""
+    by_reason: dict[str, list[str]] = {}
+    for path, reason in items:
+        by_reason.setdefault(reason, []).append(path)
+    lines = []
+    for reason, paths in by_reason.items():
+        lines += [f"{word} {path}: {reason}" for path in paths[:SHOWN_PER_REASON]]
+        if len(paths) > SHOWN_PER_REASON:
+            lines.append(f"{word} {len(paths) - SHOWN_PER_REASON:,} more files: {reason}")
+    return lines
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -268,7 +285,7 @@ def refactor(**params: Any) -> None:
         sys.exit(143 if e.signame == "SIGTERM" else 130)
     if not (opts.paths or batches is not None or outcome.branches or outcome.skipped or outcome.excluded):
         # The candidates were the allowlist's entries, and each would have been branched, skipped or excluded.
-        allowlist = run_opts.allowlist or pipeline.DEFAULT_ALLOWLIST
+        allowlist = run_opts.allowlist or DEFAULT_ALLOWLIST
         nothing_to_do(f"nothing to do: the allowlist {allowlist} is empty at {opts.base}")
     if opts.dry_run:  # the code the real run would exit with (but for the A/B verdicts it cannot know)
         _print_plan(outcome, outcome.plans)

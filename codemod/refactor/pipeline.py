@@ -241,6 +241,8 @@ def run(repo: Repo, opts: Options) -> Outcome:
     plan = plan_groups(repo, opts, base, held)
     groups, plans = plan.groups, plan.plans
     outcome = Outcome(base=base, skipped=plan.skipped, excluded=plan.excluded, out_dir=out, plans=plans)
+    if not (opts.paths or opts.batches is not None or groups or plan.skipped or plan.excluded):
+        return outcome  # an empty allowlist: nothing to do, and no summary is written
     records = []
     for group, name in zip(groups, _branch_names(opts, plan, set(held)), strict=True):
         repo.check_branch_name(name)
