@@ -2,13 +2,17 @@
 
 A test *needs* a device when it cannot do what it tests without one:
 - a guard that skips it otherwise: `@skipIf(not TEST_CUDA, ...)`, `@skipUnless(HAS_GPU, ...)`,
-  `@requires_cuda`, `@requires_gpu_and_triton`, `if not torch.cuda.is_available(): self.skipTest(...)`;
-  for a class, its decorators and a module-level `if HAS_GPU:` around the class or around the
-  module's `run_tests()` (or an `if not TEST_CUDA: TestCase = NoTest` that disables the module);
+  a decorator of `GPU_DECORATORS` (`@requires_cuda`, `@requires_gpu_and_triton`,
+  `@skip_if_lt_x_gpu(2)`, `@requires_nccl()`, ...), `if not torch.cuda.is_available():
+  self.skipTest(...)`; for a class, its decorators and a module-level `if` around the class
+  (`if HAS_GPU:`, `if torch.mtia.is_available() and has_triton():`) or around the module's
+  `run_tests()` (or an `if not TEST_CUDA: TestCase = NoTest` that disables the module);
 - data placed on the device: `device="cuda"`, `device=GPU_TYPE`, `.to("cuda:0")`, `.cuda()`,
   `with torch.device("cuda")`, `torch.set_default_device("xpu")`, `device = "cuda"`;
 - a device API called: `torch.cuda.synchronize()`, `torch.backends.cuda.enable_flash_sdp(...)`,
-  `torch.xpu.*`, `torch.mps.*`, `torch.accelerator.synchronize()` (some accelerator).
+  `torch.xpu.*`, `torch.mps.*`, `torch.accelerator.synchronize()` (some accelerator);
+- any of these in a method of the class the test (or a setUp-style method) uses on `self`
+  (`self._capture()`, `self.run_subtests(..., self._check)`): one level, the helper's own needs.
 A device used only as a value (`hash(torch.device("cuda:0"))`, `f(5, "cuda")`,
 `x.device.type == "cuda"`), a probe that only chooses a branch (`if torch.cuda.is_available():`)
 and the lazy no-op calls (`torch.cuda.manual_seed(0)`) are not needs.  `skipIfRocm` only says "not
@@ -25,14 +29,15 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 
 from transforms.core.facts import DeviceNeed, Need, TestClassFacts, TestMethod, TorchCall
 from transforms.core.members import Member
 
 __all__ = [
     "DEVICE_MODULES",
+    "GPU_DECORATORS",
     "SETUP_METHODS",
     "ClassDevices",
     "module_flags",
@@ -65,6 +70,7 @@ _FLAGS: Mapping[str, Need] = {
     "HAS_XPU_AND_TRITON": Need.XPU,
     "TEST_MPS": Need.MPS,
     "HAS_MPS": Need.MPS,
+    "TEST_HPU": Need.HPU,
     "CUDA_HOME": Need.CUDA,  # the CUDA toolkit
     "ROCM_HOME": Need.ROCM,
 }
@@ -79,13 +85,22 @@ _PROBES: Mapping[str, Need] = {
     "torch.mps.is_available": Need.MPS,
     "torch.accelerator.is_available": Need.GPU,
     "torch.accelerator.device_count": Need.GPU,
+    "torch.mtia.is_available": Need.MTIA,
+    "torch.mtia.device_count": Need.MTIA,
+    "torch.hpu.is_available": Need.HPU,
+    "torch.hpu.device_count": Need.HPU,
 }
 _ROCM_BUILD = "torch.version.hip"
-# Decorators that skip the test without the device (by the last name part).
-_REQUIRES = (
-    (re.compile(r"^requires_(multi)?cuda"), Need.CUDA),
-    (re.compile(r"^requires_(multi)?gpu"), Need.GPU),
-    (re.compile(r"^requires_xpu"), Need.XPU),
+# The decorators that skip a test (or a class) without the device, matched on the last part of
+# their name: the one table of them.  One given `allow_cpu=` (`@skip_if_lt_x_gpu(2, allow_cpu=True)`)
+# runs on a machine without an accelerator too: no need.
+GPU_DECORATORS: tuple[tuple[re.Pattern[str], Need], ...] = (
+    (re.compile(r"^requires_(multi)?cuda"), Need.CUDA),  # requires_cuda, requires_cuda_and_triton, ...
+    (re.compile(r"^requires_nccl"), Need.CUDA),  # NCCL, the collectives of CUDA (and of ROCm, CUDA there)
+    (re.compile(r"^requires_(multi)?gpu"), Need.GPU),  # requires_gpu, requires_gpu_and_triton, ...
+    # Fewer than N accelerators (CUDA, HPU, XPU: upstream's definition has moved between them).
+    (re.compile(r"^(skip_if_lt_x_gpu|skip_if_no_gpu|skip_if_not_multigpu)$"), Need.GPU),
+    (re.compile(r"^requires_(xpu|xccl)"), Need.XPU),
     (re.compile(r"^requires_mps"), Need.MPS),
 )
 # Device API modules (by dotted prefix) and the calls of them that need no device.
@@ -96,19 +111,21 @@ _APIS: Mapping[str, Need] = {
     "torch.mps.": Need.MPS,
     "torch.backends.mps.": Need.MPS,
     "torch.accelerator.": Need.GPU,
+    "torch.mtia.": Need.MTIA,
+    "torch.hpu.": Need.HPU,
 }
 _NO_DEVICE_CALLS = frozenset(
     {"manual_seed", "manual_seed_all", "seed", "seed_all", "is_initialized", "current_accelerator", "get_device_name"}
 )
-_DEVICE_STRING = re.compile(r"^(cuda|xpu|mps)(:\d+)?$")
+_DEVICE_STRING = re.compile(r"^(cuda|xpu|mps|mtia|hpu)(:\d+)?$")
 _DEVICE_VALUE_NAMES = {"GPU_TYPE": Need.GPU}
 _SKIP_CALLS = {"skipTest", "SkipTest", "skip"}
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Methods every test of a class runs: their needs are the class's.
 SETUP_METHODS = frozenset({"setUp", "setUpClass", "tearDown", "tearDownClass", "asyncSetUp"})
-# Cheap pre-check: source without any of these words has no need to find.
 # Cheap pre-check: a statement without any of these (lowercased) words, `SM<digit>` or a module
 # flag names no device (a part of a callee comes from an identifier or a string in the source).
-_DEVICE_WORDS = ("cuda", "cudnn", "xpu", "mps", "gpu", "hip", "rocm", "accelerator", "hpu", "ipu", "mtia", "xla")
+_DEVICE_WORDS = tuple("cuda cudnn xpu mps gpu hip rocm accelerator hpu ipu mtia xla nccl xccl".split())
 _SM_TEXT = re.compile(r"SM\d")
 # torch's device modules (torch.cuda, torch.backends.mps, torch.accelerator, ...): a call whose
 # callee names one of them is what the newer linter's accelerator_availability rule looks for.
@@ -123,6 +140,8 @@ _VALUE_OF: Mapping[Need, Member | None] = {
     Need.XPU: Member.XPU,
     Need.MPS: Member.MPS,
     Need.GPU: None,
+    Need.MTIA: None,
+    Need.HPU: None,
 }
 
 
@@ -232,11 +251,19 @@ def module_flags(tree: ast.Module) -> dict[str, Need]:
     return found
 
 
+def _is_false(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
 def _needs_of_decorator(dec: ast.expr, flags: Flags) -> list[DeviceNeed]:
     target = dec.func if isinstance(dec, ast.Call) else dec
     last = (dotted_name(target) or "").rsplit(".", 1)[-1]
-    for pattern, need in _REQUIRES:
+    for pattern, need in GPU_DECORATORS:
         if pattern.match(last):
+            if isinstance(dec, ast.Call) and any(
+                kw.arg == "allow_cpu" and not _is_false(kw.value) for kw in dec.keywords
+            ):
+                return []  # it runs without an accelerator too
             return [DeviceNeed(need, dec.lineno, "@" + _text(target))]
     if last in ("skipIf", "skipUnless") and isinstance(dec, ast.Call) and dec.args:
         # The test runs when a skipIf condition is false and a skipUnless condition is true.
@@ -258,7 +285,7 @@ def _device_of(node: ast.expr | None) -> Need | None:
     if isinstance(node, ast.JoinedStr) and node.values:
         head = node.values[0]
         if isinstance(head, ast.Constant) and isinstance(head.value, str):
-            m = re.match(r"^(cuda|xpu|mps)(:|$)", head.value)
+            m = re.match(r"^(cuda|xpu|mps|mtia|hpu)(:|$)", head.value)
             return Need(m.group(1)) if m else None
         return None
     if isinstance(node, ast.Call) and dotted_name(node.func) == "torch.device" and node.args:
@@ -394,8 +421,9 @@ def read_class(
     flags: Flags = {},  # noqa: B006 - read only
 ) -> ClassDevices:
     """One walk over each statement of the class body gives both its device calls and the needs
-    of its test and setUp-style methods.  `lines`, the module's source lines, let a statement
-    that names no device skip the walk."""
+    of its test and setUp-style methods, theirs and those of the class's other methods they use
+    on `self` (`uses_of`).  `lines`, the module's source lines, let a statement that names no
+    device skip the walk."""
     own: list[DeviceNeed] = []
     if not _mentions_devices(source_of(lines, node), flags):
         return ClassDevices((), {}, ())
@@ -403,19 +431,59 @@ def read_class(
         own += _needs_of_decorator(dec, flags)
     calls: list[TorchCall] = []
     methods: dict[int, tuple[DeviceNeed, ...]] = {}
+    helpers: dict[str, tuple[DeviceNeed, ...]] = {}  # the other methods that need a device, by name
+    runners: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.AST] | None]] = []
     for stmt in node.body:
-        if not _mentions_devices(source_of(lines, stmt), flags):
+        mentions = _mentions_devices(source_of(lines, stmt), flags)
+        if not isinstance(stmt, FUNCTIONS):
+            if mentions:
+                calls += _device_calls(nodes_of(stmt), node.name)
             continue
-        nodes = nodes_of(stmt)
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            calls += _device_calls(nodes, node.name)
-            continue
-        calls += _device_calls(nodes, f"{node.name}.{stmt.name}")
-        if stmt.name.startswith("test") or stmt.name in SETUP_METHODS:
-            methods[stmt.lineno] = unique(_needs_in(stmt, nodes, flags))
-            if stmt.name in SETUP_METHODS:
-                own += methods[stmt.lineno]
+        runs = stmt.name.startswith("test") or stmt.name in SETUP_METHODS
+        nodes = nodes_of(stmt) if mentions else None
+        if nodes is not None:
+            calls += _device_calls(nodes, f"{node.name}.{stmt.name}")
+            needs = unique(_needs_in(stmt, nodes, flags))
+            if runs:
+                methods[stmt.lineno] = needs
+            elif needs:
+                helpers[stmt.name] = needs
+        if runs:
+            runners.append((stmt, nodes))
+    for fn, nodes in runners:
+        used = uses_of(fn, nodes, helpers, lines)
+        if used:
+            via = [replace(n, what=f"self.{name}: {n.what}") for name in used for n in helpers[name]]
+            methods[fn.lineno] = unique([*methods.get(fn.lineno, ()), *via])
+        if fn.name in SETUP_METHODS:
+            own += methods.get(fn.lineno, ())
     return ClassDevices(tuple(calls), methods, unique(own))
+
+
+def uses_of(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    nodes: list[ast.AST] | None,
+    helpers: Collection[str],
+    lines: list[str] | None,
+) -> list[str]:
+    """The names among `helpers` that `fn` uses as `self.<name>`, called or passed on
+    (`self.run_subtests(..., self._check)` runs it too), each once.  `nodes`: `nodes_of(fn)`,
+    if walked already."""
+    if not helpers:
+        return []
+    text = source_of(lines, fn)
+    if text is not None and not any(f"self.{name}" in text for name in helpers):
+        return []
+    found: dict[str, None] = {}
+    for sub in nodes if nodes is not None else nodes_of(fn):
+        if (
+            isinstance(sub, ast.Attribute)
+            and sub.attr in helpers
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "self"
+        ):
+            found[sub.attr] = None
+    return list(found)
 
 
 def _is_main_block(stmt: ast.stmt) -> bool:
