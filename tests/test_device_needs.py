@@ -309,3 +309,34 @@ def test_helpers_decide_the_gen2_value_and_the_gen1_warning():
     texts = [w.text for w in decision.warnings]
     assert any("self._pg: device = torch.device('cuda', self.rank)" in t for t in texts), texts
     assert any("self._graph: torch.cuda.CUDAGraph()" in t for t in texts), texts
+
+
+def test_methods_inherited_from_the_modules_classes_count_too():
+    """A helper or setUp a class inherits from a class of the same module (at any depth of
+    bases) is read as if the class defined it; its own definition of the name wins."""
+    found = needs(
+        """
+        class _Base(TestCase):
+            def setUp(self):
+                torch.cuda.set_device(0)
+        class _Helpers(TestCase):
+            def _graph(self):
+                return torch.cuda.CUDAGraph()
+            def _plain(self):
+                return torch.xpu.synchronize()
+        class _Middle(_Helpers):
+            pass
+        class TestA(_Base):
+            def test_a(self):
+                pass
+        class TestB(_Middle):
+            def _plain(self):
+                return 1
+            def test_graph(self):
+                self._graph()
+            def test_plain(self):
+                self._plain()
+        """
+    )
+    assert found["TestA"] == {"cuda"}  # _Base.setUp runs before each of its tests
+    assert found["test_graph"] == {"cuda"} and found["test_plain"] == set()

@@ -21,8 +21,7 @@ on ROCm builds", which CPU tests say too: not a need either.
 Each need is a `DeviceNeed` (device, line, what); `read_class` reads, in one walk over each
 statement of a class body, the needs of its tests and setUp-style methods, its decorators' needs
 and the calls of torch's device modules the way the newer linter's accelerator_availability rule
-sees them; `module_guards` reads the needs a module puts on every class it defines (or on the
-classes under an `if`).
+sees them; what the module around a class adds (guards, inherited methods) is `module_needs.py`'s.
 """
 
 from __future__ import annotations
@@ -39,13 +38,16 @@ __all__ = [
     "DEVICE_MODULES",
     "GPU_DECORATORS",
     "SETUP_METHODS",
+    "FUNCTIONS",
     "ClassDevices",
-    "module_flags",
-    "module_guards",
+    "Flags",
+    "dotted_name",
+    "method_needs",
     "needed_value",
     "nodes_of",
     "read_class",
     "requires",
+    "short_text",
     "source_of",
     "test_needs",
     "unique",
@@ -185,7 +187,8 @@ def dotted_name(node: ast.AST) -> str | None:
     return None
 
 
-def _text(node: ast.AST) -> str:
+def short_text(node: ast.AST) -> str:
+    """`node` as source, cut to 80 characters (for evidence)."""
     text = ast.unparse(node)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -237,20 +240,6 @@ def requires(cond: ast.expr, truth: bool, flags: Flags = {}) -> dict[Need, ast.e
     return {need: cond} if need is not None and truth else {}
 
 
-def module_flags(tree: ast.Module) -> dict[str, Need]:
-    """The module's own flags: module-level names bound to a condition that needs a device
-    (`GPU_HOME = CUDA_HOME or ROCM_HOME`, `TEST_MULTIGPU = TEST_CUDA and ...`)."""
-    found: dict[str, Need] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            needs = requires(stmt.value, True, found)
-            if len(needs) == 1:
-                found[stmt.targets[0].id] = next(iter(needs))
-            else:
-                found.pop(stmt.targets[0].id, None)
-    return found
-
-
 def _is_false(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
@@ -264,11 +253,11 @@ def _needs_of_decorator(dec: ast.expr, flags: Flags) -> list[DeviceNeed]:
                 kw.arg == "allow_cpu" and not _is_false(kw.value) for kw in dec.keywords
             ):
                 return []  # it runs without an accelerator too
-            return [DeviceNeed(need, dec.lineno, "@" + _text(target))]
+            return [DeviceNeed(need, dec.lineno, "@" + short_text(target))]
     if last in ("skipIf", "skipUnless") and isinstance(dec, ast.Call) and dec.args:
         # The test runs when a skipIf condition is false and a skipUnless condition is true.
         found = requires(dec.args[0], last == "skipUnless", flags)
-        return [DeviceNeed(need, dec.lineno, f"@{last}({_text(dec.args[0])})") for need in found]
+        return [DeviceNeed(need, dec.lineno, f"@{last}({short_text(dec.args[0])})") for need in found]
     return []
 
 
@@ -344,7 +333,7 @@ def _skip_guards(body: list[ast.stmt], flags: Flags) -> Iterator[DeviceNeed]:
         )
         if skips:
             for need in requires(stmt.test, False, flags):
-                yield DeviceNeed(need, stmt.lineno, f"if {_text(stmt.test)}: skip")
+                yield DeviceNeed(need, stmt.lineno, f"if {short_text(stmt.test)}: skip")
 
 
 def _needs_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], flags: Flags) -> list[DeviceNeed]:
@@ -371,11 +360,11 @@ def _placement_text(node: ast.AST, place: ast.expr) -> str:
     if isinstance(node, ast.Call):
         for kw in node.keywords:
             if kw.value is place:
-                return f"{kw.arg}={_text(place)}"
-        return f"{_text(node.func)}({_text(place)})"
+                return f"{kw.arg}={short_text(place)}"
+        return f"{short_text(node.func)}({short_text(place)})"
     if isinstance(node, ast.withitem):
-        return f"with {_text(place)}"
-    return f"{_text(node)}"
+        return f"with {short_text(place)}"
+    return f"{short_text(node)}"
 
 
 def unique(needs: Iterable[DeviceNeed]) -> tuple[DeviceNeed, ...]:
@@ -419,19 +408,28 @@ def read_class(
     node: ast.ClassDef,
     lines: list[str] | None = None,
     flags: Flags = {},  # noqa: B006 - read only
+    inherited: Mapping[str, tuple[DeviceNeed, ...]] = {},  # noqa: B006 - read only
 ) -> ClassDevices:
     """One walk over each statement of the class body gives both its device calls and the needs
     of its test and setUp-style methods, theirs and those of the class's other methods they use
-    on `self` (`uses_of`).  `lines`, the module's source lines, let a statement that names no
-    device skip the walk."""
-    own: list[DeviceNeed] = []
-    if not _mentions_devices(source_of(lines, node), flags):
+    on `self` (`uses_of`).  `inherited`: `method_needs` of the classes it derives from (the
+    setUp-style ones run before every test).  `lines`, the module's source lines, let a statement
+    that names no device skip the walk."""
+    own: list[DeviceNeed] = [
+        replace(n, what=f"{name} (inherited): {n.what}")
+        for name, needs in inherited.items()
+        if name in SETUP_METHODS
+        for n in needs
+    ]
+    if not inherited and not _mentions_devices(source_of(lines, node), flags):
         return ClassDevices((), {}, ())
     for dec in node.decorator_list:
         own += _needs_of_decorator(dec, flags)
     calls: list[TorchCall] = []
     methods: dict[int, tuple[DeviceNeed, ...]] = {}
-    helpers: dict[str, tuple[DeviceNeed, ...]] = {}  # the other methods that need a device, by name
+    # The other methods that need a device, by name: its own, else the ones it inherits.
+    defined = {s.name for s in node.body if isinstance(s, FUNCTIONS)}
+    helpers = {k: v for k, v in inherited.items() if k not in defined and k not in SETUP_METHODS}
     runners: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.AST] | None]] = []
     for stmt in node.body:
         mentions = _mentions_devices(source_of(lines, stmt), flags)
@@ -460,6 +458,25 @@ def read_class(
     return ClassDevices(tuple(calls), methods, unique(own))
 
 
+def method_needs(
+    node: ast.ClassDef,
+    lines: list[str] | None = None,
+    flags: Flags = {},  # noqa: B006 - read only
+) -> dict[str, tuple[DeviceNeed, ...]]:
+    """What each method of `node` that is not a test needs a device for (its helpers and its
+    setUp-style methods), by name: what a class derived from it inherits."""
+    if not _mentions_devices(source_of(lines, node), flags):
+        return {}
+    found = {}
+    for stmt in node.body:
+        if isinstance(stmt, FUNCTIONS) and not stmt.name.startswith("test"):
+            if _mentions_devices(source_of(lines, stmt), flags):
+                needs = unique(_needs_in(stmt, nodes_of(stmt), flags))
+                if needs:
+                    found[stmt.name] = needs
+    return found
+
+
 def uses_of(
     fn: ast.FunctionDef | ast.AsyncFunctionDef,
     nodes: list[ast.AST] | None,
@@ -484,85 +501,6 @@ def uses_of(
         ):
             found[sub.attr] = None
     return list(found)
-
-
-def _is_main_block(stmt: ast.stmt) -> bool:
-    test = stmt.test if isinstance(stmt, ast.If) else None
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
-    )
-
-
-def _runs_tests(stmts: list[ast.stmt]) -> bool:
-    return any(
-        isinstance(s, ast.Expr)
-        and isinstance(s.value, ast.Call)
-        and (dotted_name(s.value.func) or "").rsplit(".", 1)[-1] in ("run_tests", "main")
-        for s in stmts
-    )
-
-
-def _guarded_runs(stmts: list[ast.stmt], held: dict[Need, str], flags: Flags) -> list[dict[Need, str]]:
-    """For each run_tests() call under the `if`s of `stmts`: the needs of the conditions around it."""
-    runs: list[dict[Need, str]] = []
-    if _runs_tests(stmts):
-        runs.append(held)
-    for s in stmts:
-        if isinstance(s, ast.If):
-            for branch, truth in ((s.body, True), (s.orelse, False)):
-                extra = {need: f"if {_text(s.test)}" for need in requires(s.test, truth, flags)}
-                runs += _guarded_runs(branch, {**held, **extra}, flags)
-    return runs
-
-
-def _disables_module(stmt: ast.If) -> bool:
-    """`if not TEST_CUDA: TestCase = NoTest` (or sys.exit / raise SkipTest): nothing runs then."""
-    for s in stmt.body:
-        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Name) and s.value.id == "NoTest":
-            return True
-        if isinstance(s, ast.Raise) or (
-            isinstance(s, ast.Expr)
-            and isinstance(s.value, ast.Call)
-            and (dotted_name(s.value.func) or "") in ("sys.exit", "exit", "unittest.skip", "pytest.skip")
-        ):
-            return True
-    return False
-
-
-def module_guards(tree: ast.Module, flags: Flags) -> tuple[tuple[DeviceNeed, ...], dict[int, tuple[DeviceNeed, ...]]]:
-    """(the needs the module puts on every class: its run or itself guarded; class line -> the
-    needs of the module-level `if`s around that class)."""
-    everywhere: list[DeviceNeed] = []
-    around: dict[int, tuple[DeviceNeed, ...]] = {}
-    for stmt in tree.body:
-        if _is_main_block(stmt):
-            assert isinstance(stmt, ast.If)
-            runs = _guarded_runs(stmt.body, {}, flags)
-            if runs:  # every run of the module needs what all of them share
-                common = set(runs[0]).intersection(*runs[1:])
-                everywhere += [DeviceNeed(n, stmt.lineno, f"{runs[0][n]}: run_tests()") for n in common]
-        elif isinstance(stmt, ast.If) and _disables_module(stmt):
-            everywhere += [
-                DeviceNeed(n, stmt.lineno, f"if {_text(stmt.test)}: the module's tests are disabled")
-                for n in requires(stmt.test, False, flags)
-            ]
-    _classes_under_ifs(tree.body, (), around, flags)
-    return unique(everywhere), around
-
-
-def _classes_under_ifs(stmts: list[ast.stmt], held: tuple[DeviceNeed, ...], out: dict, flags: Flags) -> None:
-    for s in stmts:
-        if isinstance(s, ast.ClassDef) and held:
-            out[s.lineno] = held
-        elif isinstance(s, ast.If) and not _is_main_block(s):
-            for branch, truth in ((s.body, True), (s.orelse, False)):
-                extra = tuple(
-                    DeviceNeed(n, s.lineno, f"under if {_text(s.test)}") for n in requires(s.test, truth, flags)
-                )
-                _classes_under_ifs(branch, held + extra, out, flags)
 
 
 # --------------------------------------------------------------------------- torch.<...>() calls
