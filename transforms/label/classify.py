@@ -25,7 +25,7 @@ from transforms.core.strenum import StrEnum
 from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose_facts, split_device
 from transforms.label.evidence import Evidence, call_text, evidence, needs_gpu_warnings
 from transforms.label.truth import Truth, true_value
-from transforms.rules.advice import ADVICE, Pattern
+from transforms.rules.advice import ADVICE, BY_HAND, Pattern
 from transforms.rules.deviations import Refusal, deviation, refusals
 from transforms.rules.registry import Generation, Violation
 
@@ -416,20 +416,27 @@ def _requested(
 def facts_advice(cls: TestClassFacts) -> tuple[Pattern, ...]:
     """The restructuring advice that fits `cls`, from its facts alone (the label transform
     refines it with the method bodies, see refine)."""
-    return diagnose_facts(cls).advice
+    return diagnose_facts(cls).fitting
 
 
 def refine(decision: Decision, diag: ClassDiagnosis) -> Decision:
     """`decision` with its advice replaced by the precise diagnosis (method bodies read): the
     transforms that fit, the widening they cause and what stays manual."""
     message = decision.message.split("; fitting pattern:")[0]
-    if diag.advice:
-        message += f"; fitting transform: {', '.join(diag.advice)} (decouple apply --restructure auto)"
+    steps = [p for p in diag.advice if p not in BY_HAND]
+    if steps:
+        message += f"; fitting transform: {', '.join(steps)} (decouple apply --restructure auto)"
+    if len(steps) < len(diag.advice):
+        message += f"; by hand: {', '.join(p for p in diag.advice if p in BY_HAND)}"
     if diag.widening:
         message += f"; note: {'; '.join(diag.widening)}"
+    if diag.could_widen:
+        named = ",".join(dict.fromkeys(w.step for w in diag.could_widen))
+        notes = "; ".join(w.note() for w in diag.could_widen)
+        message += f"; could be widened: {notes} (only when named: --restructure {named})"
     if diag.manual:
         message += f"; manual: {'; '.join(diag.manual)}"
-    return replace(decision, patterns=diag.advice, message=message)
+    return replace(decision, patterns=diag.fitting, message=message)
 
 
 def keep_deviation_advice(decision: Decision) -> Decision:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from transforms.core.strenum import StrEnum
 
-__all__ = ["ADVICE", "Pattern"]
+__all__ = ["ADVICE", "BY_HAND", "WIDENING", "Pattern"]
 
 
 class Pattern(StrEnum):
@@ -56,3 +56,9 @@ ADVICE: Mapping[Pattern, str] = {
         "e.g. to module level (the linter does not look inside)"
     ),
 }
+
+# The advice no restructuring step carries out: done by hand.
+BY_HAND: frozenset[Pattern] = frozenset({Pattern.INJECT_DEVICE, Pattern.MOVE_INSTANTIATION})
+# The steps that add devices some tests run on (a change of what is tested, never silent):
+# `--restructure auto` never runs them; they run only where named (`--restructure cuda-to-accelerator`).
+WIDENING: frozenset[Pattern] = frozenset({Pattern.DROP_ONLY_FOR, Pattern.CUDA_TO_ACCELERATOR})
