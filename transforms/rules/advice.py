@@ -36,8 +36,8 @@ ADVICE: Mapping[Pattern, str] = {
     Pattern.INLINE_ONLY_FOR: "inline the module-level literal the only_for/except_for name is bound to",
     Pattern.DROP_ONLY_FOR: (
         "drop the only_for whitelist: with cpu listed, ACCELERATOR on the default device list "
-        "(keeps every listed device, adds the other accelerators: a widening); accelerators "
-        "only, except_for=('cpu',) with allow_mps/allow_xpu=True where listed"
+        "(keeps every listed device, adds the other accelerators: a widening, run only when named); "
+        "accelerators only, except_for=('cpu',) with allow_mps/allow_xpu=True where listed"
     ),
     Pattern.SPLIT_CLASS: (
         "split the class: a test-less base with the shared members, the device-free tests "
@@ -46,7 +46,8 @@ ADVICE: Mapping[Pattern, str] = {
     ),
     Pattern.CUDA_TO_ACCELERATOR: (
         "@onlyCUDA -> @onlyAccelerator and torch.cuda.<fn> -> its torch.accelerator "
-        "equivalent, where every CUDA-specific use of the test has one"
+        "equivalent, where every CUDA-specific use of the test has one (adds the other "
+        "accelerators: a widening, run only when named)"
     ),
     Pattern.INJECT_DEVICE: (
         "give the tests a `device` parameter in place of hard-coded 'cuda' / .cuda() (manual: no transform does this)"
