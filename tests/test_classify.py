@@ -1067,7 +1067,8 @@ def test_a_generic_label_on_mixed_needs_offers_the_split():
     )
     d = infer(gpu, GEN1)
     assert d.value == "GENERIC" and d.patterns == ("split-class", "inject-device")
-    assert "1 of 2 tests need one (test_gpu)" in d.needs_advice and "by hand" in d.needs_advice
+    assert "1 of 2 tests needs one (test_gpu): split it into a class of its own" in d.needs_advice
+    assert "by hand" in d.needs_advice
     warning = decision_findings(d)[1]
     assert warning.rule == "hw/generic-needs-gpu" and d.needs_advice in warning.message
     cuda = one(
@@ -1082,7 +1083,7 @@ def test_a_generic_label_on_mixed_needs_offers_the_split():
     )
     d = infer(cuda, GEN2)  # GENERIC accepted (no accelerator call), CUDA not true for test_free
     assert d.value == "GENERIC" and d.patterns == ("split-class",)
-    assert "to a class of their own labelled CUDA" in d.needs_advice
+    assert "the test that needs cuda (test_cuda) to a class of its own labelled CUDA" in d.needs_advice
     assert "--restructure split-class" in d.needs_advice
     assert infer(cuda, GEN1).patterns == ("split-class", "inject-device")  # gen1: no such label
 

@@ -138,16 +138,18 @@ def needs_advice(cls: TestClassFacts, gen: Generation) -> tuple[tuple[Pattern, .
     if not free:
         return (Pattern.INJECT_DEVICE,), "consider inject-device (give the tests a `device` parameter: ACCELERATOR)"
     found = split_device(cls, gen)
+    one, others = len(needing) == 1, f"the other{'s' if free > 1 else ''} stay{'s' if free == 1 else ''} GENERIC"
     if found is not None:
         value = found[0]
         return (Pattern.SPLIT_CLASS,), (
-            f"split-class fits: the {len(needing)} that need {value.lower()} ({_some(needing)}) to a class of "
-            f"their own labelled {value}, the {free} others stay GENERIC (decouple apply --restructure split-class)"
+            f"split-class fits: {'the test' if one else f'the {len(needing)} tests'} that need{'s' if one else ''} "
+            f"{value.lower()} ({_some(needing)}) to a class of {'its' if one else 'their'} own labelled {value}, "
+            f"{others} (decouple apply --restructure split-class)"
         )
     return (Pattern.SPLIT_CLASS, Pattern.INJECT_DEVICE), (
-        f"{len(needing)} of {len(cls.test_methods)} tests need one ({_some(needing)}): split them into a class "
-        f"of their own (split-class, by hand) whose tests take `device` (inject-device: ACCELERATOR), "
-        f"the {free} others stay GENERIC"
+        f"{len(needing)} of {len(cls.test_methods)} tests need{'s' if one else ''} one ({_some(needing)}): split "
+        f"{'it' if one else 'them'} into a class of {'its' if one else 'their'} own (split-class, by hand) taking "
+        f"`device` (inject-device: ACCELERATOR), {others}"
     )
 
 
