@@ -47,7 +47,7 @@ def test_every_case_has_a_spec():
 def test_diagnosis_advice(case):
     text = open(os.path.join(HERE, case + ".in.py")).read()
     gen = GENERATIONS[_spec(case).get("rules", "gen1")]
-    widen = parse_selection(_spec(case)["restructure"]).widen
+    widen = parse_selection(_spec(case)["restructure"]).widening
     found = {d.name: list(d.advice) for d in diagnose.diagnose(ast.parse(text), text, gen, widen=widen)}
     assert found == _spec(case)["advice"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Collection, Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms.core import analysis
@@ -73,8 +73,8 @@ class TestDiagnosis:
 @dataclass(frozen=True, kw_only=True)
 class Widening:
     """A restructuring step that would fit the class but adds devices its tests run on (one of
-    `advice.WIDENING`): advised only where widening was asked for (`diagnose(widen=True)`), else
-    recorded so that it can be proposed apart ("could be widened: cuda-to-accelerator")."""
+    `advice.WIDENING`): advised only where it was asked for (`diagnose(widen=...)`), else recorded
+    so that it can be proposed apart ("could be widened: cuda-to-accelerator")."""
 
     step: Pattern
     tests: tuple[str, ...]  # the tests whose devices it widens
@@ -131,14 +131,15 @@ def diagnose(
     gen: Generation | None = None,
     facts: ModuleFacts | None = None,
     only: Container[int] | None = None,
-    widen: bool = False,
+    widen: Collection[Pattern] = (),
 ) -> tuple[ClassDiagnosis, ...]:
     """A diagnosis, with advice, for every test class of the module (`gen`: the generation of the
     rules the advice must satisfy; None: the one whose values exclude each other). `facts`:
     `analysis.analyse(tree, text)`, when the caller has it already. `only`: the lines of the
-    classes to diagnose, when not all (each diagnosis is the same either way). `widen`: the advice
-    may add devices (`advice.WIDENING`, only where such a step was named); else it keeps every
-    test's devices and records the widening steps that would fit (`could_widen`)."""
+    classes to diagnose, when not all (each diagnosis is the same either way). `widen`: the steps
+    of `advice.WIDENING` the advice may name (the ones named to run); the others are not advised
+    (the advice keeps every test's devices where they would add some) but recorded where they
+    would fit (`could_widen`)."""
     facts = facts if facts is not None else analysis.analyse(tree, text)
     nodes = class_nodes(tree)
     calls = _instantiation_calls(tree)
@@ -169,7 +170,7 @@ def _diagnose(
     calls: Mapping[int, ast.Call],
     literals: Mapping[str, tuple[ast.Assign, tuple[str, ...]]] | None,
     lines: Sequence[str] | None = None,
-    widen: bool = False,
+    widen: Collection[Pattern] = (),
 ) -> ClassDiagnosis:
     """`literals` None: the module is unknown (facts only); a name passed as only_for may
     then be a literal bound once, and inline-only-for is advised for the transform to check.
@@ -333,11 +334,12 @@ class _Advice:
 
 
 def advise(
-    diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool = True, widen: bool = False
+    diag: ClassDiagnosis, inst: Instantiation | None, module_known: bool = True, widen: Collection[Pattern] = ()
 ) -> ClassDiagnosis:
-    """The advice for `diag`'s class, what stays manual and why. `widen` False: no step of
-    `advice.WIDENING` is advised; where one would fit it is recorded in `could_widen`, and the
-    advice is what keeps every test's devices (an @onlyCUDA test goes to a CUDA class)."""
+    """The advice for `diag`'s class, what stays manual and why. A step of `advice.WIDENING` not
+    in `widen` is not advised; where it would fit it is recorded in `could_widen`, and the advice
+    is what keeps every test's devices (without cuda-to-accelerator an @onlyCUDA test goes to a
+    CUDA class)."""
     found = _Advice()
     if diag.positional:
         found.advice.append(Pattern.KEYWORD_ARGS)
@@ -369,17 +371,18 @@ def advise(
             found.manual.append(
                 "device-free tests are parametrized: a GENERIC class would need instantiate_parametrized_tests"
             )
-    advice = found.advice if widen else [a for a in found.advice if a not in WIDENING]
     return dataclasses.replace(
         diag,
-        advice=tuple(advice),
+        advice=tuple(a for a in found.advice if a not in WIDENING or a in widen),
         manual=tuple(found.manual),
-        widening=tuple(w.note() for w in found.widenings) if widen else (),
-        could_widen=() if widen else tuple(found.widenings),
+        widening=tuple(w.note() for w in found.widenings if w.step in widen),
+        could_widen=tuple(w for w in found.widenings if w.step not in widen),
     )
 
 
-def _advise_only_for(diag: ClassDiagnosis, module_known: bool, widen: bool, found: _Advice) -> DeviceList:
+def _advise_only_for(
+    diag: ClassDiagnosis, module_known: bool, widen: Collection[Pattern], found: _Advice
+) -> DeviceList:
     """The advice on the class's only_for; returns it as far as it can be read (a name bound to a
     literal: the literal)."""
     only_for = diag.only_for
@@ -400,18 +403,23 @@ def _advise_only_for(diag: ClassDiagnosis, module_known: bool, widen: bool, foun
         else:
             found.advice.append(Pattern.DROP_ONLY_FOR)
             found.widenings += [widening] if widening else []
-            if not widen:
+            if Pattern.DROP_ONLY_FOR not in widen:
                 found.manual.append(f"only_for={only_for!r} names several devices: no label fits a whitelist")
     return only_for
 
 
 def _advise_device_tests(
-    diag: ClassDiagnosis, device_tests: list[TestDiagnosis], free: bool, whitelist: bool, widen: bool, found: _Advice
+    diag: ClassDiagnosis,
+    device_tests: list[TestDiagnosis],
+    free: bool,
+    whitelist: bool,
+    widen: Collection[Pattern],
+    found: _Advice,
 ) -> None:
     """The advice on the `device` tests of a class instantiated for several devices: where each
     goes (`test_target`), cuda-to-accelerator for the @onlyCUDA ones it converts, split-class
     where they go to several classes (or beside device-free tests)."""
-    targets = {t.name: test_target(t, convert_cuda=widen) for t in device_tests}
+    targets = {t.name: test_target(t, convert_cuda=Pattern.CUDA_TO_ACCELERATOR in widen) for t in device_tests}
     for t in device_tests:
         if targets[t.name] is None:
             found.manual.append(_why_manual(t))
@@ -428,7 +436,7 @@ def _advise_device_tests(
             )
     kinds = set(targets.values())
     # A whitelist of several devices stays until drop-only-for (a widening) removes it.
-    if None not in kinds and (free or len(kinds) > 1) and not (whitelist and not widen):
+    if None not in kinds and (free or len(kinds) > 1) and not (whitelist and Pattern.DROP_ONLY_FOR not in widen):
         found.advice.append(Pattern.SPLIT_CLASS)
     elif not free and len(kinds) == 1 and kinds <= {Member.CPU, Member.CUDA}:
         value = str(kinds.pop())

@@ -68,9 +68,9 @@ class Selection:
     auto: bool
 
     @property
-    def widen(self) -> bool:
-        """A step that adds devices was named: the diagnosis may advise it."""
-        return bool(WIDENING.intersection(self.steps))
+    def widening(self) -> frozenset[Pattern]:
+        """The steps named that add devices: the only ones the diagnosis may advise."""
+        return WIDENING.intersection(self.steps)
 
 
 AUTO_SELECTION = Selection(steps=tuple(p for p in REGISTRY if p not in WIDENING), auto=True)
@@ -131,21 +131,26 @@ def _summary(name: Pattern, cls: str, line: int, moves: list[Move]) -> Finding:
     )
 
 
-def _could_widen(diag: ClassDiagnosis, selected: tuple[Pattern, ...]) -> Finding | None:
-    """The finding on a class a widening step fits that was not selected, or None."""
-    found = [w for w in diag.could_widen if w.step not in selected]
-    if not found:
-        return None
-    steps = ", ".join(dict.fromkeys(w.step for w in found))
+def _propose(diags: Sequence[ClassDiagnosis], proposed: dict[str, dict[Pattern, tuple[int, Widening]]]) -> None:
+    """Adds the widening steps that fit a class of `diags` but were not selected to `proposed`
+    (a step can make one fit: a whitelist dropped, its @onlyCUDA tests could be converted)."""
+    for diag in diags:
+        for w in diag.could_widen:
+            proposed.setdefault(diag.name, {}).setdefault(w.step, (diag.line, w))
+
+
+def _could_widen(cls: str, found: Mapping[Pattern, tuple[int, Widening]]) -> Finding:
+    """The finding on a class widening steps fit that were not selected."""
+    widenings = [w for _, w in found.values()]
     return Finding(
         rule=COULD_WIDEN,
         message=(
-            f"{diag.name}: could be widened: {'; '.join(w.note() for w in found)} "
-            f"(not by auto: name it to run it, --restructure {steps})"
+            f"{cls}: could be widened: {'; '.join(w.note() for w in widenings)} "
+            f"(not by auto: name it to run it, --restructure {','.join(found)})"
         ),
-        line=diag.line,
-        cls=diag.name,
-        data={"widenings": [{"step": w.step, "tests": list(w.tests), "adds": list(w.adds)} for w in found]},
+        line=min(line for line, _ in found.values()),
+        cls=cls,
+        data={"widenings": [{"step": w.step, "tests": list(w.tests), "adds": list(w.adds)} for w in widenings]},
     )
 
 
@@ -184,12 +189,11 @@ class Restructure:
         gen = generation(self.rules)
         selected = self.selected
         findings: list[Finding] = []
-        for diag in diagnose(tree, text, gen, widen=selected.widen):
-            could = _could_widen(diag, selected.steps)
-            findings += [could] if could is not None else []
+        proposed: dict[str, dict[Pattern, tuple[int, Widening]]] = {}  # class -> step -> (line, widening)
         moves: list[Move] = []
+        diags = diagnose(tree, text, gen, widen=selected.widening)
         for name in selected.steps:
-            diags = diagnose(tree, text, gen, widen=selected.widen)
+            _propose(diags, proposed)
             if selected.auto:  # only where no label fits (a step may have made one fit)
                 unfitted = _unfitted(text, tree, gen)
                 diags = tuple(d for d in diags if d.name in unfitted)
@@ -214,6 +218,9 @@ class Restructure:
                 findings.append(_summary(name, cls, lines.get(cls, 1), own))
             moves += step.moves
             text, tree = step.text, ast.parse(step.text)
+            diags = diagnose(tree, text, gen, widen=selected.widening)
+        _propose(diags, proposed)
+        findings = [_could_widen(cls, found) for cls, found in proposed.items()] + findings
         real = moved(compose(moves))
         if real:
             findings.append(
