@@ -89,7 +89,8 @@ def _apply_json(root, files, *extra):
 
 
 def _doable(f):
-    return f["status"] in ("changed", "already") and f["fully_classified"] and not f["manual"]
+    """FileResult.doable, from its JSON."""
+    return f["status"] not in ("failed", "needs-manual") and f["fully_classified"] and not f["manual"]
 
 
 def test_every_shape_gets_its_status(tree, surveyed):
@@ -183,7 +184,8 @@ def test_reasons_classes_owners_and_torch_load(tree, surveyed, survey_as, rules)
         if k == "gpu_guarded":  # not instantiated, its tests need CUDA: gen2 says so; gen1 demands GENERIC
             assert f["values"] == {"GENERIC" if rules == "gen1" else "CUDA": f["classes"]}
         if k == "labelled":
-            assert f["reason"].startswith("every test class is labelled already")
+            assert f["reason"].startswith("graduate only: every test class is labelled already")
+        assert f["graduate_only"] is (k in ("labelled", "no_tests", "pytest_only")), path
         if k == "split":
             assert f["transforms"] == ["split-class"] and f["values"] == {"ACCELERATOR": 1, "GENERIC": 1}
         if k == "whitelist":
@@ -195,8 +197,9 @@ def test_reasons_classes_owners_and_torch_load(tree, surveyed, survey_as, rules)
             assert [m["class"] for m in f["manual"]].count("(file)") == 1
         if k == "meta":
             assert "meta" in f["manual"][0]["reason"]
-        if k == "no_tests":
-            assert f["manual"][0]["reason"].startswith("no test class to label")
+        if k in ("no_tests", "pytest_only"):
+            assert f["reason"] == "graduate only: no test class, nothing for the linter to check"
+            assert f["classes"] == 0 and not f["manual"]
         if k == "rejected":
             assert "rejects the would-be output: [stand_in]" in f["manual"][0]["reason"]
         if k == "syntax":
@@ -524,11 +527,17 @@ def test_refactor_takes_the_survey_s_batches(tree, surveyed, tmp_path):
     assert r.exit_code == 0, r.output
     made = [line.split(":")[0] for line in r.output.splitlines() if line.startswith("hw-classification/")]
     assert len(made) == 2
+    files_of = _by_path(data)
     for branch, batch in zip(made, data["batches"][:2], strict=True):
         files = subprocess.run(
             ["git", "-C", str(root), "show", "--name-only", "--format=", branch], capture_output=True, text=True
         ).stdout.split()
-        assert sorted(files) == sorted([*batch["files"], ALLOWLIST])
+        # A graduate-only file's branch is its allowlist line, nothing else.
+        edited = [p for p in batch["files"] if not files_of[p]["graduate_only"]]
+        assert sorted(files) == sorted([*edited, ALLOWLIST])
+        listed = subprocess.run(["git", "-C", str(root), "show", f"{branch}:{ALLOWLIST}"], capture_output=True, text=True)
+        assert not set(batch["files"]) & set(json.loads(listed.stdout))
+    assert any(files_of[p]["graduate_only"] for b in data["batches"][:2] for p in b["files"])
     # The groups are the survey's: --group-size would contradict them; paths too.
     r = cli("refactor", "--batches", str(survey_json), "--group-size", "2", "--dry-run", cwd=root)
     assert r.exit_code == 2 and "--batches and --group-size exclude each other" in r.output

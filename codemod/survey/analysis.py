@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import partial
 
-from codemod.engine.result import FAILED, SKIPPED, UNCHANGED, FileResult
+from codemod.engine.result import CHANGED, FAILED, FileResult
 from codemod.survey.model import ClassDecision, FileSurvey, ManualItem, SurveyStatus, TorchLoadFacts
 from transforms.core.base import Finding, Severity
 from transforms.label.classify import Status
@@ -22,7 +22,8 @@ from transforms.torch_load.analysis.triage import CENSUS_RULE
 # The label transform's decisions, as finding rules; the ones after which a class carries a label.
 CLASS_RULES = {f"hw/{s}": s for s in Status}
 LABELLED = {Status.LABEL, Status.ALREADY, Status.ALREADY_DISAGREES, Status.FORCED}
-GATE_REJECTED = "gate/rejected"
+# The gate's findings that keep a file from graduating: its linter rejects the output, or did not judge it.
+GATE_BLOCKERS = ("gate/rejected", "gate/not-judged")
 
 # What became of each torch.load call: the rule of its last finding.
 _LOAD_EDITS = {LoadRule.SAFE_GLOBALS, LoadRule.WEIGHTS_ONLY_FALSE, LoadRule.FALLBACK}
@@ -76,15 +77,12 @@ def blockers(fr: FileResult) -> tuple[ManualItem, ...]:
                 continue
             fits = "" if status in LABELLED else refused.get(f.cls) or one_line(f.fix or "")
             items.append(ManualItem(cls=f.cls or "?", line=f.line, reason=_class_message(f), fits=fits))
-        elif f.rule == GATE_REJECTED:
+        elif f.rule in GATE_BLOCKERS:
             items.append(ManualItem(cls=f.cls or "(file)", line=f.line, reason=one_line(f.message)))
         elif _LOAD_RULES.get(f.rule) in _LOAD_MANUAL:
             items.append(ManualItem(cls="torch.load", line=f.line, reason=one_line(f.message)))
         elif f.severity == Severity.ERROR:  # a duplicate class or instantiation, ...
             items.append(ManualItem(cls=f.cls or "(file)", line=f.line, reason=one_line(f.message)))
-    if not items and fr.status in (SKIPPED, UNCHANGED):
-        reason = "no test class to label (refactor skips it); the linter has nothing to check here"
-        items.append(ManualItem(cls="(file)", line=1, reason=reason))
     if not items:  # the engine's own judgement, when no finding says more
         items.append(ManualItem(cls="(file)", line=1, reason="the linter would still reject it"))
     return tuple(items)
@@ -137,12 +135,21 @@ NEW_LABEL = (Status.LABEL, Status.FORCED)  # decisions that write a label
 
 def _labels_reason(classes: Sequence[ClassDecision]) -> str:
     new = [c for c in classes if c.decision in NEW_LABEL]
-    if not new:
-        return "every test class is labelled already: only its allowlist entry goes"
     values: dict[str, int] = {}
     for c in new:
         values[str(c.value)] = values.get(str(c.value), 0) + 1
     return "labels: " + ", ".join(f"{n} {v}" for v, n in sorted(values.items()))
+
+
+def _ready_reason(classes: Sequence[ClassDecision], changed: bool) -> str:
+    """Why a file is ready: the labels it gets, else (nothing to write) why the linter accepts it."""
+    if any(c.decision in NEW_LABEL for c in classes):
+        return _labels_reason(classes)
+    if changed:
+        return "no label to add; the other edits (torch.load) leave it linter-clean"
+    if not classes:
+        return "graduate only: no test class, nothing for the linter to check"
+    return "graduate only: every test class is labelled already and the linter accepts it"
 
 
 def _manual_reason(items: Sequence[ManualItem]) -> str:
@@ -169,7 +176,9 @@ def file_survey(
         return survey(status=SurveyStatus.ERROR, reason=one_line(labels.reason))
     if labels.doable:
         classes = class_decisions(labels)
-        return survey(status=SurveyStatus.READY, reason=_labels_reason(classes), classes=classes)
+        changed = labels.status == CHANGED
+        reason = _ready_reason(classes, changed)
+        return survey(status=SurveyStatus.READY, reason=reason, classes=classes, graduate_only=not changed)
     final = labels if restructured is None else restructured
     if final.status == FAILED:
         reason = f"with --restructure auto: {one_line(final.reason)}"

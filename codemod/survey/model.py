@@ -22,7 +22,7 @@ NO_OWNER = "(no owner header)"
 class SurveyStatus(StrEnum):
     """Where a file stands, best first."""
 
-    READY = "ready"  # labels alone make the linter pass: one `decouple refactor` away
+    READY = "ready"  # labels alone make the linter pass (or it passes already): one `decouple refactor` away
     RESTRUCTURE = "restructure"  # passes after `--restructure auto` (see `transforms`)
     MANUAL = "manual"  # something stays manual even after restructuring (see `manual`)
     ERROR = "error"  # unreadable or unparseable (see `reason`)
@@ -93,6 +93,9 @@ class FileSurvey:
     status: SurveyStatus
     reason: str  # one line: why this status
     classes: tuple[ClassDecision, ...] = ()
+    # ready with nothing to write: the linter accepts the file as it is (every test class
+    # labelled, or none), so only its allowlist entry goes
+    graduate_only: bool = False
     transforms: tuple[str, ...] = ()  # restructure: the transforms `--restructure auto` applies
     widens: bool = False  # ... and one of them widens the devices some tests run on
     manual: tuple[ManualItem, ...] = ()  # what stays manual, per class (status manual)
@@ -113,6 +116,7 @@ class FileSurvey:
             "classes": len(self.classes),
             "values": self.values(),
             "class_decisions": [c.to_json() for c in self.classes],
+            "graduate_only": self.graduate_only,
             "transforms": list(self.transforms),
             "widens": self.widens,
             "manual": [m.to_json() for m in self.manual],
@@ -134,6 +138,7 @@ class FileSurvey:
                 ClassDecision(name=c["name"], line=c["line"], decision=c["decision"], value=c["value"])
                 for c in data["class_decisions"]
             ),
+            graduate_only=bool(data["graduate_only"]),
             transforms=tuple(data["transforms"]),
             widens=bool(data["widens"]),
             manual=tuple(
