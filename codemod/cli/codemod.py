@@ -66,6 +66,7 @@ class LintOptions:
     labels: LabelChoice
     input: InputChoice
     paths_file: str | None
+    include_allowlisted: bool  # the allowlisted files' work too (upstream's linter skips them)
     gate: GateChoice
 
 
@@ -180,11 +181,19 @@ def classify(**params: Any) -> None:
     type=click.Path(dir_okay=False),
     help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).",
 )
+@click.option(
+    "--include-allowlisted",
+    is_flag=True,
+    help="Also the work in the files the checkout's allowlist names (by default each gets one advice, "
+    "as upstream's linter skips them); --from-allowlist implies it.",
+)
 @gate_options
 def lint(**params: Any) -> None:
     """Lint messages in the upstream test linter's severities: lintrunner LintMessage JSON
     lines (the label edits as an autofix `replacement`), or `text` lines, GitHub annotations,
-    SARIF. Writes nothing. Exit 0 with --format lintrunner unless the invocation itself is
+    SARIF. A file the checkout's allowlist names gets one advice (what `decouple refactor`
+    would do), as upstream's linter skips it, unless --include-allowlisted or --from-allowlist.
+    Writes nothing. Exit 0 with --format lintrunner unless the invocation itself is
     wrong (as lintrunner expects); with the other formats, 1 when any message is an error.
     PATH `-` reads one file from standard input."""
     opts = build(LintOptions, params)
@@ -195,8 +204,11 @@ def lint(**params: Any) -> None:
         except DiscoveryError as e:
             fail(str(e))
     transform = label_transform(opts.labels)
-    run = _run(load_config(), Mode.LINT, opts.selection, opts.gate, opts.input, [transform], paths=paths)
-    messages = list(lintrunner.messages(run))
+    cfg = load_config()
+    run = _run(cfg, Mode.LINT, opts.selection, opts.gate, opts.input, [transform], paths=paths)
+    # Naming the allowlist asks for its files' work; otherwise they are judged as upstream judges them.
+    include = opts.include_allowlisted or bool(opts.selection.allowlist_or_configured(cfg, paths))
+    messages = list(lintrunner.messages(run, allowlisted_as_upstream=not include))
     if opts.fmt == OutputFormat.LINTRUNNER:
         click.echo(lintrunner.render(messages), nl=False)
         sys.exit(0)
