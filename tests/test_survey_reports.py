@@ -116,8 +116,14 @@ def test_markdown_tables_and_escaping():
 
 def test_terminal_summary():
     text = survey_text.summary(build_survey(), cached=40)
-    assert text.splitlines()[0] == f"survey of the allowlist tools/linter/adapters/test_linter_allowlist.json at {'ab' * 6}: 48 file(s)"
+    assert text.splitlines()[0] == f"survey of the allowlist tools/linter/adapters/test_linter_allowlist.json at {'ab' * 6}: 48 files"
     assert "  ready           30   62%" in text
+    assert "9 suggested batches of up to 4 ready files; the first 5:\n  1. " in text and "\n  5. " in text
+    assert "\n  6. " not in text
+    few = dataclasses.replace(build_survey(), history=build_survey().history[:1])
+    few.batches = few.batches[:1]
+    text_few = survey_text.summary(few)
+    assert "1 suggested batch of up to 4 ready files:\n  1. " in text_few and "(1 commit)" in text_few
     assert "  test/distributed/fsdp: 18 (10 ready, 4 restructure, 2 manual, 2 error)" in text
     assert "allowlist history: 60 entries on 2026-01-01, 48 on 2026-04-01 (4 commits)" in text
     assert "cache: 40 of 48 file(s) unchanged since an earlier survey" in text

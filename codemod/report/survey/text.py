@@ -4,7 +4,7 @@ suggested batches, and how the run went (the rules generation, cache, linter gat
 from __future__ import annotations
 
 from codemod.engine.result import GateSummary, Mode, RunResult
-from codemod.report.findings.text import rules_summary
+from codemod.report.findings.text import plural, rules_summary
 from codemod.survey.model import STATUSES, Survey, SurveyStatus
 
 MEANING = {
@@ -39,7 +39,7 @@ def rules_line(survey: Survey) -> str:
 def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = None) -> str:
     totals = survey.totals()
     total = totals["files"]
-    lines = [f"survey of {what(survey)}: {total} file(s)"]
+    lines = [f"survey of {what(survey)}: {plural(total, 'file')}"]
     for s in STATUSES:
         lines.append(f"  {s.value:<12} {totals[s]:>5}  {percent(totals[s], total):>4}  {MEANING[s]}")
     extra = []
@@ -60,7 +60,9 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
             parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
             lines.append(f"  {folder}: {counts['files']} ({parts})")
     if survey.batches:
-        lines.append(f"{len(survey.batches)} suggested batch(es) of up to {survey.group_size} ready files; the first:")
+        shown = "" if len(survey.batches) <= FIRST_BATCHES else f"; the first {FIRST_BATCHES}"
+        batches = plural(len(survey.batches), "suggested batch", "suggested batches")
+        lines.append(f"{batches} of up to {survey.group_size} ready files{shown}:")
         for b in survey.batches[:FIRST_BATCHES]:
             owners = ", ".join(b.owners) or "no owner header"
             lines.append(f"  {b.number}. {b.directory} ({owners}): {', '.join(b.files)}")
@@ -68,7 +70,7 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
         first, last = survey.history[0], survey.history[-1]
         lines.append(
             f"allowlist history: {first.entries} entries on {first.date[:10]}, {last.entries} on "
-            f"{last.date[:10]} ({len(survey.history)} commits)"
+            f"{last.date[:10]} ({plural(len(survey.history), 'commit')})"
         )
     if survey.generation is not None:
         lines.append(rules_line(survey))
