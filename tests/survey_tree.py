@@ -35,7 +35,7 @@ KINDS = {
     "torch_load": "ready",  # GENERIC, with bare torch.load calls (needs discovery)
     "gpu_guarded": "ready",  # not instantiated, CUDA-guarded: gen1 GENERIC (with a warning), gen2 CUDA
     "split": "restructure",  # a device-free test in an instantiated class: split-class
-    "whitelist": "restructure",  # only_for=("cpu", "cuda"): drop-only-for
+    "whitelist": "manual",  # only_for=("cpu", "cuda"): only drop-only-for fits, which widens (never by auto)
     "self_super": "manual",  # a mixed class naming itself in super(): the split is refused
     "meta": "manual",  # only_for=("cpu", "meta"): meta is on no default device list
     "no_tests": "ready",  # a helper module without test classes: the linter accepts it, graduate only

@@ -1049,6 +1049,64 @@ def test_generic_class_that_needs_a_gpu_is_labelled_with_a_warning():
     assert found[1].severity == "warning" and "skipIf(not TEST_CUDA" in found[1].message
 
 
+def test_a_generic_label_on_mixed_needs_offers_the_split():
+    """Some tests need an accelerator, others none: the warning offers split-class (by hand under
+    gen1, where no non-instantiated device label exists; by the tool under gen2 when the others
+    need one device gen2 only declares) and inject-device for the tests that need one."""
+    from transforms.rules.gen2 import GEN2
+
+    gpu = one(
+        """
+        class TestA(TestCase):
+            def test_free(self):
+                pass
+            @requires_gpu()
+            def test_gpu(self):
+                pass
+        """
+    )
+    d = infer(gpu, GEN1)
+    assert d.value == "GENERIC" and d.patterns == ("split-class", "inject-device")
+    assert "1 of 2 tests need one (test_gpu)" in d.needs_advice and "by hand" in d.needs_advice
+    warning = decision_findings(d)[1]
+    assert warning.rule == "hw/generic-needs-gpu" and d.needs_advice in warning.message
+    cuda = one(
+        """
+        class TestA(TestCase):
+            def test_free(self):
+                pass
+            @unittest.skipIf(not TEST_CUDA, "cuda")
+            def test_cuda(self):
+                pass
+        """
+    )
+    d = infer(cuda, GEN2)  # GENERIC accepted (no accelerator call), CUDA not true for test_free
+    assert d.value == "GENERIC" and d.patterns == ("split-class",)
+    assert "to a class of their own labelled CUDA" in d.needs_advice
+    assert "--restructure split-class" in d.needs_advice
+    assert infer(cuda, GEN1).patterns == ("split-class", "inject-device")  # gen1: no such label
+
+
+def test_a_rule_broken_twice_is_stated_once():
+    cls = one(
+        """
+        class TestA(TestCase):
+            def test_a(self, device):
+                pass
+            def test_b(self):
+                pass
+            def test_c(self):
+                pass
+        instantiate_device_type_tests(TestA, globals(), only_for="xpu", allow_xpu=True)
+        """
+    )
+    d = infer(cls, GEN1)
+    assert d.status == "needs-manual"
+    clause = "XPU test methods must take device or devices, but"
+    assert d.message.count(clause) == 1, d.message
+    assert "test_b(self) at line 5 does not and test_c(self) at line 7 does not" in d.message
+
+
 def test_class_gpu_guard_counts_too():
     cls = one(
         """

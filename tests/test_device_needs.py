@@ -81,6 +81,14 @@ def test_needs_in_a_test_body(body, expected, with_text):
         ("@requires_cuda_and_triton", {"cuda"}),
         ("@requires_gpu_and_triton", {"gpu"}),
         ("@requires_gpu()", {"gpu"}),
+        ("@skip_if_lt_x_gpu(2)", {"gpu"}),
+        ("@common_distributed.skip_if_lt_x_gpu(4)", {"gpu"}),
+        ("@skip_if_lt_x_gpu(2, allow_cpu=True)", set()),  # runs on a CPU-only machine too
+        ("@skip_if_lt_x_gpu(2, allow_cpu=False)", {"gpu"}),
+        ("@skip_if_no_gpu", {"gpu"}),
+        ("@requires_nccl()", {"cuda"}),
+        ("@requires_xccl()", {"xpu"}),
+        ("@unittest.skipIf(not torch.mtia.is_available(), 'mtia')", {"mtia"}),
         ("@skipIfRocm", set()),  # "not on ROCm builds": CPU tests say so too
         ("@unittest.skipIf(IS_WINDOWS, 'windows')", set()),
     ],
@@ -197,3 +205,138 @@ def test_torch_calls_are_read_as_the_newer_linter_reads_them():
     assert (7, "TestA.test_a", "torch.ones(2).cuda") in calls
     assert not any(c.callee.startswith("th.") for c in cls.device_calls)
     assert (9, "TestA.test_a", "torch.mps.synchronize") in calls
+
+
+def test_the_methods_a_test_uses_on_self_lend_it_their_needs():
+    """One level: a helper's device calls, placements and guards are the needs of the tests (and
+    setUp-style methods) that call it or pass it on; a helper nobody uses lends nothing, and a
+    helper's helper is not followed."""
+    found = needs(
+        """
+        class TestA(TestCase):
+            def _device(self):
+                device = torch.device("cuda", self.rank)
+                return device
+            def _capture(self):
+                g = torch.cuda.CUDAGraph()
+                return self._device()
+            def _unused(self):
+                torch.xpu.synchronize()
+            def _plain(self):
+                return 1
+            @skip_if_lt_x_gpu(2)
+            def test_graph(self):
+                self._capture()
+            def test_subtests(self):
+                self.run_subtests({"x": [1]}, self._device)
+            def test_plain(self):
+                self.assertEqual(self._plain(), 1)
+
+        class TestB(TestCase):
+            def setUp(self):
+                self._init()
+            def _init(self):
+                torch.cuda.set_device(0)
+            def test_b(self):
+                pass
+        """
+    )
+    assert found["test_graph"] == {"gpu", "cuda"}  # its guard, and _capture's CUDAGraph
+    assert found["test_subtests"] == {"cuda"}  # _device, passed on to run_subtests
+    assert found["test_plain"] == set()
+    assert found["TestB"] == {"cuda"}  # what setUp uses, every test needs
+
+
+def test_a_helpers_need_names_the_helper():
+    (cls,) = classes(
+        """
+        class TestA(TestCase):
+            def _sync(self):
+                torch.cuda.synchronize()
+            def test_a(self):
+                self._sync()
+        """
+    ).values()
+    ((test,),) = [m.needs for m in cls.test_methods]
+    assert (test.device, test.line, test.what) == ("cuda", 4, "self._sync: torch.cuda.synchronize()")
+
+
+@pytest.mark.parametrize(
+    "condition, expected",
+    [
+        ("torch.mtia.is_available() and has_triton()", {"mtia"}),
+        ("torch.cuda.is_available() and not IS_WINDOWS", {"cuda"}),
+        ("TEST_CUDA and TEST_MULTIGPU", {"cuda"}),
+        ("torch.xpu.is_available()", {"xpu"}),
+        ("torch.hpu.is_available()", {"hpu"}),
+        ("torch.cuda.is_available() or torch.xpu.is_available()", set()),  # either: not one device
+        ("has_triton()", set()),
+    ],
+)
+def test_a_module_level_guard_around_the_class(condition, expected):
+    found = needs(f"if {condition}:\n    class TestA(TestCase):\n        def test_a(self):\n            pass\n")
+    assert found["TestA"] == expected
+
+
+def test_helpers_decide_the_gen2_value_and_the_gen1_warning():
+    """The issue's shape: the tests carry only @skip_if_lt_x_gpu(2), their helpers place data on
+    CUDA and capture a CUDA graph. gen2 accepts CUDA, and CUDA is true; gen1 accepts only GENERIC,
+    which is written with the warning that names the helpers."""
+    cls = classes(
+        """
+        class TestCollectives(MultiProcessTestCase):
+            @property
+            def world_size(self):
+                return 2
+            def _pg(self):
+                device = torch.device("cuda", self.rank)
+                return c10d.new_group(backend="nccl", device_id=device)
+            def _graph(self):
+                return torch.cuda.CUDAGraph()
+            @requires_nccl()
+            @skip_if_lt_x_gpu(2)
+            def test_all_reduce(self):
+                self._pg()
+            @skip_if_lt_x_gpu(2)
+            def test_graph_capture(self):
+                self._graph()
+        """
+    )["TestCollectives"]
+    gen1, gen2 = GENERATIONS["gen1"], GENERATIONS["gen2"]
+    assert infer(cls, gen2).value == "CUDA"
+    decision = infer(cls, gen1)
+    assert decision.value == "GENERIC"
+    texts = [w.text for w in decision.warnings]
+    assert any("self._pg: device = torch.device('cuda', self.rank)" in t for t in texts), texts
+    assert any("self._graph: torch.cuda.CUDAGraph()" in t for t in texts), texts
+
+
+def test_methods_inherited_from_the_modules_classes_count_too():
+    """A helper or setUp a class inherits from a class of the same module (at any depth of
+    bases) is read as if the class defined it; its own definition of the name wins."""
+    found = needs(
+        """
+        class _Base(TestCase):
+            def setUp(self):
+                torch.cuda.set_device(0)
+        class _Helpers(TestCase):
+            def _graph(self):
+                return torch.cuda.CUDAGraph()
+            def _plain(self):
+                return torch.xpu.synchronize()
+        class _Middle(_Helpers):
+            pass
+        class TestA(_Base):
+            def test_a(self):
+                pass
+        class TestB(_Middle):
+            def _plain(self):
+                return 1
+            def test_graph(self):
+                self._graph()
+            def test_plain(self):
+                self._plain()
+        """
+    )
+    assert found["TestA"] == {"cuda"}  # _Base.setUp runs before each of its tests
+    assert found["test_graph"] == {"cuda"} and found["test_plain"] == set()

@@ -184,7 +184,8 @@ def test_generator_is_deterministic_and_varied():
                    "torch.backends.cuda.matmul.set_flags(True)", "n=torch.cuda.device_count()",
                    "N = torch.xpu.device_count()", "lambda: torch.xpu.synchronize()", "def inner():",
                    "th.cuda.is_available()", "getattr(torch, 'cuda')", "torch.backends.cuda.matmul.allow_tf32",
-                   "@unittest.skipIf(not torch.cuda.is_available()", "if TEST_CUDA:", "if HAS_GPU:"):
+                   "@unittest.skipIf(not torch.cuda.is_available()", "if TEST_CUDA:", "if HAS_GPU:",
+                   "@skip_if_lt_x_gpu(2)", "self._helper()", "if torch.mtia.is_available() and COND:"):
         assert needle in sources, needle
 
 

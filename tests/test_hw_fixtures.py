@@ -3,7 +3,8 @@
 tests/fixtures/hw/<case>.in.py   the input (any bytes: CRLF, BOM, latin-1, broken syntax)
 tests/fixtures/hw/<case>.out.py  the expected file after `decouple apply` (absent: unchanged)
 tests/fixtures/hw/<case>.json    optional: {"args": {...HwLabel fields...},
-                                            "status": "<bucket>", "rules": [...]}
+                                            "status": "<bucket>", "rules": [...],
+                                            "says": {rule: [text a finding of that rule says, ...]}}
 A case follows the gen1 rules unless its args name another generation (`"rules": "gen2"`).
 Run with DECOUPLE_REGEN_FIXTURES=1 to rewrite the .out.py files after a deliberate change
 (then read the diff before committing it).
@@ -56,6 +57,10 @@ def test_fixture(case, tmp_path, regen):
         assert result.status == spec["status"], result
     for rule in spec.get("rules", []):
         assert any(f.rule == rule for f in result.findings), (rule, [f.rule for f in result.findings])
+    for rule, texts in spec.get("says", {}).items():
+        messages = [f.message for f in result.findings if f.rule == rule]
+        for text in texts:
+            assert any(text in m for m in messages), (rule, text, messages)
     if got != original:
         # idempotent: a second run leaves the written file alone (mtime included)
         mtime = work.stat().st_mtime_ns

@@ -74,7 +74,8 @@ def test_the_restructuring_steps_come_with_restructure_and_the_help_names_them(t
     proc = subprocess.run([sys.executable, "-m", "codemod", "apply", "--help"], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": REPO}, stdin=subprocess.DEVNULL)
     unwrapped = "".join(proc.stdout.split())  # click wraps the help, at spaces and hyphens
-    assert proc.returncode == 0 and "".join(f"auto, or any of {', '.join(REGISTRY)} (opt-in".split()) in unwrapped
+    assert proc.returncode == 0 and "".join(f"or any of {', '.join(REGISTRY)} by name".split()) in unwrapped
+    assert "".join("drop-only-for and cuda-to-accelerator add devices and run only when named".split()) in unwrapped
 
 
 def test_without_git_on_path_the_codemod_commands_work(tmp_path):

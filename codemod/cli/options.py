@@ -176,9 +176,12 @@ class _RestructureOption(click.Option):
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         from transforms import restructure
 
+        auto = restructure.parse_selection("auto").steps
+        widening = [name for name in restructure.REGISTRY if name not in auto]
         self.help = (
-            f"Restructure classes no label fits, before labelling: auto, or any of "
-            f"{', '.join(restructure.REGISTRY)} (opt-in; see docs/restructure.md)."
+            f"Restructure classes before labelling: auto ({', '.join(auto)}, on the classes no label "
+            f"fits), or any of {', '.join(restructure.REGISTRY)} by name; {' and '.join(widening)} add "
+            f"devices and run only when named (opt-in; see docs/restructure.md)."
         )
         return super().get_help_record(ctx)
 

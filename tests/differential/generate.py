@@ -9,6 +9,8 @@ generator put there on purpose and what the rules cannot read from the letter:
               an @only<X> guard keeps or None)
   class_need  the device every test of the class needs (class decorator, setUp, an `if` around
               the class, a guarded run_tests()), or None
+A test that calls the class's `_helper` needs what the helper needs (one level); an accelerator
+no label names (`if torch.mtia.is_available() ...` around a class) counts as "gpu".
   labelled    the class was generated with a label of its own
   redefined   the class is defined twice (which one the linter checks depends on the scan order)
 The shapes include accelerator calls the newer linter flags (in methods, their decorators and
@@ -42,8 +44,10 @@ METHOD_DECORATORS = [
     ("@onlyNativeDeviceTypes\n", None, None), ("@unittest.skipIf(not TEST_CUDA, 'no cuda')\n", "CUDA", None),
     ("@unittest.skipIf(not torch.cuda.is_available(), 'cuda')\n", "CUDA", None), ("@requires_cuda\n", "CUDA", None),
     ("@requires_gpu_and_triton\n", "gpu", None), ("@unittest.skipIf(torch.accelerator.is_available(), 'cpu')\n", None, None),
-    ("@onlyCPU\n", None, "CPU"),
+    ("@onlyCPU\n", None, "CPU"), ("@skip_if_lt_x_gpu(2)\n", "gpu", None),
 ]
+# A body that calls the class's `_helper`: it needs what that helper needs (if the class has one).
+HELPER = "helper"
 # (body, the device the test then needs)
 BODIES = [
     ("pass", None), ("pass", None), ("x = torch.ones(1, device='cuda')", "CUDA"),
@@ -55,6 +59,7 @@ BODIES = [
     ("torch.foo('a.cuda.b').bar()", None), ("def inner():\n            torch.cuda.synchronize()\n        inner()", "CUDA"),
     ("f = lambda: torch.xpu.synchronize()\n        f()", "XPU"), ("w = torch.ones(2).to('xpu')", "XPU"),
     ("if torch.accelerator.is_available():\n            pass", None), ("torch.mps.synchronize()", "MPS"),
+    ("self._helper()", HELPER),
 ]
 # (decorator, forbidden @only on the class, the device every test then needs, the one device it keeps)
 CLASS_DECORATORS = [("", False, None, None), ("", False, None, None), ("@onlyCUDA\n", True, None, "CUDA"),
@@ -69,7 +74,10 @@ CLASS_MEMBERS = [
     ("    USE = torch.backends.cuda.matmul.allow_tf32\n", None),
     ("    def setUp(self):\n        torch.cuda.synchronize()\n", "CUDA"),
     ("    def _helper(self):\n        torch.cuda.empty_cache()\n", None),
+    ("    def _helper(self):\n        return 1\n", None),
 ]
+# What a test that calls `_helper` needs, by the class member that defines it.
+HELPER_NEEDS = {CLASS_MEMBERS[-2][0]: "CUDA"}
 LABELS = ["hw_classification = HardwareClassification.{}",
           "hw_classification: HardwareClassification = HardwareClassification.{}",
           "hw_classification = HC.{}", "hw_classification = HardwareClassification.GPU"]
@@ -87,7 +95,7 @@ CLEAN_OPTIONS = ["", "except_for='cpu'", "only_for='cpu'", "only_for='cuda'", "o
 
 # Where a class or an instantiation goes: (opening lines, indent, visible to the linter?)
 SCANNED = ["module", "if", "else", "try", "except", "tryelse", "finally", "with", "for", "forelse",
-           "while", "whileelse", "ifcuda"]
+           "while", "whileelse", "ifcuda", "ifmtia"]
 HIDDEN = ["trystar", "match"]
 
 
@@ -99,6 +107,7 @@ def wrap(where: str, text: str) -> str:
         "module": text,
         "if": "if COND:\n" + ind,
         "ifcuda": "if TEST_CUDA:\n" + ind,
+        "ifmtia": "if torch.mtia.is_available() and COND:\n" + ind,
         "else": "if COND:\n    pass\nelse:\n" + ind,
         "try": "try:\n" + ind + "except ImportError:\n    pass\n",
         "except": "try:\n    pass\nexcept ImportError:\n" + ind,
@@ -127,13 +136,15 @@ def _class(rng: random.Random, name: str) -> tuple[str, dict]:
         lines.append("    " + rng.choice(LABELS).format(rng.choice(MEMBERS)) + "\n")
     member, member_need = rng.choice(CLASS_MEMBERS)
     lines.append(member)
-    truth["class_need"] = truth["class_need"] or member_need
+    truth["class_need"] = _one(truth["class_need"], member_need)
     device_style = rng.random()
     for i in range(rng.randint(1, 3)):
         params, takes = rng.choice(PARAMS[1:3] if device_style < 0.4 else PARAMS[:1] if device_style < 0.7
                                    else PARAMS)
         mdec, dec_need, keeps = rng.choice(METHOD_DECORATORS)
         body, body_need = rng.choice(BODIES)
+        if body_need == HELPER:
+            body_need = HELPER_NEEDS.get(member)
         kw = "async def" if rng.random() < 0.1 else "def"
         test = rng.choice(TEST_NAMES) + (f"_{i}" if i else "")
         lines.append("".join("    " + x + "\n" for x in mdec.splitlines()))
@@ -192,12 +203,12 @@ def generate(rng: random.Random) -> tuple[str, dict]:
         where = rng.choice(SCANNED + ["module"] * 6 + (["trystar", "match", "function"] if rng.random() < 0.1 else []))
         text, t = _class(rng, name)
         if rng.random() < 0.05 and where in SCANNED:  # defined twice: the last one counts
-            parts.append(wrap(rng.choice([w for w in SCANNED if w != "ifcuda"]), _class(rng, name)[0]))
+            parts.append(wrap(rng.choice([w for w in SCANNED if w not in ("ifcuda", "ifmtia")]), _class(rng, name)[0]))
             t["redefined"] = True
         parts.append(wrap(where, text))
         t["scanned"] = where not in HIDDEN + ["function"]
-        if where == "ifcuda":
-            t["class_need"] = _one(t["class_need"], "CUDA")
+        if where in ("ifcuda", "ifmtia"):
+            t["class_need"] = _one(t["class_need"], "CUDA" if where == "ifcuda" else "gpu")
             t["gpu"] = True
         truth[name] = t
     if rng.random() < 0.1:

@@ -33,7 +33,6 @@ import re
 from collections.abc import Iterable, Iterator
 
 from transforms.core.class_reading import FUNCTION_TYPES, class_facts, class_label, defines_tests, dotted_name
-from transforms.core.device_needs import module_flags, module_guards
 from transforms.core.facts import (
     UNKNOWN,
     CallForm,
@@ -45,6 +44,7 @@ from transforms.core.facts import (
     ModuleFacts,
     Option,
 )
+from transforms.core.module_needs import inherited_needs, module_flags, module_guards
 
 __all__ = [
     "INSTANTIATE_DEVICE",
@@ -350,6 +350,7 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
 
     flags = module_flags(tree)
     everywhere, around = module_guards(tree, flags)
+    inherited = inherited_needs(tree, lines, flags)
     classes = tuple(
         class_facts(
             node,
@@ -359,6 +360,7 @@ def analyse(tree: ast.Module, text: str | None = None) -> ModuleFacts:
             tuple(hidden_by_target.get(node.name, ())),
             everywhere + around.get(node.lineno, ()),
             flags,
+            inherited.get(node.lineno, {}),
         )
         for node in kept
     )

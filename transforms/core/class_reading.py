@@ -13,6 +13,7 @@ whose name starts with `test`.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import replace
 
 from transforms.core.device_needs import ClassDevices, Flags, dotted_name, read_class, unique
@@ -165,10 +166,12 @@ def class_facts(
     hidden: tuple[Instantiation, ...] = (),
     module_needs: tuple[DeviceNeed, ...] = (),
     flags: Flags = {},  # noqa: B006 - read only
+    inherited: Mapping[str, tuple[DeviceNeed, ...]] = {},  # noqa: B006 - read only
 ) -> TestClassFacts:
     """The facts of the test class `node`, given the calls that instantiate it (`hidden`: those the
     linter does not see), the lines of instantiate_parametrized_tests(node), the needs the
-    module puts on it (`device_needs.module_guards`) and the module's own device flags.
+    module puts on it (`module_needs.module_guards`), the module's own device flags and what the
+    methods it inherits from the module's classes need (`module_needs.inherited_needs`).
     `lines`, the module's source split at the line ends `ast` counts, lets a method without any
     device word skip the walk for its needs."""
     body = node.body
@@ -176,7 +179,7 @@ def class_facts(
     first = body[0]
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         docstring_end = first.end_lineno
-    devices = read_class(node, lines, flags)
+    devices = read_class(node, lines, flags, inherited)
     tests = []
     others = []
     for stmt in body:

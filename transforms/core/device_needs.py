@@ -2,13 +2,17 @@
 
 A test *needs* a device when it cannot do what it tests without one:
 - a guard that skips it otherwise: `@skipIf(not TEST_CUDA, ...)`, `@skipUnless(HAS_GPU, ...)`,
-  `@requires_cuda`, `@requires_gpu_and_triton`, `if not torch.cuda.is_available(): self.skipTest(...)`;
-  for a class, its decorators and a module-level `if HAS_GPU:` around the class or around the
-  module's `run_tests()` (or an `if not TEST_CUDA: TestCase = NoTest` that disables the module);
+  a decorator of `GPU_DECORATORS` (`@requires_cuda`, `@requires_gpu_and_triton`,
+  `@skip_if_lt_x_gpu(2)`, `@requires_nccl()`, ...), `if not torch.cuda.is_available():
+  self.skipTest(...)`; for a class, its decorators and a module-level `if` around the class
+  (`if HAS_GPU:`, `if torch.mtia.is_available() and has_triton():`) or around the module's
+  `run_tests()` (or an `if not TEST_CUDA: TestCase = NoTest` that disables the module);
 - data placed on the device: `device="cuda"`, `device=GPU_TYPE`, `.to("cuda:0")`, `.cuda()`,
   `with torch.device("cuda")`, `torch.set_default_device("xpu")`, `device = "cuda"`;
 - a device API called: `torch.cuda.synchronize()`, `torch.backends.cuda.enable_flash_sdp(...)`,
-  `torch.xpu.*`, `torch.mps.*`, `torch.accelerator.synchronize()` (some accelerator).
+  `torch.xpu.*`, `torch.mps.*`, `torch.accelerator.synchronize()` (some accelerator);
+- any of these in a method of the class the test (or a setUp-style method) uses on `self`
+  (`self._capture()`, `self.run_subtests(..., self._check)`): one level, the helper's own needs.
 A device used only as a value (`hash(torch.device("cuda:0"))`, `f(5, "cuda")`,
 `x.device.type == "cuda"`), a probe that only chooses a branch (`if torch.cuda.is_available():`)
 and the lazy no-op calls (`torch.cuda.manual_seed(0)`) are not needs.  `skipIfRocm` only says "not
@@ -17,30 +21,33 @@ on ROCm builds", which CPU tests say too: not a need either.
 Each need is a `DeviceNeed` (device, line, what); `read_class` reads, in one walk over each
 statement of a class body, the needs of its tests and setUp-style methods, its decorators' needs
 and the calls of torch's device modules the way the newer linter's accelerator_availability rule
-sees them; `module_guards` reads the needs a module puts on every class it defines (or on the
-classes under an `if`).
+sees them; what the module around a class adds (guards, inherited methods) is `module_needs.py`'s.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 
 from transforms.core.facts import DeviceNeed, Need, TestClassFacts, TestMethod, TorchCall
 from transforms.core.members import Member
 
 __all__ = [
     "DEVICE_MODULES",
+    "GPU_DECORATORS",
     "SETUP_METHODS",
+    "FUNCTIONS",
     "ClassDevices",
-    "module_flags",
-    "module_guards",
+    "Flags",
+    "dotted_name",
+    "method_needs",
     "needed_value",
     "nodes_of",
     "read_class",
     "requires",
+    "short_text",
     "source_of",
     "test_needs",
     "unique",
@@ -65,6 +72,7 @@ _FLAGS: Mapping[str, Need] = {
     "HAS_XPU_AND_TRITON": Need.XPU,
     "TEST_MPS": Need.MPS,
     "HAS_MPS": Need.MPS,
+    "TEST_HPU": Need.HPU,
     "CUDA_HOME": Need.CUDA,  # the CUDA toolkit
     "ROCM_HOME": Need.ROCM,
 }
@@ -79,13 +87,22 @@ _PROBES: Mapping[str, Need] = {
     "torch.mps.is_available": Need.MPS,
     "torch.accelerator.is_available": Need.GPU,
     "torch.accelerator.device_count": Need.GPU,
+    "torch.mtia.is_available": Need.MTIA,
+    "torch.mtia.device_count": Need.MTIA,
+    "torch.hpu.is_available": Need.HPU,
+    "torch.hpu.device_count": Need.HPU,
 }
 _ROCM_BUILD = "torch.version.hip"
-# Decorators that skip the test without the device (by the last name part).
-_REQUIRES = (
-    (re.compile(r"^requires_(multi)?cuda"), Need.CUDA),
-    (re.compile(r"^requires_(multi)?gpu"), Need.GPU),
-    (re.compile(r"^requires_xpu"), Need.XPU),
+# The decorators that skip a test (or a class) without the device, matched on the last part of
+# their name: the one table of them.  One given `allow_cpu=` (`@skip_if_lt_x_gpu(2, allow_cpu=True)`)
+# runs on a machine without an accelerator too: no need.
+GPU_DECORATORS: tuple[tuple[re.Pattern[str], Need], ...] = (
+    (re.compile(r"^requires_(multi)?cuda"), Need.CUDA),  # requires_cuda, requires_cuda_and_triton, ...
+    (re.compile(r"^requires_nccl"), Need.CUDA),  # NCCL, the collectives of CUDA (and of ROCm, CUDA there)
+    (re.compile(r"^requires_(multi)?gpu"), Need.GPU),  # requires_gpu, requires_gpu_and_triton, ...
+    # Fewer than N accelerators (CUDA, HPU, XPU: upstream's definition has moved between them).
+    (re.compile(r"^(skip_if_lt_x_gpu|skip_if_no_gpu|skip_if_not_multigpu)$"), Need.GPU),
+    (re.compile(r"^requires_(xpu|xccl)"), Need.XPU),
     (re.compile(r"^requires_mps"), Need.MPS),
 )
 # Device API modules (by dotted prefix) and the calls of them that need no device.
@@ -96,19 +113,21 @@ _APIS: Mapping[str, Need] = {
     "torch.mps.": Need.MPS,
     "torch.backends.mps.": Need.MPS,
     "torch.accelerator.": Need.GPU,
+    "torch.mtia.": Need.MTIA,
+    "torch.hpu.": Need.HPU,
 }
 _NO_DEVICE_CALLS = frozenset(
     {"manual_seed", "manual_seed_all", "seed", "seed_all", "is_initialized", "current_accelerator", "get_device_name"}
 )
-_DEVICE_STRING = re.compile(r"^(cuda|xpu|mps)(:\d+)?$")
+_DEVICE_STRING = re.compile(r"^(cuda|xpu|mps|mtia|hpu)(:\d+)?$")
 _DEVICE_VALUE_NAMES = {"GPU_TYPE": Need.GPU}
 _SKIP_CALLS = {"skipTest", "SkipTest", "skip"}
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Methods every test of a class runs: their needs are the class's.
 SETUP_METHODS = frozenset({"setUp", "setUpClass", "tearDown", "tearDownClass", "asyncSetUp"})
-# Cheap pre-check: source without any of these words has no need to find.
 # Cheap pre-check: a statement without any of these (lowercased) words, `SM<digit>` or a module
 # flag names no device (a part of a callee comes from an identifier or a string in the source).
-_DEVICE_WORDS = ("cuda", "cudnn", "xpu", "mps", "gpu", "hip", "rocm", "accelerator", "hpu", "ipu", "mtia", "xla")
+_DEVICE_WORDS = tuple("cuda cudnn xpu mps gpu hip rocm accelerator hpu ipu mtia xla nccl xccl".split())
 _SM_TEXT = re.compile(r"SM\d")
 # torch's device modules (torch.cuda, torch.backends.mps, torch.accelerator, ...): a call whose
 # callee names one of them is what the newer linter's accelerator_availability rule looks for.
@@ -123,6 +142,8 @@ _VALUE_OF: Mapping[Need, Member | None] = {
     Need.XPU: Member.XPU,
     Need.MPS: Member.MPS,
     Need.GPU: None,
+    Need.MTIA: None,
+    Need.HPU: None,
 }
 
 
@@ -166,7 +187,8 @@ def dotted_name(node: ast.AST) -> str | None:
     return None
 
 
-def _text(node: ast.AST) -> str:
+def short_text(node: ast.AST) -> str:
+    """`node` as source, cut to 80 characters (for evidence)."""
     text = ast.unparse(node)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -218,30 +240,24 @@ def requires(cond: ast.expr, truth: bool, flags: Flags = {}) -> dict[Need, ast.e
     return {need: cond} if need is not None and truth else {}
 
 
-def module_flags(tree: ast.Module) -> dict[str, Need]:
-    """The module's own flags: module-level names bound to a condition that needs a device
-    (`GPU_HOME = CUDA_HOME or ROCM_HOME`, `TEST_MULTIGPU = TEST_CUDA and ...`)."""
-    found: dict[str, Need] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            needs = requires(stmt.value, True, found)
-            if len(needs) == 1:
-                found[stmt.targets[0].id] = next(iter(needs))
-            else:
-                found.pop(stmt.targets[0].id, None)
-    return found
+def _is_false(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
 
 
 def _needs_of_decorator(dec: ast.expr, flags: Flags) -> list[DeviceNeed]:
     target = dec.func if isinstance(dec, ast.Call) else dec
     last = (dotted_name(target) or "").rsplit(".", 1)[-1]
-    for pattern, need in _REQUIRES:
+    for pattern, need in GPU_DECORATORS:
         if pattern.match(last):
-            return [DeviceNeed(need, dec.lineno, "@" + _text(target))]
+            if isinstance(dec, ast.Call) and any(
+                kw.arg == "allow_cpu" and not _is_false(kw.value) for kw in dec.keywords
+            ):
+                return []  # it runs without an accelerator too
+            return [DeviceNeed(need, dec.lineno, "@" + short_text(target))]
     if last in ("skipIf", "skipUnless") and isinstance(dec, ast.Call) and dec.args:
         # The test runs when a skipIf condition is false and a skipUnless condition is true.
         found = requires(dec.args[0], last == "skipUnless", flags)
-        return [DeviceNeed(need, dec.lineno, f"@{last}({_text(dec.args[0])})") for need in found]
+        return [DeviceNeed(need, dec.lineno, f"@{last}({short_text(dec.args[0])})") for need in found]
     return []
 
 
@@ -258,7 +274,7 @@ def _device_of(node: ast.expr | None) -> Need | None:
     if isinstance(node, ast.JoinedStr) and node.values:
         head = node.values[0]
         if isinstance(head, ast.Constant) and isinstance(head.value, str):
-            m = re.match(r"^(cuda|xpu|mps)(:|$)", head.value)
+            m = re.match(r"^(cuda|xpu|mps|mtia|hpu)(:|$)", head.value)
             return Need(m.group(1)) if m else None
         return None
     if isinstance(node, ast.Call) and dotted_name(node.func) == "torch.device" and node.args:
@@ -317,7 +333,7 @@ def _skip_guards(body: list[ast.stmt], flags: Flags) -> Iterator[DeviceNeed]:
         )
         if skips:
             for need in requires(stmt.test, False, flags):
-                yield DeviceNeed(need, stmt.lineno, f"if {_text(stmt.test)}: skip")
+                yield DeviceNeed(need, stmt.lineno, f"if {short_text(stmt.test)}: skip")
 
 
 def _needs_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], flags: Flags) -> list[DeviceNeed]:
@@ -344,11 +360,11 @@ def _placement_text(node: ast.AST, place: ast.expr) -> str:
     if isinstance(node, ast.Call):
         for kw in node.keywords:
             if kw.value is place:
-                return f"{kw.arg}={_text(place)}"
-        return f"{_text(node.func)}({_text(place)})"
+                return f"{kw.arg}={short_text(place)}"
+        return f"{short_text(node.func)}({short_text(place)})"
     if isinstance(node, ast.withitem):
-        return f"with {_text(place)}"
-    return f"{_text(node)}"
+        return f"with {short_text(place)}"
+    return f"{short_text(node)}"
 
 
 def unique(needs: Iterable[DeviceNeed]) -> tuple[DeviceNeed, ...]:
@@ -392,109 +408,99 @@ def read_class(
     node: ast.ClassDef,
     lines: list[str] | None = None,
     flags: Flags = {},  # noqa: B006 - read only
+    inherited: Mapping[str, tuple[DeviceNeed, ...]] = {},  # noqa: B006 - read only
 ) -> ClassDevices:
     """One walk over each statement of the class body gives both its device calls and the needs
-    of its test and setUp-style methods.  `lines`, the module's source lines, let a statement
+    of its test and setUp-style methods, theirs and those of the class's other methods they use
+    on `self` (`uses_of`).  `inherited`: `method_needs` of the classes it derives from (the
+    setUp-style ones run before every test).  `lines`, the module's source lines, let a statement
     that names no device skip the walk."""
-    own: list[DeviceNeed] = []
-    if not _mentions_devices(source_of(lines, node), flags):
+    own: list[DeviceNeed] = [
+        replace(n, what=f"{name} (inherited): {n.what}")
+        for name, needs in inherited.items()
+        if name in SETUP_METHODS
+        for n in needs
+    ]
+    if not inherited and not _mentions_devices(source_of(lines, node), flags):
         return ClassDevices((), {}, ())
     for dec in node.decorator_list:
         own += _needs_of_decorator(dec, flags)
     calls: list[TorchCall] = []
     methods: dict[int, tuple[DeviceNeed, ...]] = {}
+    # The other methods that need a device, by name: its own, else the ones it inherits.
+    defined = {s.name for s in node.body if isinstance(s, FUNCTIONS)}
+    helpers = {k: v for k, v in inherited.items() if k not in defined and k not in SETUP_METHODS}
+    runners: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.AST] | None]] = []
     for stmt in node.body:
-        if not _mentions_devices(source_of(lines, stmt), flags):
+        mentions = _mentions_devices(source_of(lines, stmt), flags)
+        if not isinstance(stmt, FUNCTIONS):
+            if mentions:
+                calls += _device_calls(nodes_of(stmt), node.name)
             continue
-        nodes = nodes_of(stmt)
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            calls += _device_calls(nodes, node.name)
-            continue
-        calls += _device_calls(nodes, f"{node.name}.{stmt.name}")
-        if stmt.name.startswith("test") or stmt.name in SETUP_METHODS:
-            methods[stmt.lineno] = unique(_needs_in(stmt, nodes, flags))
-            if stmt.name in SETUP_METHODS:
-                own += methods[stmt.lineno]
+        runs = stmt.name.startswith("test") or stmt.name in SETUP_METHODS
+        nodes = nodes_of(stmt) if mentions else None
+        if nodes is not None:
+            calls += _device_calls(nodes, f"{node.name}.{stmt.name}")
+            needs = unique(_needs_in(stmt, nodes, flags))
+            if runs:
+                methods[stmt.lineno] = needs
+            elif needs:
+                helpers[stmt.name] = needs
+        if runs:
+            runners.append((stmt, nodes))
+    for fn, nodes in runners:
+        used = uses_of(fn, nodes, helpers, lines)
+        if used:
+            via = [replace(n, what=f"self.{name}: {n.what}") for name in used for n in helpers[name]]
+            methods[fn.lineno] = unique([*methods.get(fn.lineno, ()), *via])
+        if fn.name in SETUP_METHODS:
+            own += methods.get(fn.lineno, ())
     return ClassDevices(tuple(calls), methods, unique(own))
 
 
-def _is_main_block(stmt: ast.stmt) -> bool:
-    test = stmt.test if isinstance(stmt, ast.If) else None
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
-    )
+def method_needs(
+    node: ast.ClassDef,
+    lines: list[str] | None = None,
+    flags: Flags = {},  # noqa: B006 - read only
+) -> dict[str, tuple[DeviceNeed, ...]]:
+    """What each method of `node` that is not a test needs a device for (its helpers and its
+    setUp-style methods), by name: what a class derived from it inherits."""
+    if not _mentions_devices(source_of(lines, node), flags):
+        return {}
+    found = {}
+    for stmt in node.body:
+        if isinstance(stmt, FUNCTIONS) and not stmt.name.startswith("test"):
+            if _mentions_devices(source_of(lines, stmt), flags):
+                needs = unique(_needs_in(stmt, nodes_of(stmt), flags))
+                if needs:
+                    found[stmt.name] = needs
+    return found
 
 
-def _runs_tests(stmts: list[ast.stmt]) -> bool:
-    return any(
-        isinstance(s, ast.Expr)
-        and isinstance(s.value, ast.Call)
-        and (dotted_name(s.value.func) or "").rsplit(".", 1)[-1] in ("run_tests", "main")
-        for s in stmts
-    )
-
-
-def _guarded_runs(stmts: list[ast.stmt], held: dict[Need, str], flags: Flags) -> list[dict[Need, str]]:
-    """For each run_tests() call under the `if`s of `stmts`: the needs of the conditions around it."""
-    runs: list[dict[Need, str]] = []
-    if _runs_tests(stmts):
-        runs.append(held)
-    for s in stmts:
-        if isinstance(s, ast.If):
-            for branch, truth in ((s.body, True), (s.orelse, False)):
-                extra = {need: f"if {_text(s.test)}" for need in requires(s.test, truth, flags)}
-                runs += _guarded_runs(branch, {**held, **extra}, flags)
-    return runs
-
-
-def _disables_module(stmt: ast.If) -> bool:
-    """`if not TEST_CUDA: TestCase = NoTest` (or sys.exit / raise SkipTest): nothing runs then."""
-    for s in stmt.body:
-        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Name) and s.value.id == "NoTest":
-            return True
-        if isinstance(s, ast.Raise) or (
-            isinstance(s, ast.Expr)
-            and isinstance(s.value, ast.Call)
-            and (dotted_name(s.value.func) or "") in ("sys.exit", "exit", "unittest.skip", "pytest.skip")
+def uses_of(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    nodes: list[ast.AST] | None,
+    helpers: Collection[str],
+    lines: list[str] | None,
+) -> list[str]:
+    """The names among `helpers` that `fn` uses as `self.<name>`, called or passed on
+    (`self.run_subtests(..., self._check)` runs it too), each once.  `nodes`: `nodes_of(fn)`,
+    if walked already."""
+    if not helpers:
+        return []
+    text = source_of(lines, fn)
+    if text is not None and not any(f"self.{name}" in text for name in helpers):
+        return []
+    found: dict[str, None] = {}
+    for sub in nodes if nodes is not None else nodes_of(fn):
+        if (
+            isinstance(sub, ast.Attribute)
+            and sub.attr in helpers
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "self"
         ):
-            return True
-    return False
-
-
-def module_guards(tree: ast.Module, flags: Flags) -> tuple[tuple[DeviceNeed, ...], dict[int, tuple[DeviceNeed, ...]]]:
-    """(the needs the module puts on every class: its run or itself guarded; class line -> the
-    needs of the module-level `if`s around that class)."""
-    everywhere: list[DeviceNeed] = []
-    around: dict[int, tuple[DeviceNeed, ...]] = {}
-    for stmt in tree.body:
-        if _is_main_block(stmt):
-            assert isinstance(stmt, ast.If)
-            runs = _guarded_runs(stmt.body, {}, flags)
-            if runs:  # every run of the module needs what all of them share
-                common = set(runs[0]).intersection(*runs[1:])
-                everywhere += [DeviceNeed(n, stmt.lineno, f"{runs[0][n]}: run_tests()") for n in common]
-        elif isinstance(stmt, ast.If) and _disables_module(stmt):
-            everywhere += [
-                DeviceNeed(n, stmt.lineno, f"if {_text(stmt.test)}: the module's tests are disabled")
-                for n in requires(stmt.test, False, flags)
-            ]
-    _classes_under_ifs(tree.body, (), around, flags)
-    return unique(everywhere), around
-
-
-def _classes_under_ifs(stmts: list[ast.stmt], held: tuple[DeviceNeed, ...], out: dict, flags: Flags) -> None:
-    for s in stmts:
-        if isinstance(s, ast.ClassDef) and held:
-            out[s.lineno] = held
-        elif isinstance(s, ast.If) and not _is_main_block(s):
-            for branch, truth in ((s.body, True), (s.orelse, False)):
-                extra = tuple(
-                    DeviceNeed(n, s.lineno, f"under if {_text(s.test)}") for n in requires(s.test, truth, flags)
-                )
-                _classes_under_ifs(branch, held + extra, out, flags)
+            found[sub.attr] = None
+    return list(found)
 
 
 # --------------------------------------------------------------------------- torch.<...>() calls

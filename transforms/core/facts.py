@@ -85,6 +85,9 @@ class Need(StrEnum):
     XPU = "xpu"
     MPS = "mps"
     GPU = "gpu"  # some accelerator, whichever: GPU_TYPE, HAS_GPU, @requires_gpu, torch.accelerator
+    # Accelerators no label names: a test that needs one needs *a* device, but no value says which.
+    MTIA = "mtia"
+    HPU = "hpu"
 
 
 @dataclass(frozen=True)

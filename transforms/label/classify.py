@@ -18,13 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from transforms.core.base import Finding, Severity
+from transforms.core.device_needs import test_needs
 from transforms.core.facts import UNKNOWN, ExistingLabel, ModuleFacts, TestClassFacts
 from transforms.core.members import DEVICE_MEMBERS, ENUM_NAME, HW_ATTRIBUTE, MEMBERS, Member, normalise_member
 from transforms.core.strenum import StrEnum
-from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose_facts
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose_facts, split_device
 from transforms.label.evidence import Evidence, call_text, evidence, needs_gpu_warnings
 from transforms.label.truth import Truth, true_value
-from transforms.rules.advice import ADVICE, Pattern
+from transforms.rules.advice import ADVICE, BY_HAND, Pattern
 from transforms.rules.deviations import Refusal, deviation, refusals
 from transforms.rules.registry import Generation, Violation
 
@@ -32,12 +33,14 @@ __all__ = [
     "STATUS_SEVERITY",
     "Decision",
     "Status",
+    "broken_text",
     "decide",
     "decision_findings",
     "facts_advice",
     "infer",
     "keep_deviation_advice",
     "module_findings",
+    "needs_advice",
     "refine",
 ]
 
@@ -81,8 +84,10 @@ class Decision:
     message: str = ""
     # Deliberate deviations that refused a value the linter would accept.
     refusals: tuple[Refusal, ...] = ()
-    # Warnings about a label the rules allow but that may mislead (GENERIC tests needing a GPU).
+    # Warnings about a label the rules allow but that may mislead (GENERIC tests needing a GPU),
+    # and what would make it honest (`needs_advice`).
     warnings: tuple[Evidence, ...] = ()
+    needs_advice: str = ""
 
     @property
     def edits(self) -> bool:
@@ -103,6 +108,47 @@ def _rules_summary(violations: tuple[Violation, ...]) -> str:
         if v.rule not in names:
             names.append(v.rule)
     return ", ".join(names)
+
+
+def broken_text(violations: tuple[Violation, ...], limit: int = 2) -> str:
+    """The first `limit` violations, each rule's statement said once: "XPU test methods must take
+    device or devices, but test_a(self) at line 4 does not, and test_b(self) at line 9 does not"."""
+    by_rule: dict[str, list[str]] = {}
+    for v in violations[:limit]:
+        statement, sep, case = v.message.partition(", but ")
+        cases = by_rule.setdefault(statement if sep else v.message, [])
+        if sep:
+            cases.append(case)
+    parts = [f"{statement}, but {' and '.join(cases)}" if cases else statement for statement, cases in by_rule.items()]
+    more = f" (+{len(violations) - limit} more)" if len(violations) > limit else ""
+    return "; ".join(parts) + more
+
+
+def _some(names: list[str], limit: int = 3) -> str:
+    return ", ".join(names[:limit]) + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+def needs_advice(cls: TestClassFacts, gen: Generation) -> tuple[tuple[Pattern, ...], str]:
+    """What would make the GENERIC label of a class whose tests need an accelerator honest: the
+    patterns and the sentence that says so. Split-class where some tests need none: done by the
+    tool where `gen` takes the one device the others need as a label (`split_device`), else by
+    hand; inject-device (ACCELERATOR) for the tests that need one."""
+    needing = [m.name for m in cls.test_methods if test_needs(cls, m)]
+    free = len(cls.test_methods) - len(needing)
+    if not free:
+        return (Pattern.INJECT_DEVICE,), "consider inject-device (give the tests a `device` parameter: ACCELERATOR)"
+    found = split_device(cls, gen)
+    if found is not None:
+        value = found[0]
+        return (Pattern.SPLIT_CLASS,), (
+            f"split-class fits: the {len(needing)} that need {value.lower()} ({_some(needing)}) to a class of "
+            f"their own labelled {value}, the {free} others stay GENERIC (decouple apply --restructure split-class)"
+        )
+    return (Pattern.SPLIT_CLASS, Pattern.INJECT_DEVICE), (
+        f"{len(needing)} of {len(cls.test_methods)} tests need one ({_some(needing)}): split them into a class "
+        f"of their own (split-class, by hand) whose tests take `device` (inject-device: ACCELERATOR), "
+        f"the {free} others stay GENERIC"
+    )
 
 
 def _named_devices(cls: TestClassFacts) -> set[str]:
@@ -153,12 +199,10 @@ def infer(cls: TestClassFacts, gen: Generation, advice: bool = True) -> Decision
     if value is not None and value in passing:
         message = _labelled_message(cls, value, truth, gen)
         warnings = needs_gpu_warnings(cls) if value == Member.GENERIC else ()
+        patterns, advice_text = needs_advice(cls, gen) if warnings else ((), "")
         if warnings:
             # The rules pass, but a GENERIC label on tests that need a GPU misleads.
-            message += (
-                f"; warning: the tests look like they need a GPU ({warnings[0].text}), "
-                "consider inject-device (ACCELERATOR)"
-            )
+            message += f"; warning: the tests look like they need an accelerator ({warnings[0].text}); {advice_text}"
         return Decision(
             cls_name=cls.name,
             line=cls.line,
@@ -166,9 +210,10 @@ def infer(cls: TestClassFacts, gen: Generation, advice: bool = True) -> Decision
             value=value,
             inferred=value,
             evidence=ev,
-            patterns=(Pattern.INJECT_DEVICE,) if warnings else (),
+            patterns=patterns,
             message=message,
             warnings=warnings,
+            needs_advice=advice_text,
         )
 
     if value is not None:  # the linter would accept it, but a deliberate deviation says it is false
@@ -197,7 +242,7 @@ def infer(cls: TestClassFacts, gen: Generation, advice: bool = True) -> Decision
             "cannot tell which devices the tests run on"
         )
     elif truth.value is not None and violations[truth.value]:
-        broken = ", ".join(f"{v.message}" for v in violations[truth.value][:2])
+        broken = broken_text(violations[truth.value])
         others = [v for v in passing if v != truth.value]
         message = (
             f"{cls.name}: {truth.value} ({truth.reason}) breaks {_rules_summary(violations[truth.value])} ({broken})"
@@ -321,6 +366,7 @@ def _requested(
     own = tuple(gen.check(cls, wanted))
     false_refusals = tuple(r for r in inferred.refusals if wanted in r.values)
     if not own and not false_refusals:
+        warnings = needs_gpu_warnings(cls) if wanted == Member.GENERIC else ()
         return Decision(
             cls_name=cls.name,
             line=cls.line,
@@ -330,7 +376,8 @@ def _requested(
             evidence=inferred.evidence,
             patterns=inferred.patterns,
             message=f"{cls.name}: {wanted} (requested; all {wanted} rules pass)",
-            warnings=needs_gpu_warnings(cls) if wanted == Member.GENERIC else (),
+            warnings=warnings,
+            needs_advice=needs_advice(cls, gen)[1] if warnings else "",
         )
     violations: Violations = {}
     if not own:  # the linter accepts it; a deliberate deviation says it is false
@@ -369,20 +416,27 @@ def _requested(
 def facts_advice(cls: TestClassFacts) -> tuple[Pattern, ...]:
     """The restructuring advice that fits `cls`, from its facts alone (the label transform
     refines it with the method bodies, see refine)."""
-    return diagnose_facts(cls).advice
+    return diagnose_facts(cls).fitting
 
 
 def refine(decision: Decision, diag: ClassDiagnosis) -> Decision:
     """`decision` with its advice replaced by the precise diagnosis (method bodies read): the
     transforms that fit, the widening they cause and what stays manual."""
     message = decision.message.split("; fitting pattern:")[0]
-    if diag.advice:
-        message += f"; fitting transform: {', '.join(diag.advice)} (decouple apply --restructure auto)"
+    steps = [p for p in diag.advice if p not in BY_HAND]
+    if steps:
+        message += f"; fitting transform: {', '.join(steps)} (decouple apply --restructure auto)"
+    if len(steps) < len(diag.advice):
+        message += f"; by hand: {', '.join(p for p in diag.advice if p in BY_HAND)}"
     if diag.widening:
         message += f"; note: {'; '.join(diag.widening)}"
+    if diag.could_widen:
+        named = ",".join(dict.fromkeys(w.step for w in diag.could_widen))
+        notes = "; ".join(w.note() for w in diag.could_widen)
+        message += f"; could be widened: {notes} (only when named: --restructure {named})"
     if diag.manual:
         message += f"; manual: {'; '.join(diag.manual)}"
-    return replace(decision, patterns=diag.advice, message=message)
+    return replace(decision, patterns=diag.fitting, message=message)
 
 
 def keep_deviation_advice(decision: Decision) -> Decision:
@@ -444,9 +498,9 @@ def decision_findings(decision: Decision) -> list[Finding]:
             Finding(
                 rule="hw/generic-needs-gpu",
                 message=(
-                    f"{decision.cls_name}: labelled GENERIC as the rules demand, but its tests look "
-                    f"like they need a GPU ({'; '.join(e.text for e in decision.warnings)}); consider "
-                    "inject-device and ACCELERATOR"
+                    f"{decision.cls_name}: labelled GENERIC, which the rules accept, but its tests look "
+                    f"like they need an accelerator ({'; '.join(e.text for e in decision.warnings)}); "
+                    f"{decision.needs_advice}"
                 ),
                 line=decision.line,
                 severity=Severity.WARNING,

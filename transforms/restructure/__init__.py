@@ -7,7 +7,25 @@ edits they are written with.
 """
 
 from transforms.restructure.model import map_document
-from transforms.restructure.transform import REGISTRY, Restructure, moves_from_findings, parse_selection
+from transforms.restructure.transform import (
+    COULD_WIDEN,
+    REGISTRY,
+    Restructure,
+    Selection,
+    moves_from_findings,
+    parse_selection,
+    widenings_from_findings,
+)
 from transforms.restructure.verify import RestructureCheckError
 
-__all__ = ["REGISTRY", "Restructure", "RestructureCheckError", "map_document", "moves_from_findings", "parse_selection"]
+__all__ = [
+    "COULD_WIDEN",
+    "REGISTRY",
+    "Restructure",
+    "RestructureCheckError",
+    "Selection",
+    "map_document",
+    "moves_from_findings",
+    "parse_selection",
+    "widenings_from_findings",
+]

@@ -29,6 +29,18 @@ class Move:
     new_instantiated: bool
     before: tuple[str, ...]
     after: tuple[str, ...]
+    # Tests that stayed in `old_class` (instantiated) whose names are this one's and more
+    # (`test_add` -> `test_add_scalar`): the map's pattern for this test must not take their ids.
+    kept_longer: tuple[str, ...] = ()
+
+    @property
+    def noop(self) -> bool:
+        """The test stays where it was, on the same devices: no move at all."""
+        return (self.old_class, self.old_instantiated, self.before) == (
+            self.new_class,
+            self.new_instantiated,
+            self.after,
+        )
 
     @property
     def widened(self) -> tuple[str, ...]:
@@ -45,6 +57,7 @@ class Move:
         data.update(
             before=list(self.before),
             after=list(self.after),
+            kept_longer=list(self.kept_longer),
             widened=list(self.widened),
             old_ids=old_ids(path, self),
             new_ids=new_ids(path, self),
@@ -93,13 +106,21 @@ def _suffixes(devices: tuple[str, ...]) -> str | None:
     return "|".join(re.escape(d.upper()) for d in devices)
 
 
+def _not_extended_to(m: Move) -> str:
+    """A lookahead after `m.test` in a pattern that refuses the ids of `m.kept_longer`."""
+    if not m.kept_longer:
+        return ""
+    rests = "|".join(re.escape(k[len(m.test) :]) for k in m.kept_longer)
+    return rf"(?!(?:{rests})(?:_|$))"
+
+
 def map_entries(path: str, moves: Iterable[Move]) -> list[dict[str, str]]:
     """`{"old": "re:<regex>", "new": "<template>"}` entries for `decouple ab --map-file`.
 
-    Every test of a touched instantiated class gets an entry (identity ones too), longest
-    name first, so that `test_add` never captures `test_add_scalar_cpu`.  A test that now
-    lives in a single-device class (CPU, CUDA) maps only on that device; its other
-    instances, which its guard skipped in A, map to "" ("not generated in B")."""
+    Longest name first, so that a moved `test_add` never captures a moved `test_add_scalar_cpu`;
+    the tests that stayed and whose names extend a moved one's (`Move.kept_longer`) are left out of
+    its pattern.  A test that now lives in a single-device class (CPU, CUDA) maps only on that
+    device; its other instances, which its guard skipped in A, map to "" ("not generated in B")."""
     out: list[tuple[int, dict[str, str]]] = []
     f = _file_part(path)
     for m in moves:
@@ -108,7 +129,7 @@ def map_entries(path: str, moves: Iterable[Move]) -> list[dict[str, str]]:
                 old = rf"^{f}::{re.escape(m.old_class)}::{re.escape(m.test)}(?P<s>\[.*)?$"
                 out.append((len(m.test), {"old": "re:" + old, "new": rf"\g<f>::{m.new_class}::{m.test}\g<s>"}))
             continue
-        test = re.escape(m.test)
+        test = re.escape(m.test) + _not_extended_to(m)
         if not m.new_instantiated:  # a device-free test leaves the instantiated class: drop `_<device>`
             old = rf"^{f}::{re.escape(m.old_class)}[A-Z][A-Z0-9]*::{test}_[a-z][a-z0-9]*$"
             out.append((len(m.test), {"old": "re:" + old, "new": rf"\g<f>::{m.new_class}::{m.test}"}))
@@ -147,6 +168,7 @@ def moves_from_json(items: Iterable[Mapping[str, Any]]) -> list[Move]:
             new_instantiated=item["new_instantiated"],
             before=tuple(item["before"]),
             after=tuple(item["after"]),
+            kept_longer=tuple(item.get("kept_longer", ())),
         )
         for item in items
     ]

@@ -6,8 +6,11 @@
     class TestFooCpuOnly(TestFooBase):      @onlyCPU tests, instantiated only_for="cpu"
     class TestFooCudaOnly(TestFooBase):     @onlyCUDA tests using CUDA-only APIs, only_for="cuda"
 
-A class that is not instantiated is split where the generation of the rules asks for it
-(`ClassDiagnosis.split_device`: its GENERIC label would break accelerator_availability): the
+A class instantiated `only_for` one device keeps its call for its device tests (labelled with
+that device) and gives its device-free tests a GENERIC class, unless one of them needs the device
+(the diagnosis leaves that to inject-device). A class that is not instantiated is split where the
+generation of the rules declares the one device its other tests need (`ClassDiagnosis.split_device`:
+its GENERIC label breaks accelerator_availability, or is accepted but false for those tests): the
 tests that need no device stay GENERIC, the ones that need the one device go to a class of that
 value (CUDA, XPU, MPS: only declared there), neither instantiated.
 
@@ -24,7 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from transforms.core import analysis, class_reading
 from transforms.core.base import Finding, Severity
 from transforms.core.class_reading import FUNCTION_TYPES, last_line
-from transforms.core.members import HW_ATTRIBUTE, Member
+from transforms.core.facts import UNKNOWN
+from transforms.core.members import DEVICE_MEMBERS, HW_ATTRIBUTE, Member
 from transforms.core.source_lines import newline_of
 from transforms.diagnosis.devices import GENERIC, UNREAD
 from transforms.diagnosis.diagnose import ClassDiagnosis, class_nodes, test_target
@@ -93,10 +97,15 @@ def _instantiated_parts(diag: ClassDiagnosis, tree: ast.Module, call: ast.Call) 
         raise Refusal("instantiated more than once")
     only_for = analysis.device_list(next((k.value for k in call.keywords if k.arg == "only_for"), ast.Constant(None)))
     single = None
-    if isinstance(only_for, tuple) and len(only_for) == 1 and only_for[0] in ("cpu", "cuda"):
-        single = Member(only_for[0].upper())
-    elif only_for is not None:
-        raise Refusal("only_for names several devices or is not a literal (drop-only-for / inline-only-for first)")
+    if only_for == UNKNOWN:
+        raise Refusal("only_for is not a literal (inline-only-for first)")
+    if isinstance(only_for, tuple):
+        named = sorted({d.lower() for d in only_for})
+        if len(named) != 1:
+            raise Refusal(f"only_for={list(only_for)!r} names {len(named) or 'no'} devices (drop-only-for first)")
+        if named[0].upper() not in DEVICE_MEMBERS:
+            raise Refusal(f"only_for={named[0]!r} is a device no label names")
+        single = Member(named[0].upper())
     if any(UNREAD in t.devices for t in diag.tests):
         raise Refusal("the device set is unknown (a non-literal argument)")
     parts: Parts = {}

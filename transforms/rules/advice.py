@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from transforms.core.strenum import StrEnum
 
-__all__ = ["ADVICE", "Pattern"]
+__all__ = ["ADVICE", "BY_HAND", "WIDENING", "Pattern"]
 
 
 class Pattern(StrEnum):
@@ -36,8 +36,8 @@ ADVICE: Mapping[Pattern, str] = {
     Pattern.INLINE_ONLY_FOR: "inline the module-level literal the only_for/except_for name is bound to",
     Pattern.DROP_ONLY_FOR: (
         "drop the only_for whitelist: with cpu listed, ACCELERATOR on the default device list "
-        "(keeps every listed device, adds the other accelerators: a widening); accelerators "
-        "only, except_for=('cpu',) with allow_mps/allow_xpu=True where listed"
+        "(keeps every listed device, adds the other accelerators: a widening, run only when named); "
+        "accelerators only, except_for=('cpu',) with allow_mps/allow_xpu=True where listed"
     ),
     Pattern.SPLIT_CLASS: (
         "split the class: a test-less base with the shared members, the device-free tests "
@@ -46,7 +46,8 @@ ADVICE: Mapping[Pattern, str] = {
     ),
     Pattern.CUDA_TO_ACCELERATOR: (
         "@onlyCUDA -> @onlyAccelerator and torch.cuda.<fn> -> its torch.accelerator "
-        "equivalent, where every CUDA-specific use of the test has one"
+        "equivalent, where every CUDA-specific use of the test has one (adds the other "
+        "accelerators: a widening, run only when named)"
     ),
     Pattern.INJECT_DEVICE: (
         "give the tests a `device` parameter in place of hard-coded 'cuda' / .cuda() (manual: no transform does this)"
@@ -56,3 +57,9 @@ ADVICE: Mapping[Pattern, str] = {
         "e.g. to module level (the linter does not look inside)"
     ),
 }
+
+# The advice no restructuring step carries out: done by hand.
+BY_HAND: frozenset[Pattern] = frozenset({Pattern.INJECT_DEVICE, Pattern.MOVE_INSTANTIATION})
+# The steps that add devices some tests run on (a change of what is tested, never silent):
+# `--restructure auto` never runs them; they run only where named (`--restructure cuda-to-accelerator`).
+WIDENING: frozenset[Pattern] = frozenset({Pattern.DROP_ONLY_FOR, Pattern.CUDA_TO_ACCELERATOR})
