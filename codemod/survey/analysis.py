@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 
 from codemod.engine.result import CHANGED, FAILED, FileResult
-from codemod.survey.model import ClassDecision, FileSurvey, ManualItem, SurveyStatus, TorchLoadFacts
+from codemod.survey.model import ClassDecision, FileSurvey, ManualItem, SurveyStatus, TorchLoadFacts, Widening
 from transforms.core.base import Finding, Severity
 from transforms.label.classify import Status
 from transforms.restructure import REGISTRY as RESTRUCTURE_REGISTRY
+from transforms.restructure import widenings_from_findings
 from transforms.torch_load.analysis.modes import LoadRule, Mode
 from transforms.torch_load.analysis.triage import CENSUS_RULE
 
@@ -88,13 +89,21 @@ def blockers(fr: FileResult) -> tuple[ManualItem, ...]:
     return tuple(items)
 
 
-def applied_transforms(fr: FileResult) -> tuple[tuple[str, ...], bool]:
-    """The restructuring transforms that changed a class (registry order), and whether one of
-    them widens the devices some tests run on."""
-    applied = {f.rule.removeprefix("restructure/"): f for f in fr.findings if f.data.get("moves") is not None}
-    names = tuple(name for name in RESTRUCTURE_REGISTRY if name in applied)
-    widens = any(f.severity == Severity.WARNING for f in fr.findings if f.rule.removeprefix("restructure/") in names)
-    return names, widens
+def applied_transforms(fr: FileResult) -> tuple[str, ...]:
+    """The restructuring transforms that changed a class (registry order)."""
+    applied = {f.rule.removeprefix("restructure/") for f in fr.findings if f.data.get("moves") is not None}
+    return tuple(name for name in RESTRUCTURE_REGISTRY if name in applied)
+
+
+def could_widen(fr: FileResult | None) -> tuple[Widening, ...]:
+    """The widening steps the restructuring found fitting but did not run (auto never widens)."""
+    if fr is None:
+        return ()
+    return tuple(
+        Widening(cls=cls, step=str(w.step), tests=w.tests, adds=w.adds)
+        for cls, found in widenings_from_findings(fr.findings).items()
+        for w in found
+    )
 
 
 def torch_load_facts(findings: Iterable[Finding], mode: Mode) -> TorchLoadFacts:
@@ -171,7 +180,14 @@ def file_survey(
     """`labels`: the run with apply's transforms; `restructured`: the run with `--restructure
     auto` in front of them (None when restructuring cannot touch the file: then it would be
     the same run)."""
-    survey = partial(FileSurvey, path=path, directory=directory, owners=owners, torch_load=torch_load)
+    survey = partial(
+        FileSurvey,
+        path=path,
+        directory=directory,
+        owners=owners,
+        torch_load=torch_load,
+        could_widen=could_widen(restructured),
+    )
     if labels.status == FAILED:
         return survey(status=SurveyStatus.ERROR, reason=one_line(labels.reason))
     if labels.doable:
@@ -185,15 +201,9 @@ def file_survey(
         return survey(status=SurveyStatus.ERROR, reason=reason, classes=class_decisions(labels))
     classes = class_decisions(final)
     if final.doable:
-        names, widens = applied_transforms(final)
+        names = applied_transforms(final)
         then = f", then {_labels_reason(classes)}" if any(c.decision in NEW_LABEL for c in classes) else ""
         reason = f"--restructure auto ({', '.join(names)}){then}"
-        return survey(
-            status=SurveyStatus.RESTRUCTURE,
-            reason=reason,
-            classes=classes,
-            transforms=names,
-            widens=widens,
-        )
+        return survey(status=SurveyStatus.RESTRUCTURE, reason=reason, classes=classes, transforms=names)
     items = blockers(final)
     return survey(status=SurveyStatus.MANUAL, reason=_manual_reason(items), classes=classes, manual=items)

@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,7 +34,7 @@ from codemod.engine.cache import Cache
 from codemod.engine.discovery import DiscoveryError, excluded_by, relative_to_root, repo_root
 from codemod.engine.pipeline import CodemodRun
 from codemod.engine.result import FAILED, FileResult, GateSummary, Mode, RulesChoice
-from codemod.survey import analysis
+from codemod.survey import analysis, worktree
 from codemod.survey.batches import plan_batches
 from codemod.survey.history import HistoryError, allowlist_history
 from codemod.survey.model import Excluded, FileSurvey, Survey, SurveyFormatError
@@ -47,7 +46,7 @@ from transforms.torch_load.analysis.modes import Mode as LoadMode
 OWNER_PREFIX = b"# Owner(s):"
 # The first part of every survey key: the engine's store also holds the codemod's results, whose
 # keys begin with the tool's fingerprint (`codemod/engine/file_results.py`); a survey's never meet them.
-CACHE_NAMESPACE = "survey-v1"
+CACHE_NAMESPACE = "survey-v2"
 
 # (a label for the bar, the results, how many) -> the results, shown as they come.
 Progress = Callable[[str], Callable[[Iterable[FileResult], int], Iterable[FileResult]]]
@@ -294,10 +293,15 @@ def run(req: SurveyRequest) -> SurveyRun:
     root = allowlist.root if allowlist is not None else repo_root(os.getcwd())
     choice = _choose_rules(req, selection.found.files)
     entries, linters = _entries(selection.found.files, root, req, file_results.tool_fingerprint(), choice.name)
+    allowlist_rel = _relative(allowlist.path, root) if allowlist is not None else None
+    linters_rel = sorted({_relative(p, root) for p in [*linters, *choice.linters]})
+    # What the survey reads, against the commit (asked of git while the engine runs).
+    read = [e.rel for e in entries] + linters_rel + ([allowlist_rel] if allowlist_rel else [])
+    query = worktree.UncommittedQuery(root, read)
     survey = Survey(
         root=root,
-        allowlist=_relative(allowlist.path, root) if allowlist is not None else None,
-        commit=_head(root),
+        allowlist=allowlist_rel,
+        commit=None,
         group_size=req.group_size,
         settings=req.settings | {"linters": [_relative(p, root) for p in linters]},
         generation=replace(choice, linters=tuple(_relative(p, root) for p in choice.linters)),
@@ -305,6 +309,10 @@ def run(req: SurveyRequest) -> SurveyRun:
     out = SurveyRun(survey=survey)
     listed = set(allowlist.entries) if allowlist is not None else None
     survey.files = _surveys(req, entries, listed, choice.name, out)
+    state = query.finish()
+    survey.commit, survey.uncommitted = state.commit, state.uncommitted
+    if state.uncommitted:
+        survey.warnings.append(uncommitted_warning(state.uncommitted))
     patterns = list(req.excludes)
     survey.excluded = [
         Excluded(path=_relative(p, root), pattern=excluded_by(relative_to_root(p), patterns) or "")
@@ -322,9 +330,14 @@ def run(req: SurveyRequest) -> SurveyRun:
     return out
 
 
-def _head(root: str) -> str | None:
-    try:
-        proc = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
+SHOWN_UNCOMMITTED = 5  # files a warning names
+
+
+def uncommitted_warning(paths: list[str]) -> str:
+    shown = ", ".join(paths[:SHOWN_UNCOMMITTED]) + (
+        f" (+{len(paths) - SHOWN_UNCOMMITTED} more)" if len(paths) > SHOWN_UNCOMMITTED else ""
+    )
+    return (
+        f"surveyed the work tree: uncommitted changes in {len(paths)} of the files read ({shown}); "
+        "`decouple refactor --batches` plans from the commit, so commit or stash them for the two to agree"
+    )
