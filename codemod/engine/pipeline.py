@@ -87,6 +87,12 @@ def run(req: CodemodRun) -> RunResult:
         selection = select(req.paths, req.allowlist, req.excludes, missing_ok=req.mode == Mode.LINT)
     except DiscoveryError as e:
         raise RunError(str(e)) from None
+    return run_selected(req, selection)
+
+
+def run_selected(req: CodemodRun, selection: Selected) -> RunResult:
+    """`run` on a selection already made (`select`; the survey runs the engine twice over parts
+    of one selection). Raises UsageError and RunError."""
     files = selection.found.files
     cache = Cache.open() if req.cache else None
     linters, ungated = _resolve_gate(req.gate, files)

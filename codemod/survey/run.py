@@ -31,7 +31,7 @@ from typing import Any
 from codemod.engine import cache as store
 from codemod.engine import file_results, linter_gate, pipeline, rules_choice
 from codemod.engine.cache import Cache
-from codemod.engine.discovery import DiscoveryError, excluded_by, relative_to_root, repo_root
+from codemod.engine.discovery import Discovered, DiscoveryError, excluded_by, relative_to_root, repo_root
 from codemod.engine.pipeline import CodemodRun
 from codemod.engine.result import FAILED, FileResult, GateSummary, Mode, RulesChoice
 from codemod.survey import analysis, worktree
@@ -97,7 +97,6 @@ class _Entry:
     owners: tuple[str, ...]
     digest: str | None  # None: unreadable (the engine says why; never cached)
     key: str = ""
-    text: str | None = None  # decoded, for the transforms' triage (None: the engine will refuse it)
 
 
 def owners_of(data: bytes) -> tuple[str, ...]:
@@ -174,10 +173,6 @@ def _entries(paths: list[str], root: str, req: SurveyRequest, tool: str, rules: 
         if data is not None and len(data) <= MAX_SOURCE_BYTES:
             entry.digest = hashlib.sha256(data).hexdigest()
             entry.key = store.key(CACHE_NAMESPACE, base, rel, entry.digest, linters[path])
-            try:
-                entry.text = decode_source(data).text
-            except SourceError:
-                pass
         entries.append(entry)
     return entries, used
 
@@ -188,15 +183,16 @@ def _engine(req: SurveyRequest, paths: list[str], transforms_: Sequence[Transfor
         mode=Mode.CLASSIFY,
         transforms=transforms_,
         paths=paths,
-        excludes=(),  # the selection excluded what it had to
         jobs=req.jobs,
         gate=req.gate,
         rules=rules,  # the selection's generation, whatever part of it the cache answered
         gate_python=req.gate_python,
         progress=progress,
     )
+    # The files of the survey's own selection (made once: excluded, deduplicated, sorted).
+    part = pipeline.Selected(found=Discovered(files=sorted(paths)), allowlist=None, stale=[], missing=[])
     try:
-        run = pipeline.run(request)
+        run = pipeline.run_selected(request, part)
     except (pipeline.UsageError, pipeline.RunError) as e:
         raise SurveyError(str(e)) from None
     return {os.path.normpath(r.path): r for r in run.files}, run.linter_gate
@@ -211,11 +207,7 @@ def _analyse(req: SurveyRequest, todo: list[_Entry], rules: str, out: SurveyRun)
     # The triage below is the transform's under that generation, as the engine will run it.
     restructured_transforms = rules_choice.with_rules(req.restructured, rules)
     restructure = next(t for t in restructured_transforms if isinstance(t, Restructure))
-    second = [
-        p
-        for p, e in zip(paths, todo, strict=True)
-        if labels[p].status != FAILED and not labels[p].doable and e.text is not None and restructure.triage(e.text)
-    ]
+    second = [p for p in paths if labels[p].status != FAILED and not labels[p].doable and _triaged(restructure, p)]
     restructured: dict[str, FileResult] = {}
     if second:
         restructured, gate = _engine(req, second, restructured_transforms, rules, "survey: --restructure auto")
@@ -234,6 +226,15 @@ def _analyse(req: SurveyRequest, todo: list[_Entry], rules: str, out: SurveyRun)
             )
         )
     return surveys
+
+
+def _triaged(restructure: Restructure, path: str) -> bool:
+    """The restructuring's own triage of the file (read again: only the unfinished files are)."""
+    data = _read(path)
+    try:
+        return data is not None and restructure.triage(decode_source(data).text)
+    except SourceError:
+        return False  # the engine refused it already
 
 
 def _still_the_same(entry: _Entry) -> bool:
