@@ -334,6 +334,17 @@ def test_files_the_linter_accepts_as_they_are_graduate(tmp_path):
     assert sorted(os.path.basename(p) for p in json.loads(out)["on_allowlist"]) == sorted(sources)
     code, out, err = cli("apply", "--check", "--from-allowlist", str(allow))
     assert "4 allowlisted files pass the linter after this run (3 as they are: graduate only)" in err
+    # --check --graduate: which entries would go (the JSON names them), nothing written, exit 1
+    code, out, err = cli("apply", "--check", "--graduate", "--from-allowlist", str(allow), "--format", "json")
+    assert code == 2 and sorted(json.loads(out)["graduated"]) == [e for e in entries if e != "test/test_broken.py"]
+    assert json.loads(allow.read_text()) == entries
+    parsed = allow.with_name("parsed_allowlist.json")  # the same entries but the one that does not parse
+    write(parsed, json.dumps([e for e in entries if e != "test/test_broken.py"], indent=2) + "\n")
+    code, out, err = cli("apply", "--check", "--graduate", "--from-allowlist", str(parsed))
+    assert code == 1 and "would graduate from the allowlist: 4 files" in err
+    parsed.unlink()
+    code, out, err = cli("apply", "--diff", "--graduate", "--from-allowlist", str(allow))
+    assert code == 2 and "--graduate goes with writing, or with --check" in err
     code, out, err = cli("apply", "--from-allowlist", str(allow), "--graduate")
     assert json.loads(allow.read_text()) == ["test/test_broken.py"]
     assert "graduated from the allowlist: 4 files" in err and "pass the linter after this run" not in err

@@ -235,7 +235,8 @@ def lint(**params: Any) -> None:
     "--graduate",
     "graduate_flag",
     is_flag=True,
-    help="With --from-allowlist: remove the entries of files that end up fully classified.",
+    help="With --from-allowlist: remove the entries of files that end up fully classified (with --check: "
+    "say which would go, exit 1 if any).",
 )
 @click.option("--stats", is_flag=True, help="Print a per-rule statistics table.")
 @torch_load_option
@@ -271,8 +272,8 @@ def apply(**params: Any) -> None:
         raise click.UsageError("`-` (standard input) needs --diff or --check: there is no file to write")
     if opts.fmt in (OutputFormat.GITHUB, OutputFormat.SARIF) and mode != Mode.CHECK:
         raise click.UsageError(f"--format {opts.fmt} goes with --check")
-    if opts.graduate_flag and mode != Mode.WRITE:
-        raise click.UsageError("--graduate only makes sense when writing (drop --diff/--check)")
+    if opts.graduate_flag and mode == Mode.DIFF:
+        raise click.UsageError("--graduate goes with writing, or with --check (which entries would go); not --diff")
     cfg = load_config()
     if opts.graduate_flag and not (sel.allowlist or (not sel.paths and cfg.allowlist)):
         raise click.UsageError("--graduate needs --from-allowlist (or [tool.decouple] allowlist)")

@@ -60,7 +60,7 @@ class CodemodRun:
     gate: str = "off"  # the linter gate: auto | off | PATH
     rules: str = rules_choice.AUTO  # the generation of the linter's rules: auto | a generation's name
     gate_python: str = sys.executable  # the interpreter the gate's linter runs under
-    graduate: bool = False  # remove the allowlist entries of files that end up fully classified
+    graduate: bool = False  # remove the allowlist entries of files that end up fully classified (check: say which)
     strict: bool = False  # manual work fails --check/--diff too
     stdin_name: str | None = None  # the name standard input goes by in messages
     progress: Progress | None = None  # wraps the results of a run of many files
@@ -126,7 +126,8 @@ def run_selected(req: CodemodRun, selection: Selected) -> RunResult:
     # lint judges as upstream's linter does, which skips what the checkout's allowlist names
     result.on_allowlist = on_allowlist(files, selection.allowlist, checkout=req.mode == Mode.LINT)
     if req.graduate and selection.allowlist is not None:
-        result.graduated = graduate(selection.allowlist, set(result.graduable()))
+        write = req.mode == Mode.WRITE  # --check --graduate says which entries would go
+        result.graduated = graduate(selection.allowlist, set(result.graduable()), write=write)
     return result
 
 

@@ -120,7 +120,7 @@ class GateSummary:
 class RunResult:
     mode: Mode
     files: list[FileResult] = field(default_factory=list)
-    graduated: list[str] = field(default_factory=list)  # allowlist entries removed
+    graduated: list[str] = field(default_factory=list)  # allowlist entries removed (check: to remove)
     # The files' paths that the allowlist names: --from-allowlist's (or [tool.decouple]'s), else
     # the checkout's own beside its linter (upstream's linter skips them).
     on_allowlist: list[str] = field(default_factory=list)
@@ -145,13 +145,16 @@ class RunResult:
         return [f.path for f in self.files if f.path in listed and f.graduates]
 
     def exit_code(self) -> int:
-        """0 done / nothing to do; 1 changes needed (diff/check) or manual work left (under
-        check/diff only when strict: a CI gate on a partly migrated tree can pass);
+        """0 done / nothing to do; 1 changes needed (diff/check; with --graduate, an allowlist
+        entry to remove) or manual work left (under check/diff only when strict: a CI gate on a
+        partly migrated tree can pass);
         2 some file could not be processed."""
         counts = self.count()
         if counts[FAILED]:
             return 2
         if self.mode in (Mode.CHECK, Mode.DIFF, Mode.LINT) and counts[CHANGED]:
+            return 1
+        if self.mode == Mode.CHECK and self.graduated:  # --graduate: the allowlist would change
             return 1
         if self.manual and (self.strict or self.mode not in (Mode.CHECK, Mode.DIFF)):
             return 1

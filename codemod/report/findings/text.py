@@ -99,7 +99,8 @@ def summary(result: RunResult) -> str:
         if partial:
             line += f"; {partial} of those {_ALSO[result.mode]} for the rest"
     if result.graduated:
-        line += f"\ngraduated from the allowlist: {plural(len(result.graduated), 'file')}"
+        done = "graduated" if result.mode == Mode.WRITE else "would graduate"
+        line += f"\n{done} from the allowlist: {plural(len(result.graduated), 'file')}"
     else:
         line += _graduable(result)
     line += rules_summary(result)
