@@ -121,6 +121,7 @@ class RunResult:
     mode: Mode
     files: list[FileResult] = field(default_factory=list)
     graduated: list[str] = field(default_factory=list)  # allowlist entries removed (check: to remove)
+    stale: list[str] = field(default_factory=list)  # allowlist entries whose file is gone (the warning names a few)
     # The files' paths that the allowlist names: --from-allowlist's (or [tool.decouple]'s), else
     # the checkout's own beside its linter (upstream's linter skips them).
     on_allowlist: list[str] = field(default_factory=list)
@@ -167,6 +168,7 @@ class RunResult:
             "summary": {s: self.count()[s] for s in STATUSES} | {"manual": self.manual},
             "rules": dict(sorted(self.rule_counts().items())),
             "graduated": self.graduated,
+            "stale": self.stale,
             "on_allowlist": self.on_allowlist,
             "warnings": self.warnings,
             "linter_gate": self.linter_gate.to_json() if self.linter_gate is not None else None,
