@@ -38,7 +38,8 @@ KINDS = {
     "whitelist": "manual",  # only_for=("cpu", "cuda"): only drop-only-for fits, which widens (never by auto)
     "self_super": "manual",  # a mixed class naming itself in super(): the split is refused
     "meta": "manual",  # only_for=("cpu", "meta"): meta is on no default device list
-    "no_tests": "manual",  # a helper module without test classes
+    "no_tests": "ready",  # a helper module without test classes: the linter accepts it, graduate only
+    "pytest_only": "ready",  # pytest test functions, no test class: graduate only
     "rejected": "manual",  # labels fit, but the checkout's linter rejects the output
     "syntax": "error",
 }
@@ -138,6 +139,8 @@ def file_text(kind: str, stem: str, owner: str | None, rng: random.Random, class
         return header + HEAD + "\n\nclass Broken(TestCase):\n    def test_a(self:\n        pass\n"
     if kind == "no_tests":
         return header + "import torch\n\n\ndef make_inputs(n):\n    return [torch.ones(i) for i in range(n)]\n"
+    if kind == "pytest_only":
+        return header + "import torch\n\n\ndef test_ones():\n    assert torch.ones(2).sum().item() == 2\n"
     head = {"labelled": LABELLED_HEAD}.get(kind, HEAD)
     if kind in ("accelerator", "cpu_only", "whitelist", "meta", "split", "self_super"):
         head = DEVICE_HEAD

@@ -186,3 +186,60 @@ def test_lint_severities_match_the_upstream_linter(tree):
     code, out, _ = cli("lint", "test/test_f.py", "--set", "TestF=GENERIC", "--force", cwd=tree)
     sev = {m["name"]: m["severity"] for m in map(json.loads, out.splitlines())}
     assert sev == {"autofix": "error", "hw/forced": "error"}
+
+
+HELPER_SRC = "import torch\n\n\ndef make_inputs(n):\n    return [torch.ones(i) for i in range(n)]\n"
+ALLOWLIST = os.path.join("tools", "linter", "adapters", "test_linter_allowlist.json")
+
+
+@pytest.fixture
+def listed(tree):
+    """The tree in a checkout whose allowlist (beside where its linter lives) names every file
+    of it but test_ok.py (labelled): the work left in each, the shapes upstream's linter skips."""
+    (tree / "test" / "test_helper.py").write_text(HELPER_SRC)
+    entries = ["test/test_a.py", "test/test_b.py", "test/test_bad.py", "test/test_helper.py", "test/test_m.py"]
+    (tree / ALLOWLIST).parent.mkdir(parents=True)
+    (tree / ALLOWLIST).write_text(json.dumps(entries, indent=2) + "\n")
+    return tree
+
+
+def test_lint_is_upstream_s_neighbour_on_allowlisted_files(listed):
+    """Upstream's linter skips what its allowlist names: by default each such file gets one
+    advice (what `decouple refactor` would do with it, no autofix) and lint passes."""
+    code, out, err = cli("lint", "test", "--format", "text", cwd=listed)
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert len(lines) == 5 and all(": advice: [allowlisted] on the allowlist, which the upstream linter skips" in line
+                                   for line in lines)
+    said = {line.split(":")[0]: line.split("`decouple refactor` would ", 1)[1] for line in lines}
+    assert said["test/test_a.py"].startswith("label TestA as GENERIC and remove its allowlist entry; ")
+    assert said["test/test_helper.py"].startswith(
+        "remove its allowlist entry and nothing else: the linter accepts the file as it is")
+    assert said["test/test_m.py"].startswith("skip it, for manual work: TestM: ")
+    assert said["test/test_b.py"].startswith("skip it, for manual work: TestB: ")
+    assert said["test/test_bad.py"].startswith("skip it: syntax error: line 1")
+    code, out, _ = cli("lint", "test", cwd=listed)  # lintrunner: no autofix for an allowlisted file
+    assert code == 0 and {(m["severity"], m["replacement"]) for m in map(json.loads, out.splitlines())} == {
+        ("advice", None)}
+    for fmt in ("github", "sarif"):
+        assert cli("lint", "test", "--format", fmt, cwd=listed)[0] == 0
+    # A file the allowlist does not name is judged as before, beside them.
+    (listed / "test" / "test_new.py").write_text(GENERIC_SRC)
+    code, out, _ = cli("lint", "test", "--format", "text", cwd=listed)
+    assert code == 1 and "test/test_new.py:4: error: [autofix]" in out and out.count("[allowlisted]") == 5
+
+
+@pytest.mark.parametrize("asked", [["--include-allowlisted", "test"], ["--from-allowlist", ALLOWLIST]])
+def test_lint_shows_the_work_in_allowlisted_files_when_asked(listed, asked):
+    code, out, _ = cli("lint", *asked, "--format", "text", cwd=listed)
+    assert code == 1 and "[allowlisted]" not in out
+    assert "test/test_a.py:4: error: [autofix] decouple apply:" in out
+    assert "test/test_m.py:5: error: [hw/needs-manual]" in out
+
+
+def test_lint_refuses_a_checkout_allowlist_it_cannot_read(listed):
+    (listed / ALLOWLIST).write_text("[not json\n")
+    code, out, err = cli("lint", "test", "--format", "text", cwd=listed)
+    assert code == 2 and "the checkout's allowlist: allowlist " in err and "is not JSON" in err
+    code, _, err = cli("apply", "--check", "test/test_a.py", cwd=listed)  # only lint reads it
+    assert code == 1 and "allowlist" not in err

@@ -305,6 +305,59 @@ def test_graduation_only_for_files_the_linter_accepts(tmp_path):
     assert code == 1
 
 
+HELPER_SRC = "import torch\n\n\ndef make_inputs(n):\n    return [torch.ones(i) for i in range(n)]\n"
+PYTEST_SRC = "import torch\n\n\ndef test_ones():\n    assert torch.ones(2).sum() == 2\n"
+LABELLED_SRC = GENERIC_SRC.replace("import run_tests,", "import HardwareClassification, run_tests,").replace(
+    "(TestCase):\n", "(TestCase):\n    hw_classification = HardwareClassification.GENERIC\n\n"
+)
+
+
+def test_files_the_linter_accepts_as_they_are_graduate(tmp_path):
+    """Graduate only: a file without a test class (helpers, pytest functions) or with every
+    class labelled passes the linter as it is, so its entry goes; one that does not parse never."""
+    repo = tmp_path / "pytorch"
+    sources = {"test_a.py": GENERIC_SRC, "test_fn.py": PYTEST_SRC, "test_helper.py": HELPER_SRC,
+               "test_ok.py": LABELLED_SRC, "test_broken.py": "import (\n"}
+    for name, text in sources.items():
+        write(repo / "test" / name, text)
+    allow = repo / "tools" / "linter" / "adapters" / "test_linter_allowlist.json"
+    entries = sorted(f"test/{name}" for name in sources)
+    write(allow, json.dumps(entries, indent=2) + "\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    code, out, err = cli("apply", "--check", "--from-allowlist", str(allow), "--format", "json")
+    assert code == 2  # the file that does not parse
+    files = {os.path.basename(f["path"]): f for f in json.loads(out)["files"]}
+    assert {n: (f["status"], f["fully_classified"]) for n, f in files.items()} == {
+        "test_a.py": ("changed", True), "test_fn.py": ("skipped", True), "test_helper.py": ("skipped", True),
+        "test_ok.py": ("already", True), "test_broken.py": ("failed", False)}
+    assert files["test_broken.py"]["reason"].startswith("syntax error: line 1")
+    assert sorted(os.path.basename(p) for p in json.loads(out)["on_allowlist"]) == sorted(sources)
+    code, out, err = cli("apply", "--check", "--from-allowlist", str(allow))
+    assert "4 allowlisted files pass the linter after this run (3 as they are: graduate only)" in err
+    # --check --graduate: which entries would go (the JSON names them), nothing written, exit 1
+    code, out, err = cli("apply", "--check", "--graduate", "--from-allowlist", str(allow), "--format", "json")
+    assert code == 2 and sorted(json.loads(out)["graduated"]) == [e for e in entries if e != "test/test_broken.py"]
+    assert json.loads(allow.read_text()) == entries
+    parsed = allow.with_name("parsed_allowlist.json")  # the same entries but the one that does not parse
+    write(parsed, json.dumps([e for e in entries if e != "test/test_broken.py"], indent=2) + "\n")
+    code, out, err = cli("apply", "--check", "--graduate", "--from-allowlist", str(parsed))
+    assert code == 1 and "would graduate from the allowlist: 4 files" in err
+    parsed.unlink()
+    code, out, err = cli("apply", "--diff", "--graduate", "--from-allowlist", str(allow))
+    assert code == 2 and "--graduate goes with writing, or with --check" in err
+    code, out, err = cli("apply", "--from-allowlist", str(allow), "--graduate")
+    assert json.loads(allow.read_text()) == ["test/test_broken.py"]
+    assert "graduated from the allowlist: 4 files" in err and "pass the linter after this run" not in err
+
+
+def test_a_run_without_the_label_transform_never_calls_a_test_class_linter_clean(tmp_path):
+    helper, unlabelled = write(tmp_path / "test_h.py", HELPER_SRC), write(tmp_path / "test_a.py", GENERIC_SRC)
+    for transforms in ([], [HwLabel()]):
+        assert engine.process_file(str(helper), transforms, engine.Mode.CHECK).fully_classified
+    assert not engine.process_file(str(unlabelled), [], engine.Mode.CHECK).fully_classified
+    assert engine.process_file(str(unlabelled), [HwLabel()], engine.Mode.CHECK).fully_classified  # once labelled
+
+
 def test_diff_applies_with_git_even_without_final_newline(tmp_path):
     src = GENERIC_SRC.rstrip("\n")
     f = write(tmp_path / "test_a.py", src)

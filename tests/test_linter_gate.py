@@ -126,7 +126,7 @@ def test_json_carries_the_gate_summary_and_findings(tmp_path):
 
 def test_lint_offers_no_autofix_the_linter_rejects(tmp_path):
     make_checkout(tmp_path, reject={"test_a.py"})
-    r = cli("lint", "test/test_a.py", "test/test_b.py", "-j", "1", cwd=tmp_path)
+    r = cli("lint", "--include-allowlisted", "test/test_a.py", "test/test_b.py", "-j", "1", cwd=tmp_path)
     assert r.exit_code == 0
     msgs = [json.loads(line) for line in r.output.splitlines()]
     autofix = {m["path"] for m in msgs if m["name"] == "autofix"}
@@ -213,7 +213,7 @@ def test_lint_reports_duplicates_as_errors_and_apply_exits_1(tmp_path):
 
 def test_standard_input_is_judged_at_its_stdin_filename(tmp_path):
     make_checkout(tmp_path, reject={"test_a.py"})
-    r = cli("lint", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
+    r = cli("lint", "--include-allowlisted", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
     msgs = [json.loads(line) for line in r.output.splitlines()]
     assert [m["name"] for m in msgs if m["name"] in ("autofix", "gate/rejected")] == ["gate/rejected"]
     # The linter saw the buffer at the name's place in the mirror, with an empty allowlist.
@@ -226,7 +226,8 @@ def test_standard_input_is_judged_at_its_stdin_filename(tmp_path):
     r = cli("classify", "--format", "json", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
     gate = json.loads(r.output)["linter_gate"]
     assert gate["checked"] == 1 and gate["rejected"] == ["test/test_a.py"]
-    r = cli("lint", "--linter", "off", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=GENERIC)
+    r = cli("lint", "--include-allowlisted", "--linter", "off", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path,
+            stdin=GENERIC)
     assert '"name": "autofix"' in r.output and "gate/rejected" not in r.output
 
 

@@ -93,3 +93,16 @@ def test_hooks_run_under_the_real_pre_commit(tmp_path):
     assert out.count("Failed") == 2
     # pre-commit ran the checks only: nothing was written
     assert (project / "test" / "test_new.py").read_text() == GENERIC_SRC
+
+    # An allowlisted file: the lint hook judges it as upstream's linter does (one advice, passes);
+    # the check hook, for a contributor labelling, still says what it needs.
+    (project / "test" / "test_new.py").rename(project / "test" / "test_listed.py")
+    allowlist = project / "tools" / "linter" / "adapters" / "test_linter_allowlist.json"
+    allowlist.parent.mkdir(parents=True)
+    allowlist.write_text('[\n  "test/test_listed.py"\n]\n')
+    git("add", "-A", cwd=project)
+    code, out = pre_commit("run", "decouple-lint", "--all-files", "--verbose", cwd=project, home=home)
+    assert code == 0, out
+    assert "test/test_listed.py: advice: [allowlisted] on the allowlist, which the upstream linter skips" in out
+    code, out = pre_commit("run", "decouple-check", "--all-files", cwd=project, home=home)
+    assert code == 1 and "1 would change" in out

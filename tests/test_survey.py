@@ -25,12 +25,23 @@ from codemod.cli.main import main
 from codemod.engine import cache as store
 from codemod.engine.pipeline import PROGRESS_MIN_FILES
 from codemod.survey.batches import plan_batches, wants_a_pr
-from codemod.survey.model import SCHEMA_VERSION, STATUSES, ClassDecision, FileSurvey, Survey, SurveyStatus
+from codemod.survey.model import (
+    SCHEMA_VERSION,
+    STATUSES,
+    ClassDecision,
+    FileSurvey,
+    Survey,
+    SurveyFormatError,
+    SurveyStatus,
+    read_batch_plans,
+    read_batches,
+)
 from codemod.survey.run import owners_of
 from test_cache import rewrite_rows, store_rows
 from survey_tree import ALLOWLIST, FOLDERS, KINDS, LINTER, REJECT_MARK, make_tree
 
 COUNTS = dict.fromkeys(KINDS, 2)
+HELPER_SRC = "import torch\n\n\ndef make_inputs(n):\n    return [torch.ones(i) for i in range(n)]\n"
 
 
 def cli(*args, cwd):
@@ -89,7 +100,8 @@ def _apply_json(root, files, *extra):
 
 
 def _doable(f):
-    return f["status"] in ("changed", "already") and f["fully_classified"] and not f["manual"]
+    """FileResult.doable, from its JSON."""
+    return f["status"] not in ("failed", "needs-manual") and f["fully_classified"] and not f["manual"]
 
 
 def test_every_shape_gets_its_status(tree, surveyed):
@@ -183,11 +195,17 @@ def test_reasons_classes_owners_and_torch_load(tree, surveyed, survey_as, rules)
         if k == "gpu_guarded":  # not instantiated, its tests need CUDA: gen2 says so; gen1 demands GENERIC
             assert f["values"] == {"GENERIC" if rules == "gen1" else "CUDA": f["classes"]}
         if k == "labelled":
-            assert f["reason"].startswith("every test class is labelled already")
+            assert f["reason"].startswith("graduate only: every test class is labelled already")
+        assert f["graduate_only"] is (k in ("labelled", "no_tests", "pytest_only")), path
         if k == "split":
             assert f["transforms"] == ["split-class"] and f["values"] == {"ACCELERATOR": 1, "GENERIC": 1}
         if k == "whitelist":  # auto widens nothing: the widening is said, not counted as the plan
             assert not f["transforms"] and "could be widened: drop-only-for" in f["manual"][0]["reason"]
+            (widening,) = f["could_widen"]
+            assert widening["step"] == "drop-only-for" and widening["class"].startswith("TestWhitelist")
+            assert widening["adds"] and widening["tests"]
+        else:
+            assert f["could_widen"] == [], path
         if k == "self_super":
             # The class no value fits (its split refused), and the file the linter rejects, left unlabelled.
             (item,) = [m for m in f["manual"] if m["class"] != "(file)"]
@@ -195,8 +213,9 @@ def test_reasons_classes_owners_and_torch_load(tree, surveyed, survey_as, rules)
             assert [m["class"] for m in f["manual"]].count("(file)") == 1
         if k == "meta":
             assert "meta" in f["manual"][0]["reason"]
-        if k == "no_tests":
-            assert f["manual"][0]["reason"].startswith("no test class to label")
+        if k in ("no_tests", "pytest_only"):
+            assert f["reason"] == "graduate only: no test class, nothing for the linter to check"
+            assert f["classes"] == 0 and not f["manual"]
         if k == "rejected":
             assert "rejects the would-be output: [stand_in]" in f["manual"][0]["reason"]
         if k == "syntax":
@@ -226,20 +245,35 @@ def test_totals_and_groups_add_up(surveyed):
     assert "(no owner header)" in data["by_owner"]
 
 
-def test_batches_group_the_ready_files(surveyed):
+def test_batches_group_the_ready_files_then_the_restructure_ones(surveyed):
     data, _ = surveyed
     files = _by_path(data)
     size = data["group_size"]
     batched = [p for b in data["batches"] for p in b["files"]]
     assert len(batched) == len(set(batched))
     assert set(batched) == {p for p, f in files.items() if wants_a_pr(FileSurvey.from_json(f))}
+    assert {p for p, f in files.items() if f["status"] == "restructure"} <= set(batched)
     assert [b["number"] for b in data["batches"]] == list(range(1, len(data["batches"]) + 1))
-    sizes = [len(b["files"]) for b in data["batches"]]
-    assert sizes == sorted(sizes, reverse=True) and max(sizes) <= size
-    for b in data["batches"]:
-        assert {tuple(files[p]["owners"]) for p in b["files"]} == {tuple(b["owners"])}
-        assert all(files[p]["status"] == "ready" for p in b["files"])
-        assert all(os.path.dirname(p).startswith(b["directory"]) or b["directory"] == "." for p in b["files"])
+    plans = [b["plan"] for b in data["batches"]]
+    assert plans == sorted(plans) and set(plans) == {"labels", "restructure"}  # the label batches first
+    for plan, status in (("labels", "ready"), ("restructure", "restructure")):
+        batches = [b for b in data["batches"] if b["plan"] == plan]
+        sizes = [len(b["files"]) for b in batches]
+        assert sizes == sorted(sizes, reverse=True) and max(sizes) <= size
+        for b in batches:
+            assert {tuple(files[p]["owners"]) for p in b["files"]} == {tuple(b["owners"])}
+            assert all(files[p]["status"] == status for p in b["files"])
+            assert all(os.path.dirname(p).startswith(b["directory"]) or b["directory"] == "." for p in b["files"])
+            steps = {t for p in b["files"] for t in files[p]["transforms"]}
+            assert set(b["restructure"]) == steps and bool(steps) == (plan == "restructure")
+    # What `refactor --batches` reads: every batch with its plan; read_batches, the label ones.
+    assert [(b.files, b.plan) for b in read_batch_plans(data)] == [(tuple(b["files"]), b["plan"]) for b in data["batches"]]
+    assert read_batches(data) == [b["files"] for b in data["batches"] if b["plan"] == "labels"]
+    # A survey of schema 1 had label batches only, without a plan: still read, as labels.
+    old = {**data, "schema_version": 1, "batches": [{"files": b["files"]} for b in data["batches"][:2]]}
+    assert [b.plan for b in read_batch_plans(old)] == ["labels", "labels"]
+    with pytest.raises(SurveyFormatError, match="a batch's plan"):
+        read_batch_plans({**data, "batches": [{"files": [], "plan": "rewrite"}]})
 
 
 def _fs(path, owners, classes=1, status=SurveyStatus.READY, decision="label"):
@@ -290,9 +324,33 @@ def test_the_summary_names_totals_batches_and_history(surveyed):
     assert "survey of the allowlist tools/linter/adapters/test_linter_allowlist.json at " in output
     assert "  ready" in output and "  restructure" in output and "  manual" in output
     assert "2 excluded by a pattern" in output
-    assert "suggested batch(es) of up to 5 ready files; the first:" in output
+    restructure = sum(1 for k in KINDS.values() if k == "restructure") * COUNTS["split"]  # one owner each
+    assert f"suggested batches of up to 5 files ({restructure} with --restructure auto); the first 5:" in output
+    assert "graduate only: the linter accepts them as they are" in output
+    assert "files could be widened by a step --restructure auto never runs (drop-only-for)" in output
     assert "allowlist history: " in output and "(4 commits)" in output
     assert "linter gate: " in output and "rejected by the linter" in output
+
+
+def test_a_dirty_tree_is_surveyed_as_the_work_tree_and_says_so(tree, surveyed, tmp_path):
+    data, _ = surveyed
+    assert (data["surveyed"], data["uncommitted"]) == ("commit", [])  # the tree as committed
+    root = _copy(tree, tmp_path)
+    edited = next(p for p, k in tree.kinds.items() if k == "generic")
+    (root / edited).write_text((root / edited).read_text() + "\n# an edit\n")
+    (root / "test" / "test_new.py").write_text(HELPER_SRC)  # untracked
+    (root / "docs").mkdir()
+    (root / "docs" / "notes.py").write_text("x = 1\n")  # untracked, but not read by the survey
+    out = tmp_path / "s.json"
+    r = cli("survey", "test", "--from-allowlist", ALLOWLIST, "-j", "2", "--json", str(out), cwd=root)
+    assert r.exit_code == 0, r.output
+    dirty = json.loads(out.read_text())
+    assert dirty["surveyed"] == "work-tree" and dirty["uncommitted"] == sorted([edited, "test/test_new.py"])
+    assert dirty["commit"] == data["commit"]
+    assert f"in the work tree ({data['commit'][:12]} with uncommitted changes in 2 files)" in r.output.splitlines()[0]
+    (warning,) = [w for w in dirty["warnings"] if "uncommitted" in w]
+    assert warning.startswith("surveyed the work tree: uncommitted changes in 2 of the files read")
+    assert "`decouple refactor --batches` plans from the commit" in warning
 
 
 def test_nothing_in_the_checkout_is_written(tree, surveyed, tmp_path):
@@ -524,11 +582,17 @@ def test_refactor_takes_the_survey_s_batches(tree, surveyed, tmp_path):
     assert r.exit_code == 0, r.output
     made = [line.split(":")[0] for line in r.output.splitlines() if line.startswith("hw-classification/")]
     assert len(made) == 2
+    files_of = _by_path(data)
     for branch, batch in zip(made, data["batches"][:2], strict=True):
         files = subprocess.run(
             ["git", "-C", str(root), "show", "--name-only", "--format=", branch], capture_output=True, text=True
         ).stdout.split()
-        assert sorted(files) == sorted([*batch["files"], ALLOWLIST])
+        # A graduate-only file's branch is its allowlist line, nothing else.
+        edited = [p for p in batch["files"] if not files_of[p]["graduate_only"]]
+        assert sorted(files) == sorted([*edited, ALLOWLIST])
+        listed = subprocess.run(["git", "-C", str(root), "show", f"{branch}:{ALLOWLIST}"], capture_output=True, text=True)
+        assert not set(batch["files"]) & set(json.loads(listed.stdout))
+    assert any(files_of[p]["graduate_only"] for b in data["batches"][:2] for p in b["files"])
     # The groups are the survey's: --group-size would contradict them; paths too.
     r = cli("refactor", "--batches", str(survey_json), "--group-size", "2", "--dry-run", cwd=root)
     assert r.exit_code == 2 and "--batches and --group-size exclude each other" in r.output

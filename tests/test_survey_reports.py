@@ -4,6 +4,7 @@ and the dashboard in headless Chromium (sorting, filtering, the charts on a scre
 from __future__ import annotations
 
 import dataclasses
+import html
 import html.parser
 import os
 import shutil
@@ -27,6 +28,7 @@ from codemod.survey.model import (
     Survey,
     SurveyStatus,
     TorchLoadFacts,
+    Widening,
 )
 
 READY, RESTRUCTURE, MANUAL, ERROR = SurveyStatus
@@ -88,6 +90,7 @@ def build_survey() -> Survey:
         root="/nowhere",
         allowlist="tools/linter/adapters/test_linter_allowlist.json",
         commit="ab" * 20,
+        uncommitted=[],
         group_size=4,
         settings={"torch_load": "not asked (calls counted)", "restructure": "auto", "linter": "auto"},
         generation=RulesChoice(name="gen1", setting="auto", linters=(LINTER,)),
@@ -116,12 +119,57 @@ def test_markdown_tables_and_escaping():
 
 def test_terminal_summary():
     text = survey_text.summary(build_survey(), cached=40)
-    assert text.splitlines()[0] == f"survey of the allowlist tools/linter/adapters/test_linter_allowlist.json at {'ab' * 6}: 48 file(s)"
+    assert text.splitlines()[0] == f"survey of the allowlist tools/linter/adapters/test_linter_allowlist.json at {'ab' * 6}: 48 files"
     assert "  ready           30   62%" in text
+    assert "11 suggested batches of up to 4 files (2 with --restructure auto); the first 5:\n  1. " in text
+    assert "\n  5. " in text
+    assert "\n  6. " not in text
+    few = dataclasses.replace(build_survey(), history=build_survey().history[:1])
+    few.batches = few.batches[:1]
+    text_few = survey_text.summary(few)
+    assert "1 suggested batch of up to 4 files:\n  1. " in text_few and "(1 commit)" in text_few
     assert "  test/distributed/fsdp: 18 (10 ready, 4 restructure, 2 manual, 2 error)" in text
     assert "allowlist history: 60 entries on 2026-01-01, 48 on 2026-04-01 (4 commits)" in text
     assert "cache: 40 of 48 file(s) unchanged since an earlier survey" in text
     assert f"\nrules: {RULES}\n" in text
+
+
+def test_every_view_shows_the_restructure_batches_and_the_widenings_apart():
+    survey = build_survey()
+    manual = next(f for f in survey.files if f.status == MANUAL)
+    widening = Widening(cls="TestCudaOnly", step="cuda-to-accelerator", tests=("test_a",), adds=("other-accelerators",))
+    survey.files[survey.files.index(manual)] = dataclasses.replace(manual, could_widen=(widening,))
+    note = "could be widened, apart from its plan (name the step to run it): TestCudaOnly by cuda-to-accelerator (adds other-accelerators)"
+    text, md, page = survey_text.summary(survey), survey_markdown.render(survey), survey_html.render(survey)
+    assert "1 file could be widened by a step --restructure auto never runs (cuda-to-accelerator)" in text
+    assert note in md and html.escape(note) in page
+    assert survey.totals()["could_widen"] == 1 and survey.totals()["restructure"] == 6  # not counted as the plan
+    restructure = [b for b in survey.batches if b.plan == "restructure"]
+    assert [len(b.files) for b in restructure] == [4, 2] and [b.number for b in restructure] == [10, 11]
+    assert f"| 10 | with --restructure auto | `{restructure[0].files[0]}`<br>" in md
+    assert '<tr data-batch="10" data-plan="restructure"><td class="num">10</td><td>with --restructure auto</td>' in page
+    assert "\n  10. " not in text  # the first five only
+
+
+def test_every_view_says_what_was_surveyed():
+    """The commit when the files read are HEAD's; else the work tree, and why."""
+    clean = build_survey()
+    dirty = dataclasses.replace(clean, uncommitted=["test/test_ready_0.py", "tools/linter/adapters/test_linter.py"])
+    unknown = dataclasses.replace(clean, uncommitted=None)
+    no_git = dataclasses.replace(clean, commit=None, uncommitted=None)
+    listed = "the allowlist tools/linter/adapters/test_linter_allowlist.json"
+    said = {
+        "commit": (clean, f"{listed} at {'ab' * 6}"),
+        "dirty": (dirty, f"{listed} in the work tree ({'ab' * 6} with uncommitted changes in 2 files)"),
+        "unknown": (unknown, f"{listed} in the work tree at {'ab' * 6} (git could not tell its uncommitted changes)"),
+        "no git": (no_git, f"{listed} in the work tree (no git commit to compare it with)"),
+    }
+    for survey, words in said.values():
+        assert survey_text.summary(survey).startswith(f"survey of {words}: 48 files\n")
+        assert f"Surveyed {words}: **48** files." in survey_markdown.render(survey)
+        assert f"Surveyed {html.escape(words)}: <strong>48</strong> files." in survey_html.render(survey)
+    assert [s.to_json()["surveyed"] for s, _ in said.values()] == ["commit", "work-tree", "work-tree", "work-tree"]
+    assert dirty.to_json()["uncommitted"] == dirty.uncommitted and Survey.from_json(dirty.to_json(), root="/nowhere") == dirty
 
 
 def test_the_generation_in_every_view_and_none_without_one():

@@ -69,6 +69,7 @@ class LintOptions:
     labels: LabelChoice
     input: InputChoice
     paths_file: str | None
+    include_allowlisted: bool  # the allowlisted files' work too (upstream's linter skips them)
     gate: GateChoice
 
 
@@ -201,11 +202,19 @@ def classify(**params: Any) -> None:
     type=click.Path(dir_okay=False),
     help="Read more paths from this file, one per line (lintrunner's {{PATHSFILE}}).",
 )
+@click.option(
+    "--include-allowlisted",
+    is_flag=True,
+    help="Also the work in the files the checkout's allowlist names (by default each gets one advice, "
+    "as upstream's linter skips them); --from-allowlist implies it.",
+)
 @gate_options
 def lint(**params: Any) -> None:
     """Lint messages in the upstream test linter's severities: lintrunner LintMessage JSON
     lines (the label edits as an autofix `replacement`), or `text` lines, GitHub annotations,
-    SARIF. Writes nothing. Exit 0 with --format lintrunner unless the invocation itself is
+    SARIF. A file the checkout's allowlist names gets one advice (what `decouple refactor`
+    would do), as upstream's linter skips it, unless --include-allowlisted or --from-allowlist.
+    Writes nothing. Exit 0 with --format lintrunner unless the invocation itself is
     wrong (as lintrunner expects); with the other formats, 1 when any message is an error.
     PATH `-` reads one file from standard input."""
     opts = build(LintOptions, params)
@@ -216,8 +225,11 @@ def lint(**params: Any) -> None:
         except DiscoveryError as e:
             fail(str(e))
     transform = label_transform(opts.labels)
-    run = _run(load_config(), Mode.LINT, opts.fmt, opts.selection, opts.gate, opts.input, [transform], paths=paths)
-    messages = list(lintrunner.messages(run))
+    cfg = load_config()
+    run = _run(cfg, Mode.LINT, opts.fmt, opts.selection, opts.gate, opts.input, [transform], paths=paths)
+    # Naming the allowlist asks for its files' work; otherwise they are judged as upstream judges them.
+    include = opts.include_allowlisted or bool(opts.selection.allowlist_or_configured(cfg, paths))
+    messages = list(lintrunner.messages(run, allowlisted_as_upstream=not include))
     if opts.fmt == OutputFormat.LINTRUNNER:
         click.echo(lintrunner.render(messages), nl=False)
         sys.exit(0)
@@ -244,7 +256,8 @@ def lint(**params: Any) -> None:
     "--graduate",
     "graduate_flag",
     is_flag=True,
-    help="With --from-allowlist: remove the entries of files that end up fully classified.",
+    help="With --from-allowlist: remove the entries of files that end up fully classified (with --check: "
+    "say which would go, exit 1 if any).",
 )
 @click.option("--stats", is_flag=True, help="Print a per-rule statistics table.")
 @torch_load_option
@@ -281,8 +294,8 @@ def apply(**params: Any) -> None:
         raise click.UsageError("`-` (standard input) needs --diff or --check: there is no file to write")
     if opts.fmt in (OutputFormat.GITHUB, OutputFormat.SARIF) and mode != Mode.CHECK:
         raise click.UsageError(f"--format {opts.fmt} goes with --check")
-    if opts.graduate_flag and mode != Mode.WRITE:
-        raise click.UsageError("--graduate only makes sense when writing (drop --diff/--check)")
+    if opts.graduate_flag and mode == Mode.DIFF:
+        raise click.UsageError("--graduate goes with writing, or with --check (which entries would go); not --diff")
     cfg = load_config()
     if opts.graduate_flag and not (sel.allowlist or (not sel.paths and cfg.allowlist)):
         raise click.UsageError("--graduate needs --from-allowlist (or [tool.decouple] allowlist)")

@@ -194,9 +194,11 @@ def _request(opts: SurveyOptions, cfg) -> tuple[survey_run.SurveyRequest, list[s
 def survey(**params: Any) -> None:
     """The campaign at a glance: every allowlisted file (default: the checkout's allowlist, else
     the PATHS) through the same analysis as `apply`, under the same generation of the linter's
-    rules (--rules): ready (labels alone make the linter pass),
-    restructure (after --restructure auto), manual (what and why), error; owners, folders,
-    torch.load calls, and suggested PR batches. Reads only; writes the reports asked for.
+    rules (--rules): ready (labels alone make the linter pass, or it passes already: graduate
+    only), restructure (after --restructure auto, which never widens; a widening that would fit
+    is proposed apart), manual (what and why), error; owners, folders, torch.load calls, and
+    suggested PR batches (ready files, then restructure files). Reads the work tree and says
+    whether it holds uncommitted changes. Reads only; writes the reports asked for.
     Exit: 0 done (or nothing to do: an empty allowlist); 2 usage error or bad input."""
     opts = build(SurveyOptions, params)
     cfg = load_config()

@@ -354,15 +354,16 @@ def _allowlist_root(path: str, entries: list[str]) -> str:
     return os.getcwd()
 
 
-def graduate(allowlist: Allowlist, done: set[str]) -> list[str]:
+def graduate(allowlist: Allowlist, done: set[str], write: bool = True) -> list[str]:
     """Remove the entries whose files are now fully classified; rewrite the JSON keeping its
-    layout (sorted list, same indentation). Returns the removed entries."""
+    layout (sorted list, same indentation). Returns the removed entries (`write` False: the
+    entries that would be removed, nothing written)."""
     from codemod.util.files import write_atomic
 
     done_abs = {os.path.abspath(p) for p in done}
     removed = [e for e in allowlist.entries if os.path.abspath(os.path.join(allowlist.root, e)) in done_abs]
-    if not removed:
-        return []
+    if not removed or not write:
+        return removed
     gone = set(removed)
     # Keep the file's own order (upstream keeps it sorted): only the graduated lines go.
     keep = [e for e in allowlist.entries if e not in gone]

@@ -36,6 +36,8 @@ from transforms.core.base import Transform
 from transforms.rules.generations import generation
 
 STDIN = "-"  # the path that reads one file from standard input
+# The allowlist upstream's linter reads, beside it, relative to the checkout's root.
+CHECKOUT_ALLOWLIST = os.path.join(os.path.dirname(linter_gate.LINTER_REL), linter_gate.ALLOWLIST_NAME)
 # Below this many files a run is quick: no progress bar.
 PROGRESS_MIN_FILES = 50
 
@@ -61,7 +63,7 @@ class CodemodRun:
     gate: str = "off"  # the linter gate: auto | off | PATH
     rules: str = rules_choice.AUTO  # the generation of the linter's rules: auto | a generation's name
     gate_python: str = sys.executable  # the interpreter the gate's linter runs under
-    graduate: bool = False  # remove the allowlist entries of files that end up fully classified
+    graduate: bool = False  # remove the allowlist entries of files that end up fully classified (check: say which)
     strict: bool = False  # manual work fails --check/--diff too
     stdin_name: str | None = None  # the name standard input goes by in messages
     progress: Progress | None = None  # wraps the results of a run of many files
@@ -88,6 +90,12 @@ def run(req: CodemodRun) -> RunResult:
         selection = select(req.paths, req.allowlist, req.excludes, missing_ok=req.mode == Mode.LINT)
     except DiscoveryError as e:
         raise RunError(str(e)) from None
+    return run_selected(req, selection)
+
+
+def run_selected(req: CodemodRun, selection: Selected) -> RunResult:
+    """`run` on a selection already made (`select`; the survey runs the engine twice over parts
+    of one selection). Raises UsageError and RunError."""
     files = selection.found.files
     cache = Cache.open() if req.cache else None
     linters, ungated = _resolve_gate(req.gate, files)
@@ -118,10 +126,52 @@ def run(req: CodemodRun) -> RunResult:
         result.warnings.append(stale_warning(result.stale))
     if selection.found.excluded:
         result.warnings.append(f"{len(selection.found.excluded)} file(s) excluded by glob")
+    # lint judges as upstream's linter does, which skips what the checkout's allowlist names
+    result.on_allowlist = on_allowlist(files, selection.allowlist, checkout=req.mode == Mode.LINT)
     if req.graduate and selection.allowlist is not None:
-        done = {f.path for f in results if f.fully_classified and f.status != FAILED}
-        result.graduated = graduate(selection.allowlist, done)
+        write = req.mode == Mode.WRITE  # --check --graduate says which entries would go
+        result.graduated = graduate(selection.allowlist, set(result.graduable()), write=write)
     return result
+
+
+def on_allowlist(paths: Sequence[str], allowlist: Allowlist | None, checkout: bool) -> list[str]:
+    """The paths an allowlist names: `allowlist` (the selection's); else, with `checkout`, the
+    checkout's own, the one its linter reads (tools/linter/adapters/test_linter_allowlist.json
+    of the nearest folder above the file that has one, entries relative to that folder).
+    Raises RunError when that allowlist cannot be read."""
+    if allowlist is not None:
+        listed = {os.path.abspath(os.path.join(allowlist.root, e)) for e in allowlist.entries}
+        return [p for p in paths if os.path.abspath(p) in listed]
+    if not checkout:
+        return []
+    found: dict[str, tuple[str, frozenset[str]] | None] = {}
+    named = []
+    for path in paths:
+        full = os.path.abspath(path)
+        listing = _checkout_allowlist(os.path.dirname(full), found)
+        if listing is not None and os.path.relpath(full, listing[0]).replace(os.sep, "/") in listing[1]:
+            named.append(path)
+    return named
+
+
+def _checkout_allowlist(
+    folder: str, found: dict[str, tuple[str, frozenset[str]] | None]
+) -> tuple[str, frozenset[str]] | None:
+    """(the checkout's root, its allowlist's entries) for a file in `folder`, or None; `found`
+    remembers each folder's answer."""
+    if folder in found:
+        return found[folder]
+    candidate = os.path.join(folder, CHECKOUT_ALLOWLIST)
+    parent = os.path.dirname(folder)
+    if os.path.isfile(candidate):
+        try:
+            answer: tuple[str, frozenset[str]] | None = (folder, frozenset(read_allowlist(candidate).entries))
+        except DiscoveryError as e:
+            raise RunError(f"the checkout's allowlist: {e}") from None
+    else:
+        answer = None if parent == folder else _checkout_allowlist(parent, found)
+    found[folder] = answer
+    return answer
 
 
 def select(
@@ -177,6 +227,7 @@ def _stdin_run(req: CodemodRun) -> RunResult:
     if cache is not None:
         cache.flush()
     result = RunResult(mode=req.mode, files=[processed], strict=req.strict, generation=_named(choice, transforms))
+    result.on_allowlist = on_allowlist([name], None, checkout=req.mode == Mode.LINT)
     if req.gate != "off":
         # A file of that name on disk is not what was read: the gate encodes as standard input was.
         _gate(result, req.gate, linters, ungated, req.gate_python, choice, encodings={name: src.encoding})

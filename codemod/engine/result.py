@@ -62,10 +62,16 @@ class FileResult:
 
     @property
     def doable(self) -> bool:
-        """The file ends up linter-clean with no human: labelled (or labelled already), every
-        class's label accepted, nothing left for manual work. What a refactor batch picks and
-        what the survey calls ready."""
-        return self.status in (CHANGED, ALREADY) and self.fully_classified and not self.manual
+        """The file ends up linter-clean with no human: labelled (or labelled already, or
+        without a test class: graduate only), every class's label accepted, nothing left for
+        manual work. What a refactor batch picks and what the survey calls ready."""
+        return self.status not in (FAILED, NEEDS_MANUAL) and self.fully_classified and not self.manual
+
+    @property
+    def graduates(self) -> bool:
+        """The linter accepts the file after this run (as it is, or with its edits written):
+        an allowlist entry naming it can go."""
+        return self.fully_classified and self.status != FAILED
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -114,8 +120,11 @@ class GateSummary:
 class RunResult:
     mode: Mode
     files: list[FileResult] = field(default_factory=list)
-    graduated: list[str] = field(default_factory=list)  # allowlist entries removed
+    graduated: list[str] = field(default_factory=list)  # allowlist entries removed (check: to remove)
     stale: list[str] = field(default_factory=list)  # allowlist entries whose file is gone (the warning names a few)
+    # The files' paths that the allowlist names: --from-allowlist's (or [tool.decouple]'s), else
+    # the checkout's own beside its linter (upstream's linter skips them).
+    on_allowlist: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     strict: bool = False  # --strict: manual work fails --check/--diff too
     linter_gate: GateSummary | None = None  # None when the gate is off
@@ -131,14 +140,22 @@ class RunResult:
     def manual(self) -> int:
         return sum(f.manual for f in self.files)
 
+    def graduable(self) -> list[str]:
+        """The allowlisted files whose entries can go after this run (what --graduate removes)."""
+        listed = set(self.on_allowlist)
+        return [f.path for f in self.files if f.path in listed and f.graduates]
+
     def exit_code(self) -> int:
-        """0 done / nothing to do; 1 changes needed (diff/check) or manual work left (under
-        check/diff only when strict: a CI gate on a partly migrated tree can pass);
+        """0 done / nothing to do; 1 changes needed (diff/check; with --graduate, an allowlist
+        entry to remove) or manual work left (under check/diff only when strict: a CI gate on a
+        partly migrated tree can pass);
         2 some file could not be processed."""
         counts = self.count()
         if counts[FAILED]:
             return 2
         if self.mode in (Mode.CHECK, Mode.DIFF, Mode.LINT) and counts[CHANGED]:
+            return 1
+        if self.mode == Mode.CHECK and self.graduated:  # --graduate: the allowlist would change
             return 1
         if self.manual and (self.strict or self.mode not in (Mode.CHECK, Mode.DIFF)):
             return 1
@@ -152,6 +169,7 @@ class RunResult:
             "rules": dict(sorted(self.rule_counts().items())),
             "graduated": self.graduated,
             "stale": self.stale,
+            "on_allowlist": self.on_allowlist,
             "warnings": self.warnings,
             "linter_gate": self.linter_gate.to_json() if self.linter_gate is not None else None,
             "generation": self.generation.to_json() if self.generation is not None else None,

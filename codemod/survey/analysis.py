@@ -11,18 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import partial
 
-from codemod.engine.result import FAILED, SKIPPED, UNCHANGED, FileResult
-from codemod.survey.model import ClassDecision, FileSurvey, ManualItem, SurveyStatus, TorchLoadFacts
+from codemod.engine.result import CHANGED, FAILED, FileResult
+from codemod.survey.model import ClassDecision, FileSurvey, ManualItem, SurveyStatus, TorchLoadFacts, Widening
 from transforms.core.base import Finding, Severity
 from transforms.label.classify import Status
 from transforms.restructure import REGISTRY as RESTRUCTURE_REGISTRY
+from transforms.restructure import widenings_from_findings
 from transforms.torch_load.analysis.modes import LoadRule, Mode
 from transforms.torch_load.analysis.triage import CENSUS_RULE
 
 # The label transform's decisions, as finding rules; the ones after which a class carries a label.
 CLASS_RULES = {f"hw/{s}": s for s in Status}
 LABELLED = {Status.LABEL, Status.ALREADY, Status.ALREADY_DISAGREES, Status.FORCED}
-GATE_REJECTED = "gate/rejected"
+# The gate's findings that keep a file from graduating: its linter rejects the output, or did not judge it.
+GATE_BLOCKERS = ("gate/rejected", "gate/not-judged")
 
 # What became of each torch.load call: the rule of its last finding.
 _LOAD_EDITS = {LoadRule.SAFE_GLOBALS, LoadRule.WEIGHTS_ONLY_FALSE, LoadRule.FALLBACK}
@@ -76,27 +78,32 @@ def blockers(fr: FileResult) -> tuple[ManualItem, ...]:
                 continue
             fits = "" if status in LABELLED else refused.get(f.cls) or one_line(f.fix or "")
             items.append(ManualItem(cls=f.cls or "?", line=f.line, reason=_class_message(f), fits=fits))
-        elif f.rule == GATE_REJECTED:
+        elif f.rule in GATE_BLOCKERS:
             items.append(ManualItem(cls=f.cls or "(file)", line=f.line, reason=one_line(f.message)))
         elif _LOAD_RULES.get(f.rule) in _LOAD_MANUAL:
             items.append(ManualItem(cls="torch.load", line=f.line, reason=one_line(f.message)))
         elif f.severity == Severity.ERROR:  # a duplicate class or instantiation, ...
             items.append(ManualItem(cls=f.cls or "(file)", line=f.line, reason=one_line(f.message)))
-    if not items and fr.status in (SKIPPED, UNCHANGED):
-        reason = "no test class to label (refactor skips it); the linter has nothing to check here"
-        items.append(ManualItem(cls="(file)", line=1, reason=reason))
     if not items:  # the engine's own judgement, when no finding says more
         items.append(ManualItem(cls="(file)", line=1, reason="the linter would still reject it"))
     return tuple(items)
 
 
-def applied_transforms(fr: FileResult) -> tuple[tuple[str, ...], bool]:
-    """The restructuring transforms that changed a class (registry order), and whether one of
-    them widens the devices some tests run on."""
-    applied = {f.rule.removeprefix("restructure/"): f for f in fr.findings if f.data.get("moves") is not None}
-    names = tuple(name for name in RESTRUCTURE_REGISTRY if name in applied)
-    widens = any(f.severity == Severity.WARNING for f in fr.findings if f.rule.removeprefix("restructure/") in names)
-    return names, widens
+def applied_transforms(fr: FileResult) -> tuple[str, ...]:
+    """The restructuring transforms that changed a class (registry order)."""
+    applied = {f.rule.removeprefix("restructure/") for f in fr.findings if f.data.get("moves") is not None}
+    return tuple(name for name in RESTRUCTURE_REGISTRY if name in applied)
+
+
+def could_widen(fr: FileResult | None) -> tuple[Widening, ...]:
+    """The widening steps the restructuring found fitting but did not run (auto never widens)."""
+    if fr is None:
+        return ()
+    return tuple(
+        Widening(cls=cls, step=str(w.step), tests=w.tests, adds=w.adds)
+        for cls, found in widenings_from_findings(fr.findings).items()
+        for w in found
+    )
 
 
 def torch_load_facts(findings: Iterable[Finding], mode: Mode) -> TorchLoadFacts:
@@ -137,12 +144,21 @@ NEW_LABEL = (Status.LABEL, Status.FORCED)  # decisions that write a label
 
 def _labels_reason(classes: Sequence[ClassDecision]) -> str:
     new = [c for c in classes if c.decision in NEW_LABEL]
-    if not new:
-        return "every test class is labelled already: only its allowlist entry goes"
     values: dict[str, int] = {}
     for c in new:
         values[str(c.value)] = values.get(str(c.value), 0) + 1
     return "labels: " + ", ".join(f"{n} {v}" for v, n in sorted(values.items()))
+
+
+def _ready_reason(classes: Sequence[ClassDecision], changed: bool) -> str:
+    """Why a file is ready: the labels it gets, else (nothing to write) why the linter accepts it."""
+    if any(c.decision in NEW_LABEL for c in classes):
+        return _labels_reason(classes)
+    if changed:
+        return "no label to add; the other edits (torch.load) leave it linter-clean"
+    if not classes:
+        return "graduate only: no test class, nothing for the linter to check"
+    return "graduate only: every test class is labelled already and the linter accepts it"
 
 
 def _manual_reason(items: Sequence[ManualItem]) -> str:
@@ -164,27 +180,30 @@ def file_survey(
     """`labels`: the run with apply's transforms; `restructured`: the run with `--restructure
     auto` in front of them (None when restructuring cannot touch the file: then it would be
     the same run)."""
-    survey = partial(FileSurvey, path=path, directory=directory, owners=owners, torch_load=torch_load)
+    survey = partial(
+        FileSurvey,
+        path=path,
+        directory=directory,
+        owners=owners,
+        torch_load=torch_load,
+        could_widen=could_widen(restructured),
+    )
     if labels.status == FAILED:
         return survey(status=SurveyStatus.ERROR, reason=one_line(labels.reason))
     if labels.doable:
         classes = class_decisions(labels)
-        return survey(status=SurveyStatus.READY, reason=_labels_reason(classes), classes=classes)
+        changed = labels.status == CHANGED
+        reason = _ready_reason(classes, changed)
+        return survey(status=SurveyStatus.READY, reason=reason, classes=classes, graduate_only=not changed)
     final = labels if restructured is None else restructured
     if final.status == FAILED:
         reason = f"with --restructure auto: {one_line(final.reason)}"
         return survey(status=SurveyStatus.ERROR, reason=reason, classes=class_decisions(labels))
     classes = class_decisions(final)
     if final.doable:
-        names, widens = applied_transforms(final)
+        names = applied_transforms(final)
         then = f", then {_labels_reason(classes)}" if any(c.decision in NEW_LABEL for c in classes) else ""
         reason = f"--restructure auto ({', '.join(names)}){then}"
-        return survey(
-            status=SurveyStatus.RESTRUCTURE,
-            reason=reason,
-            classes=classes,
-            transforms=names,
-            widens=widens,
-        )
+        return survey(status=SurveyStatus.RESTRUCTURE, reason=reason, classes=classes, transforms=names)
     items = blockers(final)
     return survey(status=SurveyStatus.MANUAL, reason=_manual_reason(items), classes=classes, manual=items)

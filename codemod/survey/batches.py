@@ -1,9 +1,12 @@
-"""Suggested PRs: the ready files in groups of up to K, the way reviewers ask for them.
+"""Suggested PRs: the ready files, then the restructure files, in groups of up to K, the way
+reviewers ask for them.
 
-A batch never mixes owners (each PR goes to one set of reviewers). Within an owner, files of
-one folder go together first; what is left of each folder (fewer than K) is then combined with
-the rest of that owner's folders, in path order, so nearby folders share a PR. The largest
-batches come first, and among equal sizes the ones with the fewest labels to review.
+A batch holds files of one plan (labels alone, or `--restructure auto`: a PR that moves tests
+is reviewed and A/B-run on its own) and never mixes owners (each PR goes to one set of
+reviewers). Within an owner, files of one folder go together first; what is left of each folder
+(fewer than K) is then combined with the rest of that owner's folders, in path order, so nearby
+folders share a PR. The label batches come first; within a plan the largest batches come
+first, and among equal sizes the ones with the fewest classes to review.
 """
 
 from __future__ import annotations
@@ -11,14 +14,20 @@ from __future__ import annotations
 import posixpath
 
 from codemod.survey.analysis import NEW_LABEL
-from codemod.survey.model import Batch, FileSurvey, SurveyStatus
+from codemod.survey.model import Batch, BatchPlan, FileSurvey, SurveyStatus
+from transforms.restructure import REGISTRY as RESTRUCTURE_REGISTRY
 
 
 def wants_a_pr(f: FileSurvey) -> bool:
-    """Ready, and a PR changes something: labels to write, or an allowlist entry to remove."""
+    """A PR changes something: a restructuring, labels to write, or an allowlist entry to remove."""
+    if f.status == SurveyStatus.RESTRUCTURE:
+        return True
     if f.status != SurveyStatus.READY:
         return False
     return f.allowlisted is True or any(c.decision in NEW_LABEL for c in f.classes)
+
+
+PLANS = {SurveyStatus.READY: BatchPlan.LABELS, SurveyStatus.RESTRUCTURE: BatchPlan.RESTRUCTURE}
 
 
 def _chunks(files: list[FileSurvey], size: int) -> list[list[FileSurvey]]:
@@ -45,15 +54,22 @@ def _common_folder(files: list[FileSurvey]) -> str:
     return common or "."
 
 
+def _groups(files: list[FileSurvey], size: int) -> list[list[FileSurvey]]:
+    """One plan's files in groups: by owner, then folder; the largest first."""
+    by_owner: dict[tuple[str, ...], list[FileSurvey]] = {}
+    for f in files:
+        by_owner.setdefault(f.owners, []).append(f)
+    groups = [g for owners in sorted(by_owner) for g in _groups_of_owner(by_owner[owners], size)]
+    return sorted(groups, key=lambda g: (-len(g), sum(len(f.classes) for f in g), g[0].path))
+
+
 def plan_batches(files: list[FileSurvey], size: int) -> list[Batch]:
     if size < 1:
         raise ValueError("a batch holds at least one file")
-    by_owner: dict[tuple[str, ...], list[FileSurvey]] = {}
-    for f in files:
-        if wants_a_pr(f):
-            by_owner.setdefault(f.owners, []).append(f)
-    groups = [g for owners in sorted(by_owner) for g in _groups_of_owner(by_owner[owners], size)]
-    groups.sort(key=lambda g: (-len(g), sum(len(f.classes) for f in g), g[0].path))
+    wanted = [f for f in files if wants_a_pr(f)]
+    planned = [
+        (plan, g) for status, plan in PLANS.items() for g in _groups([f for f in wanted if f.status == status], size)
+    ]
     return [
         Batch(
             number=n,
@@ -61,6 +77,8 @@ def plan_batches(files: list[FileSurvey], size: int) -> list[Batch]:
             owners=g[0].owners,
             directory=_common_folder(g),
             classes=sum(len(f.classes) for f in g),
+            plan=plan,
+            restructure=tuple(step for step in RESTRUCTURE_REGISTRY if any(step in f.transforms for f in g)),
         )
-        for n, g in enumerate(groups, 1)
+        for n, (plan, g) in enumerate(planned, 1)
     ]

@@ -1,5 +1,7 @@
 """The survey's result model: one typed record per file, the campaign's aggregates, the
-suggested batches and the allowlist's history, with their JSON form (`schema_version` 1).
+suggested batches and the allowlist's history, with their JSON form (`schema_version` 2:
+graduate-only files, the widenings proposed apart, the restructure batches, what was surveyed;
+`read_batches` still reads version 1's batches).
 
 The aggregates (`totals`, `by_directory`, `by_owner`) are computed from the files, never
 stored beside them, so the views and the JSON cannot disagree with the per-file records.
@@ -14,7 +16,8 @@ from typing import Any
 from codemod.engine.result import RulesChoice
 from transforms.core.strenum import StrEnum
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+BATCH_VERSIONS = (1, SCHEMA_VERSION)  # the surveys whose batches `refactor --batches` takes
 KIND = "decouple-survey"  # what the JSON says it is (other results of the tool have a schema_version too)
 NO_OWNER = "(no owner header)"
 
@@ -22,13 +25,20 @@ NO_OWNER = "(no owner header)"
 class SurveyStatus(StrEnum):
     """Where a file stands, best first."""
 
-    READY = "ready"  # labels alone make the linter pass: one `decouple refactor` away
+    READY = "ready"  # labels alone make the linter pass (or it passes already): one `decouple refactor` away
     RESTRUCTURE = "restructure"  # passes after `--restructure auto` (see `transforms`)
     MANUAL = "manual"  # something stays manual even after restructuring (see `manual`)
     ERROR = "error"  # unreadable or unparseable (see `reason`)
 
 
 STATUSES = tuple(SurveyStatus)
+
+
+class BatchPlan(StrEnum):
+    """What `refactor` runs on a suggested batch."""
+
+    LABELS = "labels"  # its files are ready: labels alone (or graduate only)
+    RESTRUCTURE = "restructure"  # its files pass after `--restructure auto`
 
 
 class SurveyFormatError(ValueError):
@@ -59,6 +69,24 @@ class ManualItem:
 
     def to_json(self) -> dict[str, Any]:
         return {"class": self.cls, "line": self.line, "reason": self.reason, "fits": self.fits}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Widening:
+    """A restructuring step that would fit a class but adds devices its tests run on: never part
+    of the file's plan (`--restructure auto` does not run it), proposed apart."""
+
+    cls: str
+    step: str  # cuda-to-accelerator, drop-only-for
+    tests: tuple[str, ...]  # the tests whose devices it widens
+    adds: tuple[str, ...]  # the devices it adds
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.cls, "step": self.step, "tests": list(self.tests), "adds": list(self.adds)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Widening:
+        return cls(cls=data["class"], step=data["step"], tests=tuple(data["tests"]), adds=tuple(data["adds"]))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,8 +121,13 @@ class FileSurvey:
     status: SurveyStatus
     reason: str  # one line: why this status
     classes: tuple[ClassDecision, ...] = ()
+    # ready with nothing to write: the linter accepts the file as it is (every test class
+    # labelled, or none), so only its allowlist entry goes
+    graduate_only: bool = False
     transforms: tuple[str, ...] = ()  # restructure: the transforms `--restructure auto` applies
-    widens: bool = False  # ... and one of them widens the devices some tests run on
+    # Widening steps that would fit a class, which `--restructure auto` never runs: proposed apart
+    # (known where the restructuring ran: the files labels alone do not finish).
+    could_widen: tuple[Widening, ...] = ()
     manual: tuple[ManualItem, ...] = ()  # what stays manual, per class (status manual)
     torch_load: TorchLoadFacts = field(default_factory=TorchLoadFacts)
     allowlisted: bool | None = None  # None: no allowlist to compare with
@@ -113,8 +146,9 @@ class FileSurvey:
             "classes": len(self.classes),
             "values": self.values(),
             "class_decisions": [c.to_json() for c in self.classes],
+            "graduate_only": self.graduate_only,
             "transforms": list(self.transforms),
-            "widens": self.widens,
+            "could_widen": [w.to_json() for w in self.could_widen],
             "manual": [m.to_json() for m in self.manual],
             "torch_load_calls": self.torch_load.calls,
             "needs_discovery": self.torch_load.needs_discovery,
@@ -134,8 +168,9 @@ class FileSurvey:
                 ClassDecision(name=c["name"], line=c["line"], decision=c["decision"], value=c["value"])
                 for c in data["class_decisions"]
             ),
+            graduate_only=bool(data["graduate_only"]),
             transforms=tuple(data["transforms"]),
-            widens=bool(data["widens"]),
+            could_widen=tuple(Widening.from_json(w) for w in data["could_widen"]),
             manual=tuple(
                 ManualItem(cls=m["class"], line=m["line"], reason=m["reason"], fits=m["fits"]) for m in data["manual"]
             ),
@@ -155,22 +190,39 @@ class Excluded:
 
 @dataclass(frozen=True, kw_only=True)
 class Batch:
-    """A suggested PR: up to `group_size` ready files, one owner set, nearby folders."""
+    """A suggested PR: up to `group_size` files of one plan (ready, or restructure), one owner
+    set, nearby folders."""
 
     number: int  # 1-based, in the suggested order
     files: tuple[str, ...]
     owners: tuple[str, ...]
     directory: str  # the folder all its files share (their common folder)
     classes: int  # test classes the PR labels or keeps
+    plan: BatchPlan = BatchPlan.LABELS
+    restructure: tuple[str, ...] = ()  # the steps `--restructure auto` takes in its files (registry order)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "number": self.number,
+            "plan": self.plan,
             "files": list(self.files),
             "owners": list(self.owners),
             "directory": self.directory,
             "classes": self.classes,
+            "restructure": list(self.restructure),
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Batch:
+        return cls(
+            number=data["number"],
+            plan=BatchPlan(data["plan"]),
+            files=tuple(data["files"]),
+            owners=tuple(data["owners"]),
+            directory=data["directory"],
+            classes=data["classes"],
+            restructure=tuple(data["restructure"]),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,6 +255,10 @@ class Survey:
     root: str  # what the paths are relative to (not in the JSON: the same survey anywhere)
     allowlist: str | None  # the allowlist surveyed, relative to the root
     commit: str | None  # HEAD of the root's repository when surveyed
+    # The files the survey read (the selection, the allowlist, the linters) whose work-tree
+    # content is not HEAD's: modified, staged or untracked. Empty: it surveyed the commit;
+    # None: no git repository to compare with.
+    uncommitted: list[str] | None = None
     group_size: int
     settings: dict[str, Any]  # what the analysis ran with (torch-load mode, the gate, the linters)
     # The generation of the linter's rules applied (as `apply` names it; linters relative to the root).
@@ -214,6 +270,11 @@ class Survey:
     history: list[HistoryPoint] | None = None  # None: --git-history not asked
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def surveyed(self) -> str:
+        """`commit` when every file read is HEAD's, else `work-tree`."""
+        return "commit" if self.commit is not None and self.uncommitted == [] else "work-tree"
+
     def totals(self) -> dict[str, int]:
         torch_files = [f for f in self.files if f.torch_load.calls]
         return _counts(self.files) | {
@@ -222,6 +283,8 @@ class Survey:
             "batches": len(self.batches),
             "torch_load_files": len(torch_files),
             "needs_discovery": sum(1 for f in torch_files if f.torch_load.needs_discovery),
+            "graduate_only": sum(1 for f in self.files if f.graduate_only),
+            "could_widen": sum(1 for f in self.files if f.could_widen),
         }
 
     def by_directory(self) -> dict[str, dict[str, int]]:
@@ -244,6 +307,8 @@ class Survey:
             "schema_version": SCHEMA_VERSION,
             "allowlist": self.allowlist,
             "commit": self.commit,
+            "surveyed": self.surveyed,
+            "uncommitted": self.uncommitted,
             "group_size": self.group_size,
             "settings": self.settings,
             "generation": _generation_json(self.generation),
@@ -268,22 +333,14 @@ class Survey:
                 root=root,
                 allowlist=data["allowlist"],
                 commit=data["commit"],
+                uncommitted=data["uncommitted"],
                 group_size=data["group_size"],
                 settings=dict(data["settings"]),
                 generation=_generation(data.get("generation")),
                 files=[FileSurvey.from_json(f) for f in data["files"]],
                 excluded=[Excluded(path=e["path"], pattern=e["pattern"]) for e in data["excluded"]],
                 stale=list(data["stale"]),
-                batches=[
-                    Batch(
-                        number=b["number"],
-                        files=tuple(b["files"]),
-                        owners=tuple(b["owners"]),
-                        directory=b["directory"],
-                        classes=b["classes"],
-                    )
-                    for b in data["batches"]
-                ],
+                batches=[Batch.from_json(b) for b in data["batches"]],
                 history=None if history is None else [HistoryPoint(**h) for h in history],
                 warnings=list(data["warnings"]),
             )
@@ -309,23 +366,46 @@ def _generation(data: dict[str, Any] | None) -> RulesChoice | None:
     )
 
 
-def _check_kind(data: Any) -> None:
+def _check_kind(data: Any, versions: tuple[int, ...] = (SCHEMA_VERSION,)) -> None:
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise SurveyFormatError("not a decouple survey (`decouple survey --json`)")
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in versions:
         raise SurveyFormatError(
-            f"a survey of schema_version {data.get('schema_version')!r}; this decouple reads {SCHEMA_VERSION}"
+            f"a survey of schema_version {data.get('schema_version')!r}; this decouple reads "
+            + " or ".join(map(str, versions))
         )
 
 
-def read_batches(data: Any) -> list[list[str]]:
-    """The suggested batches of a survey's JSON, in order: what `refactor --batches` takes.
-    Raises SurveyFormatError."""
-    _check_kind(data)
+@dataclass(frozen=True, kw_only=True)
+class PlannedBatch:
+    """A suggested batch as `refactor --batches` takes it."""
+
+    number: int
+    files: tuple[str, ...]
+    plan: BatchPlan  # restructure: run it with `--restructure auto`
+
+
+def read_batch_plans(data: Any) -> list[PlannedBatch]:
+    """The suggested batches of a survey's JSON, in order, each with its plan (a survey of
+    version 1 made label batches only). Raises SurveyFormatError."""
+    _check_kind(data, BATCH_VERSIONS)
     batches = data.get("batches")
     if not isinstance(batches, list) or not all(
         isinstance(b, dict) and isinstance(b.get("files"), list) and all(isinstance(p, str) for p in b["files"])
         for b in batches
     ):
         raise SurveyFormatError("the survey's batches must be a list of {files: [path, ...]}")
-    return [list(b["files"]) for b in batches]
+    try:
+        return [
+            PlannedBatch(number=n, files=tuple(b["files"]), plan=BatchPlan(b.get("plan", BatchPlan.LABELS)))
+            for n, b in enumerate(batches, 1)
+        ]
+    except ValueError as e:
+        raise SurveyFormatError(f"a batch's plan: {e}") from None
+
+
+def read_batches(data: Any) -> list[list[str]]:
+    """The files of the survey's label batches, in order: what `refactor --batches` takes
+    without `--restructure` (read_batch_plans has the restructure batches too). Raises
+    SurveyFormatError."""
+    return [list(b.files) for b in read_batch_plans(data) if b.plan == BatchPlan.LABELS]

@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,10 +31,10 @@ from typing import Any
 from codemod.engine import cache as store
 from codemod.engine import file_results, linter_gate, pipeline, rules_choice
 from codemod.engine.cache import Cache
-from codemod.engine.discovery import DiscoveryError, excluded_by, relative_to_root, repo_root
+from codemod.engine.discovery import Discovered, DiscoveryError, excluded_by, relative_to_root, repo_root
 from codemod.engine.pipeline import CodemodRun
 from codemod.engine.result import FAILED, FileResult, GateSummary, Mode, RulesChoice
-from codemod.survey import analysis
+from codemod.survey import analysis, worktree
 from codemod.survey.batches import plan_batches
 from codemod.survey.history import HistoryError, allowlist_history
 from codemod.survey.model import Excluded, FileSurvey, Survey, SurveyFormatError
@@ -48,7 +47,7 @@ from transforms.torch_load.analysis.modes import Mode as LoadMode
 OWNER_PREFIX = b"# Owner(s):"
 # The first part of every survey key: the engine's store also holds the codemod's results, whose
 # keys begin with the tool's fingerprint (`codemod/engine/file_results.py`); a survey's never meet them.
-CACHE_NAMESPACE = "survey-v1"
+CACHE_NAMESPACE = "survey-v2"
 
 # (a label for the bar, the results, how many) -> the results, shown as they come.
 Progress = Callable[[str], Callable[[Iterable[FileResult], int], Iterable[FileResult]]]
@@ -99,7 +98,6 @@ class _Entry:
     owners: tuple[str, ...]
     digest: str | None  # None: unreadable (the engine says why; never cached)
     key: str = ""
-    text: str | None = None  # decoded, for the transforms' triage (None: the engine will refuse it)
 
 
 def owners_of(data: bytes) -> tuple[str, ...]:
@@ -176,10 +174,6 @@ def _entries(paths: list[str], root: str, req: SurveyRequest, tool: str, rules: 
         if data is not None and len(data) <= MAX_SOURCE_BYTES:
             entry.digest = hashlib.sha256(data).hexdigest()
             entry.key = store.key(CACHE_NAMESPACE, base, rel, entry.digest, linters[path])
-            try:
-                entry.text = decode_source(data).text
-            except SourceError:
-                pass
         entries.append(entry)
     return entries, used
 
@@ -190,15 +184,16 @@ def _engine(req: SurveyRequest, paths: list[str], transforms_: Sequence[Transfor
         mode=Mode.CLASSIFY,
         transforms=transforms_,
         paths=paths,
-        excludes=(),  # the selection excluded what it had to
         jobs=req.jobs,
         gate=req.gate,
         rules=rules,  # the selection's generation, whatever part of it the cache answered
         gate_python=req.gate_python,
         progress=progress,
     )
+    # The files of the survey's own selection (made once: excluded, deduplicated, sorted).
+    part = pipeline.Selected(found=Discovered(files=sorted(paths)), allowlist=None, stale=[], missing=[])
     try:
-        run = pipeline.run(request)
+        run = pipeline.run_selected(request, part)
     except (pipeline.UsageError, pipeline.RunError) as e:
         raise SurveyError(str(e)) from None
     return {os.path.normpath(r.path): r for r in run.files}, run.linter_gate
@@ -213,11 +208,7 @@ def _analyse(req: SurveyRequest, todo: list[_Entry], rules: str, out: SurveyRun)
     # The triage below is the transform's under that generation, as the engine will run it.
     restructured_transforms = rules_choice.with_rules(req.restructured, rules)
     restructure = next(t for t in restructured_transforms if isinstance(t, Restructure))
-    second = [
-        p
-        for p, e in zip(paths, todo, strict=True)
-        if labels[p].status != FAILED and not labels[p].doable and e.text is not None and restructure.triage(e.text)
-    ]
+    second = [p for p in paths if labels[p].status != FAILED and not labels[p].doable and _triaged(restructure, p)]
     restructured: dict[str, FileResult] = {}
     if second:
         restructured, gate = _engine(req, second, restructured_transforms, rules, "survey: --restructure auto")
@@ -236,6 +227,15 @@ def _analyse(req: SurveyRequest, todo: list[_Entry], rules: str, out: SurveyRun)
             )
         )
     return surveys
+
+
+def _triaged(restructure: Restructure, path: str) -> bool:
+    """The restructuring's own triage of the file (read again: only the unfinished files are)."""
+    data = _read(path)
+    try:
+        return data is not None and restructure.triage(decode_source(data).text)
+    except SourceError:
+        return False  # the engine refused it already
 
 
 def _still_the_same(entry: _Entry) -> bool:
@@ -295,10 +295,15 @@ def run(req: SurveyRequest) -> SurveyRun:
     root = allowlist.root if allowlist is not None else repo_root(os.getcwd())
     choice = _choose_rules(req, selection.found.files)
     entries, linters = _entries(selection.found.files, root, req, file_results.tool_fingerprint(), choice.name)
+    allowlist_rel = _relative(allowlist.path, root) if allowlist is not None else None
+    linters_rel = sorted({_relative(p, root) for p in [*linters, *choice.linters]})
+    # What the survey reads, against the commit (asked of git while the engine runs).
+    read = [e.rel for e in entries] + linters_rel + ([allowlist_rel] if allowlist_rel else [])
+    query = worktree.UncommittedQuery(root, read)
     survey = Survey(
         root=root,
-        allowlist=_relative(allowlist.path, root) if allowlist is not None else None,
-        commit=_head(root),
+        allowlist=allowlist_rel,
+        commit=None,
         group_size=req.group_size,
         settings=req.settings | {"linters": [_relative(p, root) for p in linters]},
         generation=replace(choice, linters=tuple(_relative(p, root) for p in choice.linters)),
@@ -306,6 +311,10 @@ def run(req: SurveyRequest) -> SurveyRun:
     out = SurveyRun(survey=survey)
     listed = set(allowlist.entries) if allowlist is not None else None
     survey.files = _surveys(req, entries, listed, choice.name, out)
+    state = query.finish()
+    survey.commit, survey.uncommitted = state.commit, state.uncommitted
+    if state.uncommitted:
+        survey.warnings.append(uncommitted_warning(state.uncommitted))
     patterns = list(req.excludes)
     survey.excluded = [
         Excluded(path=_relative(p, root), pattern=excluded_by(relative_to_root(p), patterns) or "")
@@ -323,9 +332,14 @@ def run(req: SurveyRequest) -> SurveyRun:
     return out
 
 
-def _head(root: str) -> str | None:
-    try:
-        proc = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
+SHOWN_UNCOMMITTED = 5  # files a warning names
+
+
+def uncommitted_warning(paths: list[str]) -> str:
+    shown = ", ".join(paths[:SHOWN_UNCOMMITTED]) + (
+        f" (+{len(paths) - SHOWN_UNCOMMITTED} more)" if len(paths) > SHOWN_UNCOMMITTED else ""
+    )
+    return (
+        f"surveyed the work tree: uncommitted changes in {len(paths)} of the files read ({shown}); "
+        "`decouple refactor --batches` plans from the commit, so commit or stash them for the two to agree"
+    )

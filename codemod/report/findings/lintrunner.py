@@ -12,6 +12,10 @@ left for manual work, an invalid label), a label that breaks its value's rules
 its rules reports them (the finding is an error then). The tool's own
 judgement beyond the linter's letter (a valid label the inference disagrees
 with, torch.load findings) keeps the finding's own severity.
+
+Upstream's linter skips the files its allowlist names, silently. `decouple lint` is its
+neighbour: by default such a file gets one `advice` instead, saying what `decouple
+refactor` would do with it, and no autofix (`allowlisted_as_upstream`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
-from codemod.engine.result import CHANGED, FAILED, Mode, RunResult
+from codemod.engine.result import CHANGED, FAILED, FileResult, Mode, RunResult
 from codemod.util.lintmessage import LintMessage, LintSeverity
 from transforms.core.base import Finding, Severity
 
@@ -82,8 +86,49 @@ def _rules_note(run: RunResult, rule: str) -> str:
     return f" [rules: {run.generation.name}]"
 
 
-def messages(run: RunResult) -> Iterator[LintMessage]:
+ALLOWLISTED = "allowlisted"  # the name of the one message an allowlisted file gets by default
+_LABELS = ("hw/label", "hw/forced")
+
+
+def refactor_would(f: FileResult) -> str:
+    """What `decouple refactor` would do with the file, after the verb: from the engine's own
+    result of it (doable is what a refactor batch picks)."""
+    if f.status == FAILED:
+        return f"skip it: {f.reason}"
+    if not f.doable:
+        problems = [x.message for x in f.findings if x.severity != Severity.INFO]
+        first = problems[0] if problems else "the linter would still reject it"
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return f"skip it, for manual work: {first}{more}"
+    labels = [f"{x.cls} as {x.data.get('value')}" for x in f.findings if x.rule in _LABELS]
+    if labels:
+        return f"label {', '.join(labels)} and remove its allowlist entry"
+    if f.status == CHANGED:
+        return "edit it and remove its allowlist entry"
+    return GRADUATE_ONLY
+
+
+GRADUATE_ONLY = "remove its allowlist entry and nothing else: the linter accepts the file as it is"
+
+
+def _allowlisted(run: RunResult, f: FileResult) -> LintMessage:
+    would = refactor_would(f)
+    show = "" if would == GRADUATE_ONLY else "; `decouple lint --include-allowlisted` shows the work in it"
+    description = (
+        f"on the allowlist, which the upstream linter skips; `decouple refactor` would {would}{show}"
+        + _rules_note(run, "autofix")
+    )
+    return _message(f.path, None, LintSeverity.ADVICE, ALLOWLISTED, description)
+
+
+def messages(run: RunResult, allowlisted_as_upstream: bool = False) -> Iterator[LintMessage]:
+    """`allowlisted_as_upstream`: a file the run's allowlist names (RunResult.on_allowlist) gets
+    one advice, as upstream's linter skips it, instead of its messages."""
+    listed = set(run.on_allowlist) if allowlisted_as_upstream else set()
     for f in run.files:
+        if f.path in listed:
+            yield _allowlisted(run, f)
+            continue
         if f.status == FAILED:
             yield _message(f.path, None, LintSeverity.ERROR, "input-error", f.reason)
             continue

@@ -19,6 +19,11 @@ _DECISIONS = {
 }
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """`1 file`, `2 files` (`many`: the plural when it is not `one` + s)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def _rel(path: str) -> str:
     rel = os.path.relpath(path)
     return path if rel.startswith("..") else rel
@@ -83,19 +88,49 @@ def summary(result: RunResult) -> str:
             reasons[f.reason] = reasons.get(f.reason, 0) + 1
         parts.append(f"{len(skipped)} skipped (" + ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items())) + ")")
     parts.append(f"{counts[FAILED]} failed")
-    line = f"{len(result.files)} files: " + ", ".join(parts)
-    partial = sum(1 for f in result.files if f.status == CHANGED and f.manual)
-    if result.manual:
-        line += f"\n{result.manual} item(s) left for manual work"
+    line = f"{plural(len(result.files), 'file')}: " + ", ".join(parts)
+    if result.manual:  # counted per class or call, where the line above counts files
+        with_manual = [f for f in result.files if f.manual]
+        line += (
+            f"\nmanual work: {plural(result.manual, 'item')} (test classes, torch.load calls or duplicates "
+            f"no edit settles) in {plural(len(with_manual), 'file')}"
+        )
+        partial = sum(1 for f in with_manual if f.status == CHANGED)
         if partial:
-            line += f" ({partial} changed file(s) among them)"
+            line += f"; {partial} of those {_ALSO[result.mode]} for the rest"
     if result.graduated:
-        line += f"\ngraduated from the allowlist: {len(result.graduated)} file(s)"
+        done = "graduated" if result.mode == Mode.WRITE else "would graduate"
+        line += f"\n{done} from the allowlist: {plural(len(result.graduated), 'file')}"
+    else:
+        line += _graduable(result)
     line += rules_summary(result)
     line += gate_summary(result)
     for w in result.warnings:
         line += f"\nwarning: {w}"
     return line + "\n"
+
+
+# What a file with manual work left that the run changes does, by mode.
+_ALSO = {
+    Mode.WRITE: "were changed",
+    Mode.DIFF: "would change",
+    Mode.CHECK: "would change",
+    Mode.LINT: "would change",
+    Mode.CLASSIFY: "get labels",
+}
+
+
+def _graduable(result: RunResult) -> str:
+    """The allowlisted files that can leave the allowlist after this run, when none did."""
+    graduable = set(result.graduable())
+    if not graduable:
+        return ""
+    as_they_are = sum(1 for f in result.files if f.path in graduable and f.status != CHANGED)
+    how = f" ({as_they_are} as they are: graduate only)" if as_they_are else ""
+    return (
+        f"\n{plural(len(graduable), 'allowlisted file')} pass the linter after this run{how}: "
+        "`decouple apply --from-allowlist --graduate` or `decouple refactor` removes their entries"
+    )
 
 
 def rules_summary(result: RunResult) -> str:

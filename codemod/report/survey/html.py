@@ -17,7 +17,7 @@ import html
 
 from codemod.report.shared.table import TABLE_JS, table_css
 from codemod.report.survey.charts import COLOURS, burndown, folder_bars, legend
-from codemod.report.survey.text import MEANING, percent, rules_line, what
+from codemod.report.survey.text import MEANING, batch_plan, percent, rules_line, what, widening_note
 from codemod.survey.model import NO_OWNER, STATUSES, FileSurvey, Survey
 
 _CSS = """
@@ -85,7 +85,7 @@ def _e(s: object) -> str:
 
 
 def _reason(f: FileSurvey) -> str:
-    text = _e(f.reason) + (" <strong>(widens the devices some tests run on)</strong>" if f.widens else "")
+    text = _e(f.reason) + (f' <span class="muted">({_e(widening_note(f))})</span>' if f.could_widen else "")
     if not f.manual:
         return text
     items = []
@@ -97,7 +97,7 @@ def _reason(f: FileSurvey) -> str:
 
 
 def _search(f: FileSurvey) -> str:
-    words = [f.path, f.status, f.reason, *f.owners, *f.transforms, *(m.reason for m in f.manual)]
+    words = [f.path, f.status, f.reason, *f.owners, *f.transforms, *(m.reason for m in f.manual), widening_note(f)]
     words += [c.name for c in f.classes] + [str(c.value) for c in f.classes if c.value]
     return " ".join(words).lower()
 
@@ -161,23 +161,27 @@ OPEN_BATCHES = 12  # more than this many batches start folded
 
 
 def _batches_section(survey: Survey) -> list[str]:
-    out = ["<section>", f"<h2>Suggested batches (up to {survey.group_size} ready files each)</h2>"]
+    out = ["<section>", f"<h2>Suggested batches (up to {survey.group_size} files each)</h2>"]
     if not survey.batches:
-        return out + ["<p>No ready file needs a PR.</p>", "</section>"]
+        return out + ["<p>No ready or restructure file needs a PR.</p>", "</section>"]
     opened = " open" if len(survey.batches) <= OPEN_BATCHES else ""
-    out.append(f'<details id="sv-batches-box"{opened}><summary>{len(survey.batches)} suggested batch(es)</summary>')
+    count = f"{len(survey.batches)} suggested batch{'es' if len(survey.batches) != 1 else ''}"
+    out.append(f'<details id="sv-batches-box"{opened}><summary>{count}</summary>')
     allowlist = f" --from-allowlist {survey.allowlist}" if survey.allowlist else ""
     out.append(
-        "<p>Largest first; one owner per batch, files of one folder together. To make the first N as "
+        "<p>The ready files' batches (labels) first, then the restructure files' (with --restructure auto); "
+        "largest first; one owner per batch, files of one folder together. To make the first N as "
         f"branches: <code>decouple refactor{_e(allowlist)} --batches survey.json --limit N</code></p>"
     )
     out.append(
-        '<table id="sv-batches"><thead><tr><th>#</th><th>files</th><th>owners</th><th>folder</th></tr></thead><tbody>'
+        '<table id="sv-batches"><thead><tr><th>#</th><th>plan</th><th>files</th><th>owners</th><th>folder</th>'
+        "</tr></thead><tbody>"
     )
     for b in survey.batches:
         files = "<br>".join(f"<code>{_e(p)}</code>" for p in b.files)
         out.append(
-            f'<tr data-batch="{b.number}"><td class="num">{b.number}</td><td>{files}</td>'
+            f'<tr data-batch="{b.number}" data-plan="{b.plan}"><td class="num">{b.number}</td>'
+            f"<td>{_e(batch_plan(b.plan))}</td><td>{files}</td>"
             f"<td>{_e(', '.join(b.owners))}</td><td><code>{_e(b.directory)}</code></td></tr>"
         )
     return out + ["</tbody></table>", "</details>", "</section>"]
@@ -208,7 +212,7 @@ def _header(survey: Survey) -> list[str]:
     out = [
         '<header id="sv-summary">',
         "<h1>decouple survey</h1>",
-        f"<p>Surveyed {_e(what(survey))}: <strong>{total}</strong> file(s).</p>",
+        f"<p>Surveyed {_e(what(survey))}: <strong>{total}</strong> {'file' if total == 1 else 'files'}.</p>",
         '<ul class="sv-counts">',
     ]
     for s in STATUSES:
@@ -219,6 +223,10 @@ def _header(survey: Survey) -> list[str]:
         )
     out.append("</ul>")
     notes = []
+    if totals["graduate_only"]:
+        notes.append(f"{totals['graduate_only']} of the ready are graduate only")
+    if totals["could_widen"]:
+        notes.append(f"{totals['could_widen']} could be widened apart from their plan")
     if totals["excluded"]:
         notes.append(f"{totals['excluded']} excluded by a pattern")
     if totals["stale"]:

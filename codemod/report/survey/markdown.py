@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from codemod.report.shared.markdown import md_cell, md_code
-from codemod.report.survey.text import MEANING, percent, rules_line, what
+from codemod.report.survey.text import MEANING, batch_plan, percent, rules_line, what, widening_note
 from codemod.survey.model import STATUSES, FileSurvey, Survey, SurveyStatus
 
 
@@ -37,21 +37,28 @@ def _torch(f: FileSurvey) -> str:
 
 
 def _batches(survey: Survey) -> list[str]:
-    lines = [f"## Suggested batches ({len(survey.batches)}, up to {survey.group_size} ready files each)", ""]
+    lines = [f"## Suggested batches ({len(survey.batches)}, up to {survey.group_size} files each)", ""]
     if not survey.batches:
-        return lines + ["No ready file needs a PR.", ""]
+        return lines + ["No ready or restructure file needs a PR.", ""]
     allowlist = f" --from-allowlist {survey.allowlist}" if survey.allowlist else ""
     lines += [
-        "Largest first; one owner per batch, files of one folder together. To make the first N as branches:",
+        "The ready files' batches (labels) first, then the restructure files' (with `--restructure auto`); "
+        "largest first; one owner per batch, files of one folder together. To make the first N as branches:",
         "",
         md_code(f"decouple refactor{allowlist} --batches survey.json --limit N"),
         "",
     ]
     rows = [
-        [str(b.number), "<br>".join(md_code(p) for p in b.files), ", ".join(b.owners) or "-", md_code(b.directory)]
+        [
+            str(b.number),
+            batch_plan(b.plan),
+            "<br>".join(md_code(p) for p in b.files),
+            ", ".join(b.owners) or "-",
+            md_code(b.directory),
+        ]
         for b in survey.batches
     ]
-    return lines + _table(["#", "files", "owners", "folder"], rows)
+    return lines + _table(["#", "plan", "files", "owners", "folder"], rows)
 
 
 def _history(survey: Survey) -> list[str]:
@@ -79,10 +86,12 @@ def _files(survey: Survey) -> list[str]:
                     fits = f"; fits: {m.fits}" if m.fits else ""
                     where = "" if m.cls in ("(file)", "torch.load") else f"{md_code(m.cls)} (line {m.line}): "
                     lines.append(f"  - {where}{md_cell(m.reason)}{md_cell(fits)}")
+                if f.could_widen:
+                    lines.append(f"  - {md_cell(widening_note(f))}")
             lines.append("")
             continue
         rows = [
-            [md_code(f.path), _owners(f), _values(f), _torch(f), f.reason + (" (widens devices)" if f.widens else "")]
+            [md_code(f.path), _owners(f), _values(f), _torch(f), "; ".join(filter(None, [f.reason, widening_note(f)]))]
             for f in files
         ]
         lines += _table(["file", "owners", "values", "torch.load", "reason"], rows)
@@ -103,7 +112,7 @@ def _left_out(survey: Survey) -> list[str]:
 def render(survey: Survey) -> str:
     totals = survey.totals()
     total = totals["files"]
-    lines = ["# decouple survey", "", f"Surveyed {what(survey)}: **{total}** file(s).", ""]
+    lines = ["# decouple survey", "", f"Surveyed {what(survey)}: **{total}** {'file' if total == 1 else 'files'}.", ""]
     settings = ", ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in survey.settings.items())
     lines += [f"Analysis: {md_cell(settings)}.", ""]
     if survey.generation is not None:
@@ -111,6 +120,15 @@ def render(survey: Survey) -> str:
     rows = [[f"**{s}**", str(totals[s]), percent(totals[s], total), MEANING[s]] for s in STATUSES]
     lines += ["## Totals", ""] + _table(["status", "files", "share", "meaning"], rows)
     notes = []
+    if totals["graduate_only"]:
+        notes.append(
+            f"{totals['graduate_only']} of the ready files are graduate only: the linter accepts them as they are."
+        )
+    if totals["could_widen"]:
+        notes.append(
+            f"{totals['could_widen']} file(s) could be widened by a step `--restructure auto` never runs: "
+            "proposed apart, not counted in their plan."
+        )
     if totals["excluded"]:
         notes.append(f"{totals['excluded']} allowlisted file(s) excluded by a pattern (not surveyed).")
     if totals["stale"]:

@@ -4,11 +4,11 @@ suggested batches, and how the run went (the rules generation, cache, linter gat
 from __future__ import annotations
 
 from codemod.engine.result import GateSummary, Mode, RunResult
-from codemod.report.findings.text import rules_summary
-from codemod.survey.model import STATUSES, Survey, SurveyStatus
+from codemod.report.findings.text import plural, rules_summary
+from codemod.survey.model import STATUSES, BatchPlan, FileSurvey, Survey, SurveyStatus
 
 MEANING = {
-    SurveyStatus.READY: "labels alone make the linter pass: one `decouple refactor` away",
+    SurveyStatus.READY: "labels alone make the linter pass (or it passes already): one `decouple refactor` away",
     SurveyStatus.RESTRUCTURE: "pass after `--restructure auto`",
     SurveyStatus.MANUAL: "something stays manual (see the reasons)",
     SurveyStatus.ERROR: "unreadable or unparseable",
@@ -22,10 +22,30 @@ def percent(n: int, total: int) -> str:
 
 
 def what(survey: Survey) -> str:
-    """What was surveyed, in a few words."""
+    """What was surveyed, in a few words: the commit, or the work tree and why."""
     where = f"the allowlist {survey.allowlist}" if survey.allowlist else "the files named"
-    at = f" at {survey.commit[:12]}" if survey.commit else ""
-    return f"{where}{at}"
+    if survey.commit is None:
+        return f"{where} in the work tree (no git commit to compare it with)"
+    head = survey.commit[:12]
+    if survey.uncommitted is None:
+        return f"{where} in the work tree at {head} (git could not tell its uncommitted changes)"
+    if survey.uncommitted:
+        return (
+            f"{where} in the work tree ({head} with uncommitted changes in {plural(len(survey.uncommitted), 'file')})"
+        )
+    return f"{where} at {head}"
+
+
+def widening_note(f: FileSurvey) -> str:
+    """The widenings proposed apart from the file's plan ("" when none)."""
+    if not f.could_widen:
+        return ""
+    steps = "; ".join(f"{w.cls} by {w.step} (adds {', '.join(w.adds)})" for w in f.could_widen)
+    return f"could be widened, apart from its plan (name the step to run it): {steps}"
+
+
+def batch_plan(plan: BatchPlan) -> str:
+    return "with --restructure auto" if plan == BatchPlan.RESTRUCTURE else "labels"
 
 
 def rules_line(survey: Survey) -> str:
@@ -39,18 +59,29 @@ def rules_line(survey: Survey) -> str:
 def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = None) -> str:
     totals = survey.totals()
     total = totals["files"]
-    lines = [f"survey of {what(survey)}: {total} file(s)"]
+    lines = [f"survey of {what(survey)}: {plural(total, 'file')}"]
     for s in STATUSES:
         lines.append(f"  {s.value:<12} {totals[s]:>5}  {percent(totals[s], total):>4}  {MEANING[s]}")
     extra = []
     if totals["excluded"]:
         extra.append(f"{totals['excluded']} excluded by a pattern")
     if totals["stale"]:
-        extra.append(f"{totals['stale']} allowlist entries name files that do not exist")
+        gone = ("allowlist entry names a file that does not exist", "allowlist entries name files that do not exist")
+        extra.append(plural(totals["stale"], *gone))
     if totals["torch_load_files"]:
         extra.append(
             f"{totals['torch_load_files']} file(s) call torch.load ({totals['needs_discovery']} need "
             "`decouple discover-globals` for --torch-load auto to choose)"
+        )
+    if totals["graduate_only"]:
+        extra.insert(
+            0, f"{totals['graduate_only']} of the ready are graduate only: the linter accepts them as they are"
+        )
+    if totals["could_widen"]:
+        steps = sorted({w.step for f in survey.files for w in f.could_widen})
+        extra.append(
+            f"{plural(totals['could_widen'], 'file')} could be widened by a step --restructure auto never runs "
+            f"({', '.join(steps)}): proposed apart, not counted in their plan"
         )
     lines += [f"  {e}" for e in extra]
     folders = sorted(survey.by_directory().items(), key=lambda kv: (-kv[1]["files"], kv[0]))[:TOP_FOLDERS]
@@ -60,15 +91,20 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
             parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
             lines.append(f"  {folder}: {counts['files']} ({parts})")
     if survey.batches:
-        lines.append(f"{len(survey.batches)} suggested batch(es) of up to {survey.group_size} ready files; the first:")
+        shown = "" if len(survey.batches) <= FIRST_BATCHES else f"; the first {FIRST_BATCHES}"
+        batches = plural(len(survey.batches), "suggested batch", "suggested batches")
+        restructure = sum(1 for b in survey.batches if b.plan == BatchPlan.RESTRUCTURE)
+        plans = f" ({restructure} with --restructure auto)" if restructure else ""
+        lines.append(f"{batches} of up to {survey.group_size} files{plans}{shown}:")
         for b in survey.batches[:FIRST_BATCHES]:
             owners = ", ".join(b.owners) or "no owner header"
-            lines.append(f"  {b.number}. {b.directory} ({owners}): {', '.join(b.files)}")
+            plan = f", {batch_plan(b.plan)}" if b.plan == BatchPlan.RESTRUCTURE else ""
+            lines.append(f"  {b.number}. {b.directory} ({owners}{plan}): {', '.join(b.files)}")
     if survey.history:
         first, last = survey.history[0], survey.history[-1]
         lines.append(
             f"allowlist history: {first.entries} entries on {first.date[:10]}, {last.entries} on "
-            f"{last.date[:10]} ({len(survey.history)} commits)"
+            f"{last.date[:10]} ({plural(len(survey.history), 'commit')})"
         )
     if survey.generation is not None:
         lines.append(rules_line(survey))
