@@ -451,14 +451,14 @@ def test_pr_body_refuses_a_result_that_is_not_the_branchs_unless_forced(tmp_path
                          cwd=repo)
     assert code == 0, out + err
     code, body, err = cli("pr-body", "--ab", str(ab_json), "--branch", "hw-classification/test_alpha", cwd=repo)
-    assert code == 0 and "## A/B verification" in body, err
+    assert code == 0 and "## How this was verified" in body, err
     code, body, err = cli("pr-body", "--ab", str(ab_json), "--branch", "hw-classification/test_beta", cwd=repo)
     assert code == 2 and body == "", err
     assert f"{ab_json} is not the A/B result of hw-classification/test_beta" in err
     assert "it ran test/test_alpha.py, the branch changes test/test_beta.py" in err and "its arm B is the tree" in err
     code, body, err = cli("pr-body", "--ab", str(ab_json), "--branch", "hw-classification/test_beta", "--force",
                           cwd=repo)
-    assert code == 0 and "## A/B verification" in body and "warning" in err and "(--force)" in err
+    assert code == 0 and "## How this was verified" in body and "warning" in err and "(--force)" in err
     # another base: main moved on; and a B with uncommitted changes is no commit at all
     git(repo, "checkout", "-q", "main")
     (repo / "README.md").write_text("later\n")
