@@ -34,7 +34,6 @@ from codemod.survey.model import (
     SurveyFormatError,
     SurveyStatus,
     read_batch_plans,
-    read_batches,
 )
 from codemod.survey.run import owners_of
 from test_cache import rewrite_rows, store_rows
@@ -266,9 +265,8 @@ def test_batches_group_the_ready_files_then_the_restructure_ones(surveyed):
             assert all(os.path.dirname(p).startswith(b["directory"]) or b["directory"] == "." for p in b["files"])
             steps = {t for p in b["files"] for t in files[p]["transforms"]}
             assert set(b["restructure"]) == steps and bool(steps) == (plan == "restructure")
-    # What `refactor --batches` reads: every batch with its plan; read_batches, the label ones.
+    # What `refactor --batches` reads: every batch with its plan.
     assert [(b.files, b.plan) for b in read_batch_plans(data)] == [(tuple(b["files"]), b["plan"]) for b in data["batches"]]
-    assert read_batches(data) == [b["files"] for b in data["batches"] if b["plan"] == "labels"]
     # A survey of schema 1 had label batches only, without a plan: still read, as labels.
     old = {**data, "schema_version": 1, "batches": [{"files": b["files"]} for b in data["batches"][:2]]}
     assert [b.plan for b in read_batch_plans(old)] == ["labels", "labels"]
@@ -598,6 +596,25 @@ def test_refactor_takes_the_survey_s_batches(tree, surveyed, tmp_path):
     assert r.exit_code == 2 and "--batches and --group-size exclude each other" in r.output
     r = cli("refactor", "--batches", str(tmp_path / "out" / "batch.json"), "--dry-run", cwd=root)
     assert r.exit_code == 2 and "not a decouple survey" in r.output
+
+
+def test_refactor_takes_the_restructure_batches_only_with_restructure(tree, surveyed, tmp_path):
+    data, _ = surveyed
+    restructure = [b for b in data["batches"] if b["plan"] == "restructure"]
+    assert restructure, "the survey tree has a file that passes after --restructure auto"
+    root = _copy(tree, tmp_path)
+    survey_json = tmp_path / "survey.json"
+    survey_json.write_text(json.dumps(data))
+    without = cli("refactor", "--batches", str(survey_json), "--dry-run", cwd=root)
+    with_steps = cli("refactor", "--batches", str(survey_json), "--dry-run", "--restructure", "auto", cwd=root)
+    for b in restructure:
+        for path in b["files"]:
+            # without --restructure: named among the skipped files, with the command that takes it
+            assert f"skip {path}: in the survey's batch {b['number']}, which needs --restructure auto" in without.output
+            assert f"decouple refactor --batches {survey_json} --restructure auto" in without.output
+            # with it: planned in a branch of its own batch
+            assert f"skip {path}:" not in with_steps.output
+            assert path in with_steps.output.split("would create branch", 1)[1]
 
 
 def test_refactor_batches_skip_what_is_no_longer_doable_at_the_base(tree, surveyed, tmp_path):

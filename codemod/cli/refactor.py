@@ -129,21 +129,32 @@ class RefactorOptions:
 
 
 def _survey_batches(opts: RefactorOptions) -> tuple[list[list[str]] | None, dict[str, str]]:
-    """The survey's batches, and the files it finds doable but put in no batch (path -> why)."""
+    """The survey's batches a run takes, and the files it does not take (path -> why): the files
+    it finds doable but put in no batch, and, without --restructure, the restructure batches'."""
     if opts.batches is None:
         return None, {}
     if opts.paths:
         raise click.UsageError("--batches takes the files from the survey: name no PATH")
     if opts.group_size is not None:
         raise click.UsageError("--batches and --group-size exclude each other: the survey made the groups")
-    from codemod.survey.model import SurveyFormatError, read_batches
+    from codemod.survey.model import BatchPlan, SurveyFormatError, read_batch_plans
 
     try:
         data = read_option_json(opts.batches, "--batches")
-        batches = read_batches(data)
+        planned = read_batch_plans(data)
     except (ValueError, SurveyFormatError) as e:
         fail(f"--batches {opts.batches}: {e}" if isinstance(e, SurveyFormatError) else str(e))
-    return batches, _left_out(data, batches)
+    restructures = bool(opts.edits.restructure_names)
+    taken = [list(b.files) for b in planned if b.plan == BatchPlan.LABELS or restructures]
+    left_out = _left_out(data, [list(b.files) for b in planned])
+    for b in planned:
+        if b.plan == BatchPlan.RESTRUCTURE and not restructures:
+            why = (
+                f"in the survey's batch {b.number}, which needs --restructure auto: "
+                f"`decouple refactor --batches {opts.batches} --restructure auto` takes it"
+            )
+            left_out.update(dict.fromkeys(b.files, why))
+    return taken, left_out
 
 
 # The survey's statuses of the files a refactor can commit (labels alone, or with --restructure).

@@ -1,7 +1,7 @@
 """The survey's result model: one typed record per file, the campaign's aggregates, the
 suggested batches and the allowlist's history, with their JSON form (`schema_version` 2:
 graduate-only files, the widenings proposed apart, the restructure batches, what was surveyed;
-`read_batches` still reads version 1's batches).
+`read_batch_plans` still reads version 1's batches, as label batches).
 
 The aggregates (`totals`, `by_directory`, `by_owner`) are computed from the files, never
 stored beside them, so the views and the JSON cannot disagree with the per-file records.
@@ -402,10 +402,3 @@ def read_batch_plans(data: Any) -> list[PlannedBatch]:
         ]
     except ValueError as e:
         raise SurveyFormatError(f"a batch's plan: {e}") from None
-
-
-def read_batches(data: Any) -> list[list[str]]:
-    """The files of the survey's label batches, in order: what `refactor --batches` takes
-    without `--restructure` (read_batch_plans has the restructure batches too). Raises
-    SurveyFormatError."""
-    return [list(b.files) for b in read_batch_plans(data) if b.plan == BatchPlan.LABELS]
