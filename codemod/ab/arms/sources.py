@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemod.ab.arms import trees
+from codemod.ab.arms import isolation, trees
 from codemod.ab.arms.options import RunOptions, UsageError
 from codemod.ab.result.model import PYTEST_ARGS, REPRO_VARS, BaseArm, safe_arg
 from codemod.ab.result.notices import Notice
@@ -118,11 +118,16 @@ def sanitised_env(
     tmpdir: Path | None = None,
     *,
     cwd: Path,
+    run_root: Path | None = None,
 ) -> dict[str, str]:
     """The environment of a process run in `cwd` (an arm root): `PWD` and `OLDPWD` name
-    `cwd` whatever the caller's (or `--env`) say."""
-    env = {k: v for k, v in base.items() if k not in UNSET_VARS and not k.startswith("DECOUPLE_AB_")}
+    `cwd` whatever the caller's (or `--env`) say; no variable that leads git to a repository
+    or names the tool's state (`isolation`), and with `run_root` (the run's temporary root)
+    git's search for a repository stops there."""
+    env = {k: v for k, v in base.items() if k not in UNSET_VARS and not isolation.removed(k)}
     env.update(FIXED_VARS)
+    if run_root is not None:
+        env[isolation.CEILING_VAR] = isolation.ceiling(run_root)
     env.update(added)
     for k in CWD_VARS:
         env[k] = str(cwd)
@@ -265,7 +270,7 @@ def prepare_arms(
             env_added=dict(added),
             based_on=based_on,
         )
-        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp", cwd=spec.root)
+        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp", cwd=spec.root, run_root=work)
         spec.env["DECOUPLE_AB_FSYNC"] = str(opts.fsync)
         return spec
 

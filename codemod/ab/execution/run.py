@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from codemod.ab.arms import changes as _changes
+from codemod.ab.arms import isolation as _isolation
 from codemod.ab.arms import shard as _shard
 from codemod.ab.arms import sources as _arms
 from codemod.ab.arms import trees as _trees
-from codemod.ab.arms.options import RunOptions, check_options, parse_shard
+from codemod.ab.arms.options import RunOptions, UsageError, check_options, parse_shard
 from codemod.ab.arms.sources import ArmSpec, Sources
 from codemod.ab.comparison import compare as _cmp
 from codemod.ab.comparison import coverage as _coverage
@@ -83,6 +84,18 @@ def _forget_pycache(work: Path) -> None:
         _arms.forget_run_pycache(prefix, work)
 
 
+def _temp_base(opts: RunOptions) -> tuple[str, tuple[str, str] | None]:
+    """Where the run's temporary root goes (`isolation.temp_base`): never in a git work tree
+    nor in a tree being compared; exit 2 before anything runs when no folder will do."""
+    trees = [Path(r).resolve() for r in (opts.a_root, opts.b_root) if r]  # as resolve_sources reads them
+    try:
+        return _isolation.temp_base(trees, dict(os.environ))
+    except _isolation.NoTempRoot as err:
+        raise UsageError(
+            f"no temporary folder outside a git work tree for the arms ({err}): set TMPDIR to a folder outside"
+        ) from None
+
+
 def run_ab(opts: RunOptions) -> ABResult:
     with orphans_reaped():  # a test's process that left its group is killed too
         return _run_ab(opts)
@@ -96,13 +109,17 @@ def _run_ab(opts: RunOptions) -> ABResult:
     lock: int | None = None
     servers: list[ForkServer] = []
     try:
-        for stale in processes.reap_stale_roots(Path(tempfile.gettempdir()), TEMP_PREFIX):
+        base, moved = _temp_base(opts)
+        for stale in processes.reap_stale_roots(Path(base), TEMP_PREFIX):
             _forget_pycache(stale)
             (opts.progress or _quiet)(f"removed {stale}, left by an A/B run that was killed")
-        work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=base))
         lock = processes.claim_root(work)
         pool = SlotPool(max(1, opts.jobs or os.cpu_count() or 1), "decouple-ab")
-        return _run(opts, work, pool, stop, servers)
+        result = _run(opts, work, pool, stop, servers)
+        if moved is not None:
+            result.warnings.insert(0, Notice("run.temp-moved", {"tmpdir": moved[0], "tree": moved[1], "used": base}))
+        return result
     except Interrupted:
         stop.set()
         raise
@@ -262,9 +279,10 @@ def _arm_environment(
             + f" in every arm (-j {opts.jobs} on {os.cpu_count()} cores)"
         )
     arm_env = {**runner_env, **opts.env}
-    result.env_unset = list(_arms.UNSET_VARS)
+    result.env_unset = [*_arms.UNSET_VARS, *_isolation.removed_present(base_env)]
     result.env_set = {
         **_arms.FIXED_VARS,
+        _isolation.CEILING_VAR: "<the run's temporary root>",
         "PYTHONPYCACHEPREFIX": "<per-arm prefix in the decouple cache>",
         "TMPDIR": "<per-arm temp dir>",
         **arm_env,
