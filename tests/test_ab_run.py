@@ -171,13 +171,8 @@ def test_work_tree_untouched_and_temp_roots_removed(mixed, decouple_cache):
     for arm in mixed["result"].arms:
         assert not Path(arm.root).exists()
     assert "decouple_ab" not in " ".join(os.listdir(mixed["repo"]))
-    # Each arm keeps its own bytecode prefix across runs, for installed code only:
-    # nothing compiled from the run's temporary roots is left behind.
-    prefixes = sorted(p.name for p in (decouple_cache / "pycache").iterdir())
-    assert {"A", "B"} <= set(prefixes)
-    left = [p for p in (decouple_cache / "pycache").rglob("*.pyc") if "decouple-ab-" in str(p)]
-    assert left == []
-    assert any((decouple_cache / "pycache" / "A").rglob("*.pyc"))  # pytest itself, compiled once
+    # the arms' bytecode prefixes were the run's own: nothing of them is kept in the user's cache
+    assert list(decouple_cache.rglob("*.pyc")) == []
 
 
 def test_environment_and_reproduction_recorded(mixed):

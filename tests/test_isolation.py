@@ -5,7 +5,10 @@ repository, the tool's own state or a later run. Each promise there has its test
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import os
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -179,3 +182,147 @@ def test_every_variable_git_calls_local_to_a_repository_is_kept_from_the_arms():
     local = subprocess.run(["git", "rev-parse", "--local-env-vars"], capture_output=True, text=True, check=True)
     names = local.stdout.split()
     assert names and all(isolation.removed(n) for n in names), [n for n in names if not isolation.removed(n)]
+
+
+# ---------------------------------------------------------------------------
+# no state a test can write is shared across runs
+
+FORGE = '''import importlib.util
+import marshal
+import os
+import colorsys
+from importlib._bootstrap_external import _code_to_timestamp_pyc
+
+
+def test_forges_the_bytecode_of_a_standard_module():
+    source = colorsys.__file__
+    st = os.stat(source)
+    code = compile("raise RuntimeError('poisoned')", source, "exec")
+    target = importlib.util.cache_from_source(source)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb") as fh:
+        fh.write(_code_to_timestamp_pyc(code, st.st_mtime, st.st_size))
+    with open(os.environ["AB_FORGED"], "a") as fh:
+        fh.write(target + "\\n")
+'''
+
+USES_COLORSYS = '''import colorsys
+
+
+def test_uses_the_standard_module():
+    assert colorsys.rgb_to_hsv(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)
+'''
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["warm", "no-fork"])
+def test_bytecode_a_test_forges_is_never_read_by_a_later_run(tmp_path, fork):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for root in (first / "a", first / "b", second / "a", second / "b"):
+        root.mkdir(parents=True)
+    (first / "a" / "test_forge.py").write_text("def test_forges_the_bytecode_of_a_standard_module():\n    pass\n")
+    (first / "b" / "test_forge.py").write_text(FORGE)
+    for root in (second / "a", second / "b"):
+        (root / "test_colorsys.py").write_text(USES_COLORSYS)
+    forged = tmp_path / "forged.txt"
+    r1 = run_ab(RunOptions(paths=["test_forge.py"], a_root=str(first / "a"), b_root=str(first / "b"),
+                           cwd=str(tmp_path), jobs=2, confirm=0, fork=fork, env={"AB_FORGED": str(forged)}))
+    assert _categories(r1) == {"test_forge.py::test_forges_the_bytecode_of_a_standard_module": "same-pass"}
+    written = forged.read_text().split()
+    assert written and not any(os.path.exists(w) for w in written), written  # the run's prefix is gone
+    r2 = run_ab(RunOptions(paths=["test_colorsys.py"], a_root=str(second / "a"), b_root=str(second / "b"),
+                           cwd=str(tmp_path), jobs=2, confirm=0, fork=fork))
+    assert _categories(r2) == {"test_colorsys.py::test_uses_the_standard_module": "same-pass"}, [
+        (t.nodeid, t.b and t.b.message) for t in r2.tests]
+
+
+def _pyc(source_text: str, beside: Path) -> None:
+    """Bytecode of `source_text` for the module `beside`, where a plain interpreter looks for
+    it, valid whatever the module's source says (an unchecked-hash pyc)."""
+    other = beside.parent / "other_source.py"
+    other.write_text(source_text)
+    target = importlib.util.cache_from_source(str(beside))
+    py_compile.compile(str(other), cfile=target, dfile=str(beside),
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    other.unlink()
+
+
+READS_BYTECODE = '''import helper
+import pkg_with_bytecode
+import pkg_without_bytecode
+
+
+def test_reads_the_environments_bytecode_and_compiles_its_own_files():
+    assert pkg_with_bytecode.FROM == "installed bytecode"
+    assert pkg_without_bytecode.FROM == "source"
+    assert helper.FROM == "source"
+'''
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["warm", "no-fork"])
+def test_the_environments_bytecode_is_read_and_never_written(tmp_path, fork, monkeypatch):
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    site = tmp_path / "site"
+    for name in ("pkg_with_bytecode", "pkg_without_bytecode"):
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text('FROM = "source"\n')
+    _pyc('FROM = "installed bytecode"\n', site / "pkg_with_bytecode" / "__init__.py")
+    installed = digest(site)
+    for arm in ("a", "b"):
+        (tmp_path / arm).mkdir()
+        (tmp_path / arm / "test_bytecode.py").write_text(READS_BYTECODE)
+        (tmp_path / arm / "helper.py").write_text('FROM = "source"\n')
+        # stale bytecode beside an arm's own file (copied with the tree) is never read
+        _pyc('FROM = "stale"\n', tmp_path / arm / "helper.py")
+    r = run_ab(RunOptions(paths=["test_bytecode.py"], a_root=str(tmp_path / "a"), b_root=str(tmp_path / "b"),
+                          cwd=str(tmp_path), jobs=2, confirm=0, fork=fork, env={"PYTHONPATH": str(site)}))
+    assert _categories(r) == {
+        "test_bytecode.py::test_reads_the_environments_bytecode_and_compiles_its_own_files": "same-pass"
+    }, [(t.nodeid, t.b and t.b.message) for t in r.tests]
+    assert digest(site) == installed
+
+
+ENV_DUMP = '''import json
+import os
+import sys
+
+
+def test_dumps_its_environment():
+    with open(os.environ["AB_OUT"] + "." + os.path.basename(os.path.dirname(os.getcwd())), "w") as fh:
+        json.dump({"env": dict(os.environ), "prefix": sys.pycache_prefix, "cwd": os.getcwd()}, fh)
+'''
+
+
+def test_a_test_sees_no_path_of_the_tools_cache(tmp_path, result_cache, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for arm in ("a", "b"):
+        (tmp_path / arm).mkdir()
+        (tmp_path / arm / "test_env.py").write_text(ENV_DUMP)
+    out = tmp_path / "env.json"
+    r = run_ab(RunOptions(paths=["test_env.py"], a_root=str(tmp_path / "a"), b_root=str(tmp_path / "b"),
+                          cwd=str(tmp_path), jobs=2, confirm=0, env={"AB_OUT": str(out)}))
+    assert _categories(r) == {"test_env.py::test_dumps_its_environment": "same-pass"}
+    for arm in ("A", "B"):
+        seen = json.loads(Path(f"{out}.{arm}").read_text())
+        run_root = str(Path(seen["cwd"]).parents[2])  # RUN/arms/<arm>/root
+        values = [*seen["env"].values(), seen["prefix"]]
+        assert not [v for v in values if str(result_cache) in v]
+        assert "DECOUPLE_CACHE_DIR" not in seen["env"]
+        # what the runner's own variables name lies in the run's temporary root, deleted with it
+        ours = {k: v for k, v in seen["env"].items() if k.startswith("DECOUPLE_")}
+        assert ours and all(v.startswith(run_root) or not os.path.isabs(v) for v in ours.values()), ours
+        assert seen["prefix"].startswith(run_root)
+        assert seen["env"]["GIT_CEILING_DIRECTORIES"] == os.path.realpath(run_root)
+        assert not Path(run_root).exists()
+
+
+def test_the_environments_own_sitecustomize_still_runs(tmp_path):
+    support, site = tmp_path / "run" / "support", tmp_path / "site"
+    support.mkdir(parents=True)
+    site.mkdir()
+    shutil.copy2(Path(isolation.__file__).parents[2] / "target" / "bytecode.py", support / "sitecustomize.py")
+    (site / "sitecustomize.py").write_text("MARK = 'the environment'\n")
+    code = ("import sys, importlib.machinery as m; "
+            "print(sys.modules['sitecustomize'].MARK, m.SourceFileLoader.get_data.__module__)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(support), str(site)])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["the", "environment", "sitecustomize"]

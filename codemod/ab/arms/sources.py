@@ -9,8 +9,10 @@ variables.  An arm that cannot be materialised keeps an empty root and its error
 is reported as not run); a selected path must exist in at least one of A and B.
 
 Every arm (A, B, each diagnostic arm) gets the same environment: the variables in
-``UNSET_VARS`` removed, ``FIXED_VARS`` set, its own bytecode prefix and temp dir
-(``PER_ARM_VARS``), the capture plugin on ``PYTHONPATH``, and the pytest arguments
+``UNSET_VARS`` removed and those `isolation` keeps from tests (git's, the tool's),
+``FIXED_VARS`` set, git's ceiling at the run's root, its own bytecode prefix and temp dir
+inside the run's root (``PER_ARM_VARS``), the capture plugin (and the start-up file that
+reads the environment's own bytecode) on ``PYTHONPATH``, and the pytest arguments
 ``PYTEST_ARGS``.  The reproduction command repeats that environment as an ``env``
 prefix, plus ``REPRO_VARS``; a git arm's root is rebuilt with ``git archive`` of the
 resolved commit into a fresh directory (``git_archive_note``), a work-tree or
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,7 +32,6 @@ from codemod.ab.arms import isolation, trees
 from codemod.ab.arms.options import RunOptions, UsageError
 from codemod.ab.result.model import PYTEST_ARGS, REPRO_VARS, BaseArm, safe_arg
 from codemod.ab.result.notices import Notice
-from codemod.util.cache_dir import user_cache_dir
 from transforms.core.strenum import StrEnum
 
 # ---------------------------------------------------------------------------
@@ -46,38 +46,15 @@ UNSET_VARS = (
     "DISABLED_TESTS_FILE",
     "SLOW_TESTS_FILE",
     "PYTEST_ADDOPTS",  # may carry -x, --lf, --reruns, -p randomly ...
-    # Bytecode goes to the per-arm PYTHONPYCACHEPREFIX (in the decouple cache,
-    # see pycache_root; never the user's tree).  With PYTHONDONTWRITEBYTECODE=1 on top, every
-    # process would recompile everything it imports (import torch: 3.4 s ->
-    # 7.7 s measured), because a prefix hides the __pycache__ directories.
+    # Bytecode goes to the arm's own PYTHONPYCACHEPREFIX, private to the run (its work dir,
+    # deleted with it), where the processes of the arm reuse it; the environment's own
+    # bytecode is read where that prefix has none (codemod/target/bytecode.py).
     "PYTHONDONTWRITEBYTECODE",
 )
 
 
-def pycache_root() -> Path | None:
-    """Where the arms keep bytecode across runs, one prefix per arm name.
-
-    A PYTHONPYCACHEPREFIX hides the __pycache__ folders of site-packages, so a fresh
-    prefix per run recompiles pytest and torch in every arm (seconds each). Keeping
-    one prefix per arm name (A, B, each diagnostic) in the user's cache keeps the arms
-    apart while installed code compiles once; the entries for a run's temporary roots
-    are deleted when the run ends (`forget_run_pycache`). None when no writable cache.
-    """
-    root = user_cache_dir() / "pycache"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return root if os.access(root, os.W_OK) else None
-
-
-def forget_run_pycache(prefix: Path, work: Path) -> None:
-    """Delete the bytecode a run left under `prefix` for files below its temp dir `work`."""
-    shutil.rmtree(prefix / str(work.resolve()).lstrip(os.sep), ignore_errors=True)
-
-
 # Variables set in every arm (recorded in ABResult.env_set; PYTHONPYCACHEPREFIX
-# is per arm, see pycache_root).
+# is per arm, see prepare_arms).
 FIXED_VARS = {
     "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
     "PYTHONHASHSEED": "0",
@@ -250,8 +227,6 @@ def prepare_arms(
     specs: dict[str, ArmSpec] = {}
     sel = sources.sel
 
-    cache = pycache_root()
-
     def make_spec(
         name: str, label: str, source: str, added: dict[str, str], based_on: BaseArm | None = None
     ) -> ArmSpec:
@@ -259,8 +234,8 @@ def prepare_arms(
         (wd / "events").mkdir(parents=True)
         (wd / "logs").mkdir()
         (wd / "tmp").mkdir()
-        pycache = cache / _safe_name(name) if cache is not None else wd / "pycache"
-        pycache.mkdir(parents=True, exist_ok=True)
+        pycache = wd / "pycache"  # private to the arm and the run: nothing a test writes there outlives it
+        pycache.mkdir()
         spec = ArmSpec(
             name=name,
             label=label,

@@ -78,12 +78,6 @@ def _quiet(_message: str) -> None:
     pass
 
 
-def _forget_pycache(work: Path) -> None:
-    cache = _arms.pycache_root()
-    for prefix in cache.iterdir() if cache is not None else ():
-        _arms.forget_run_pycache(prefix, work)
-
-
 def _temp_base(opts: RunOptions) -> tuple[str, tuple[str, str] | None]:
     """Where the run's temporary root goes (`isolation.temp_base`): never in a git work tree
     nor in a tree being compared; exit 2 before anything runs when no folder will do."""
@@ -111,7 +105,6 @@ def _run_ab(opts: RunOptions) -> ABResult:
     try:
         base, moved = _temp_base(opts)
         for stale in processes.reap_stale_roots(Path(base), TEMP_PREFIX):
-            _forget_pycache(stale)
             (opts.progress or _quiet)(f"removed {stale}, left by an A/B run that was killed")
         work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=base))
         lock = processes.claim_root(work)
@@ -135,7 +128,6 @@ def _run_ab(opts: RunOptions) -> ABResult:
                 server.close()
             if work is not None and not opts.keep_temp:
                 shutil.rmtree(work, ignore_errors=True)
-                _forget_pycache(work)
             if lock is not None:
                 os.close(lock)
         finally:
@@ -283,7 +275,7 @@ def _arm_environment(
     result.env_set = {
         **_arms.FIXED_VARS,
         _isolation.CEILING_VAR: "<the run's temporary root>",
-        "PYTHONPYCACHEPREFIX": "<per-arm prefix in the decouple cache>",
+        "PYTHONPYCACHEPREFIX": "<per-arm prefix, deleted with the run>",
         "TMPDIR": "<per-arm temp dir>",
         **arm_env,
     }
@@ -565,6 +557,7 @@ def _run_single_file(
         support = work / "support"
         support.mkdir()
         shutil.copy2(TARGET_FILES / "plugin.py", support / f"{PLUGIN_MODULE}.py")
+        shutil.copy2(TARGET_FILES / "bytecode.py", support / f"{_interp.BYTECODE_MODULE}.py")
         for sub in ("events", "logs", "pycache", "tmp"):
             (work / sub).mkdir()
         spec = ArmSpec(
