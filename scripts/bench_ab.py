@@ -67,7 +67,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from codemod.ab.arms import sources as _arms  # noqa: E402
-from codemod.ab.arms.trees import make_selection, materialise_git  # noqa: E402
+from codemod.ab.arms.materialise import materialise_git  # noqa: E402
+from codemod.ab.arms.trees import make_selection  # noqa: E402
 
 TEST_TEMPLATE = '''{shift}import time
 

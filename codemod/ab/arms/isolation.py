@@ -54,6 +54,11 @@ def removed(name: str) -> bool:
     return name in GIT_LOCATION_VARS or name.startswith((GIT_CONFIG_PREFIX, TOOL_PREFIX))
 
 
+def without_git_location(env: dict[str, str]) -> dict[str, str]:
+    """`env` without what leads git to a repository: git then finds the one a folder lies in."""
+    return {k: v for k, v in env.items() if k not in GIT_LOCATION_VARS and not k.startswith(GIT_CONFIG_PREFIX)}
+
+
 def removed_present(env: dict[str, str]) -> list[str]:
     """The variables of `env` that the arms do not get (what the report lists as unset)."""
     return sorted(k for k in env if removed(k))

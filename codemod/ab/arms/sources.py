@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemod.ab.arms import isolation, trees
+from codemod.ab.arms import isolation, materialise, trees
 from codemod.ab.arms.options import RunOptions, UsageError
 from codemod.ab.result.model import PYTEST_ARGS, REPRO_VARS, BaseArm, safe_arg
 from codemod.ab.result.notices import Notice
@@ -257,18 +257,23 @@ def prepare_arms(
         t = time.monotonic()
         try:
             if src.kind == SourceKind.GIT:
-                used, fixes = trees.materialise_git(src.root, sources.commit, sel, spec.root)
+                used, fixes = materialise.materialise_git(src.root, sources.commit, sel, spec.root)
                 _from_commit(spec, src.root, sources.commit, used)
                 if _has_export_attributes(spec.root):
                     warnings.append(Notice("export-attributes", arm=name))
             else:
-                used, fixes = trees.materialise_dir(src.root, sel, spec.root)
+                # a directory named by --a-root/--b-root is in the work tree it lies in (a hook's
+                # GIT_DIR names another); the work tree of --base is the one git found
+                git_env = None if src.source == "worktree" else isolation.without_git_location(base_env)
+                used, fixes = materialise.materialise_dir(src.root, sel, spec.root, git_env)
                 head = clean_head(src.root, used) if src.source == "worktree" else None
                 if head is not None:  # the work tree's files were exactly HEAD's
                     _from_commit(spec, src.root, head, present_at(src.root, head, used))
             for fix in fixes:
                 code = "arm.symlink-copied" if fix.copied else "arm.symlink-left-out"
                 warnings.append(Notice(code, {"path": fix.path, "target": fix.target}, arm=name))
+        except materialise.TreeTooBig as err:
+            raise UsageError(f"arm {name} ({src.label}): {err}") from None
         except (trees.ArmError, OSError) as err:
             arm_errors[name] = str(err)
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -282,7 +287,7 @@ def prepare_arms(
             arm_errors[d.name] = arm_errors[d.based_on]
             spec.root.mkdir(parents=True, exist_ok=True)
         else:
-            trees.clone_root(base.root, spec.root)
+            materialise.clone_root(base.root, spec.root)
         spec.materialise_note, spec.commit, spec.tree = base.materialise_note, base.commit, base.tree
         specs[d.name] = spec
 
