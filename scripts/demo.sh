@@ -17,12 +17,28 @@ git init -q -b main && git add -A \
 git config user.name demo && git config user.email demo@example.invalid
 
 start=$(date +%s)
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; rc=$?; echo "(exit $rc)"; return $rc; }
-step "$DECOUPLE" classify test
-step "$DECOUPLE" refactor --from-allowlist tools/linter/adapters/test_linter_allowlist.json --group-size 2 \
+# What an exit code means (the codes of every decouple command); $2: what 1 means for this step.
+meaning() {
+  case $1 in
+    0) echo "done" ;;
+    1) echo "$2" ;;
+    2) echo "a usage or input error (see above)" ;;
+    3) echo "INCONCLUSIVE: an A/B run could not show the change is safe (see above)" ;;
+    *) echo "see above" ;;
+  esac
+}
+step() {  # step WHAT-EXIT-1-MEANS COMMAND...
+  local one=$1; shift
+  printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; rc=$?
+  echo "(exit $rc: $(meaning $rc "$one"))"; return $rc
+}
+step "findings: a class needs manual work (TestMixed: the warning above names the restructuring that fits)" \
+  "$DECOUPLE" classify test
+step "manual work left, or a regression (the branch lines above say which)" \
+  "$DECOUPLE" refactor --from-allowlist tools/linter/adapters/test_linter_allowlist.json --group-size 2 \
   --torch-load weights-only-false --explain --python "$VENV/bin/python" -j 2 --confirm 1
 status=$?
-step git log --oneline --graph --all
+step "" git log --oneline --graph --all
 OUT="$DEMO/pytorch/.decouple-out"
 printf '\n\033[1mWhere everything is\033[0m\n'
 echo "scratch repository: $DEMO/pytorch (branches: $(git branch --format='%(refname:short)' | grep -v '^main$' | tr '\n' ' '))"
@@ -38,5 +54,5 @@ if [ -n "$first" ]; then
   head -40 "$first"
 fi
 echo
-echo "demo wall time after set-up: $(( $(date +%s) - start ))s (exit $status)"
+echo "demo wall time after set-up: $(( $(date +%s) - start ))s (exit $status: the refactor's, $(meaning $status "manual work left, or a regression"))"
 exit $status

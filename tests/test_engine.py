@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from codemod.engine import process as engine
-from codemod.engine.discovery import discover, read_allowlist
+from codemod.engine.discovery import discover, named_few, read_allowlist, stale_warning
 from transforms.label import HwLabel
 
 GENERIC_SRC = (
@@ -406,3 +406,79 @@ def test_same_tree_ignores_positions_and_nothing_else():
     assert not engine.same_tree(base, shared)
     shared.body[0].body[0].body = base.body[0].body[0].body
     assert engine.same_tree(base, shared)
+
+
+# --- the allowlist's entries: where each stands, in one pass ----------------------------------------
+
+def test_allowlist_listing_sorts_entries_as_realpath_would(tmp_path):
+    repo = tmp_path / "pytorch"
+    write(repo / "test" / "test_a.py", GENERIC_SRC)
+    (repo / "test" / "d").mkdir()
+    write(tmp_path / "elsewhere" / "sub" / "test_v.py", GENERIC_SRC)
+    (repo / "test" / "link_out").symlink_to(tmp_path / "elsewhere" / "sub")
+    (repo / "test" / "test_link.py").symlink_to(tmp_path / "elsewhere" / "sub" / "test_v.py")
+    (repo / "test" / "test_dangling.py").symlink_to(repo / "test" / "test_never.py")
+    entries = [
+        "test/test_a.py",  # present
+        "test/gone/test_b.py",  # stale: its folder is gone too
+        "test/test_c.py",  # stale
+        "test/./d/../test_a.py",  # present, spelled oddly
+        "test/./nope/../test_a.py",  # stale: `nope/..` resolves only where `nope` exists
+        "test/link_out/test_v.py",  # outside: a folder link leaves the repository
+        "test/link_out/../test_v.py",  # outside: `..` climbs from the link's target, not from test/
+        "test/test_link.py",  # outside: the file is a link that leaves
+        "test/test_dangling.py",  # a link to a file that does not exist: stale
+        "../outside.py",  # outside
+        str(tmp_path / "elsewhere" / "sub" / "test_v.py"),  # absolute: outside
+    ]
+    allow = write(repo / "allow.json", json.dumps(entries))
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    listing = read_allowlist(str(allow)).listing()
+    assert listing.present == [os.path.join(repo, entries[0]), os.path.join(repo, entries[3])]
+    assert listing.stale == ["test/gone/test_b.py", "test/test_c.py", "test/./nope/../test_a.py",
+                             "test/test_dangling.py"]
+    assert listing.outside == entries[5:8] + entries[9:]
+    # the reference: realpath and exists, entry by entry
+    root = os.path.realpath(repo)
+    for entry in entries:
+        path = os.path.join(repo, entry)
+        real = os.path.realpath(path)
+        leaves = os.path.isabs(entry) or os.path.commonpath([root, real]) != root
+        assert (entry in listing.outside) == leaves, entry
+        assert leaves or (path in listing.present) == os.path.exists(path), entry
+
+
+def test_allowlist_listing_is_linear_in_system_calls(tmp_path, monkeypatch):
+    repo = tmp_path / "pytorch"
+    for i in range(3):
+        write(repo / "test" / f"test_{i}.py", GENERIC_SRC)
+    folders = 40
+    entries = [f"test/test_{i}.py" for i in range(3)]
+    entries += [f"test/test_gone_{i}.py" if i % 2 else f"test/d{i % folders}/test_{i}.py" for i in range(20_000)]
+    allow = write(repo / "allow.json", json.dumps(entries))
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    allowlist = read_allowlist(str(allow))
+    calls = {"lstat": 0, "realpath": 0, "isdir": 0}
+
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "lstat", counted("lstat", os.lstat))
+    monkeypatch.setattr(os.path, "realpath", counted("realpath", os.path.realpath))
+    monkeypatch.setattr(os.path, "isdir", counted("isdir", os.path.isdir))
+    listing = allowlist.listing()
+    assert len(listing.present) == 3 and len(listing.stale) == 20_000 and not listing.outside
+    # one lstat per entry of a folder that exists (test/), one realpath and isdir per folder (and
+    # realpath's own lstat per part of the folder's path)
+    assert calls["realpath"] <= folders + 2 and calls["isdir"] <= folders + 1
+    assert calls["lstat"] <= 3 + 10_000 + calls["realpath"] * (len(repo.parts) + 2)
+
+
+def test_a_long_list_of_names_is_counted_past_the_first_few():
+    assert named_few(["a", "b"]) == "a, b"
+    assert named_few([f"p{i}" for i in range(20_000)]) == "p0, p1, p2, p3, p4 and 19,995 more"
+    assert stale_warning(["x.py"] * 6) == "6 allowlist entries name files that do not exist: " + (
+        "x.py, " * 4 + "x.py and 1 more")

@@ -203,7 +203,8 @@ def test_branch_from_base_with_one_commit_title_body_and_graduation(repo):
     body = open(os.path.join(os.path.dirname(repo), "out", "hw-classification", "test_alpha", "PR_BODY.md")).read()
     # no A/B run yet: no per-file command is printed that nothing ran; the A/B command runs them
     assert "python test/test_alpha.py" not in body
-    assert "--test-plan --markdown ab.md" in body and "runs each file's command in B and lists it here" in body
+    assert "`decouple ab test/test_alpha.py --base HEAD~1 --test-plan`" in body
+    assert "lists each command here with what it printed" in body
     assert "pytorch/pytorch#185590" in body
 
 
@@ -334,7 +335,8 @@ def test_safe_rerun_resumes_base_move_reported_and_pr_body_matches(repo, stub_to
     code, body = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "hw-classification/test_alpha")
     assert code == 0
     assert body == open(f"{folder}/PR_BODY.md").read()
-    assert "SAFE" in body and "## Environment" in body and "decouple ab test/test_alpha.py --base" in body
+    assert "Verdict: **SAFE**" in body and "<details><summary>Environment</summary>" in body
+    assert "`decouple ab test/test_alpha.py --base HEAD~1 --env PYTHONPATH=…/stub --test-plan`" in body
     code, zh = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "hw-classification/test_alpha",
                         "--lang", "zh")
     assert "## 测试计划" in zh and "python test/test_alpha.py --hw-classification GENERIC -v" in zh
@@ -368,7 +370,7 @@ def test_no_ab_then_ab_then_pr_body(repo, stub_torch):
     assert code == 0, out
     code, body = decouple("pr-body", "--ab", "../ab.json")
     assert code == 0
-    assert "## A/B verification" in body and "Not run yet" not in body and "SAFE" in body
+    assert "## How this was verified" in body and "Not run yet" not in body and "**SAFE**" in body
 
 
 def test_rerun_verifies_a_branch_made_with_no_ab_without_rebuilding_it(repo, stub_torch):
@@ -404,11 +406,11 @@ def test_restructure_moves_recorded_mapped_in_the_ab_and_shown_in_the_pr(repo, s
     assert result["verdict"] == "SAFE" and result["mapping"]
     assert json.load(open(f"{folder}/test-map.json"))["map"]
     body = open(f"{folder}/PR_BODY.md").read()
-    assert "Restructured before labelling" in body and "`TestMixedAccelerator`: " in body
-    assert "--map-file test-map.json" in body
-    # the map is not in the branch: the body says it is attached (and where refactor wrote it)
+    assert "Tests moved by the restructuring" in body and "`TestMixedAccelerator`: " in body
+    # the map is not in the branch: no command that needs it is printed, and the body says why
     assert "test-map.json" not in git(repo, "show", "--name-only", "--format=", "all")
-    assert "(`test-map.json`, attached to this PR: `decouple refactor` writes it next to PR_BODY.md" in body
+    assert "--map-file" not in body and "decouple ab test/" not in body
+    assert "(`test-map.json`, written next to this body by `decouple refactor`; not part of this PR)" in body
     code, again = decouple("pr-body", "--ab", f"{folder}/ab.json", "--branch", "all")
     assert again == body
 
@@ -519,7 +521,7 @@ def test_configured_excludes_keep_allowlisted_files_out_reported_as_excluded(rep
     code, out = decouple("refactor", "--from-allowlist", ALLOWLIST, "--group-size", "5", "--no-ab",
                          "--branch", "batch")
     assert code == 0, out
-    assert "1 file(s) excluded by a pattern (listed in the batch summary)" in out
+    assert "1 file excluded by a pattern (listed in the batch summary)" in out
     changed = git(repo, "diff", "--name-only", "batch^", "batch").split()
     assert "test/sub/test_gamma.py" not in changed and "test/test_alpha.py" in changed
     assert "test/sub/test_gamma.py" in json.loads(blob(repo, "batch", ALLOWLIST))  # not graduated

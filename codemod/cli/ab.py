@@ -31,6 +31,7 @@ from codemod.cli.options import (
     timeout_option,
 )
 from codemod.util.config import Config
+from codemod.util.jsonfile import read_json
 
 if TYPE_CHECKING:
     from codemod.ab.arms.options import RunOptions
@@ -246,13 +247,28 @@ def _finish(result: ABResult, reports: ReportChoice, extra: list[tuple[str, str]
     sys.exit(REPORT_WRITE_ERROR if errors else exit_code(result.verdict))
 
 
-@click.group(cls=DefaultRunGroup, name="ab", context_settings={"help_option_names": ["-h", "--help"]})
-def ab() -> None:
-    """Run the ORIGINAL (A) and MODIFIED (B) versions of test files and compare them.
+_GROUP_HELP = f"""Run the ORIGINAL (A) and MODIFIED (B) versions of test files and compare them.
 
-    Every file runs in its own pytest process under the chosen interpreter, in a
-    temporary copy (the user's tree is never written), both arms in parallel.
-    """
+`decouple ab PATHS... --base REF [OPTIONS]` is `decouple ab run`: its options (--python, -j,
+--map, --diagnose, --test-plan, the reports, ...) are listed by `decouple ab run -h`.
+
+Both arms run under the chosen interpreter, in parallel, each in a temporary copy (your tree
+is never written): a pytest process per file, or, from {PACK_FROM} files on (and wherever forking
+is unsafe), several files to a pytest session (--pack/--no-pack).
+
+Exit: SAFE 0, REGRESSION 1, INCONCLUSIVE 3; 2 usage or internal error.
+"""
+
+
+@click.group(
+    cls=DefaultRunGroup,
+    name="ab",
+    help=_GROUP_HELP,
+    epilog="Run options: decouple ab run -h. Combining shards: decouple ab merge -h.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+def ab() -> None:
+    pass
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -524,8 +540,8 @@ def merge_cmd(**params: Any) -> None:
     loaded = []
     for path in args.results:
         try:
-            loaded.append(ABResult.from_json(json.loads(Path(path).read_text(encoding="utf-8"))))
-        except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError, wrong shape
+            loaded.append(ABResult.from_json(read_json(path, "the file")))
+        except ValueError as err:  # JSONInputError (unreadable, not JSON, too deep), wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
         merged = _merge.merge(loaded)

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -31,15 +31,17 @@ from codemod.cli.options import (
     label_options,
     linter_option,
     load_config,
+    nothing_to_do,
     restructure_option,
     rules_option,
     selection_options,
     stdin_quiet_options,
     torch_load_option,
+    verbose_option,
 )
 from codemod.cli.transform_setup import SetupError, build_transforms, label_transform
 from codemod.engine import pipeline
-from codemod.engine.discovery import DiscoveryError, read_paths_file
+from codemod.engine.discovery import DiscoveryError, EmptyAllowlist, read_paths_file
 from codemod.engine.pipeline import STDIN, CodemodRun
 from codemod.engine.result import FileResult, Mode, RunResult
 from codemod.report.findings import github, lintrunner, sarif
@@ -57,6 +59,7 @@ class ClassifyOptions:
     labels: LabelChoice
     gate: GateChoice
     input: InputChoice
+    verbose: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +87,7 @@ class ApplyOptions:
     gate: GateChoice  # --python: the target interpreter, which runs the gate too
     no_label: bool
     map_out: str | None
+    verbose: bool
 
     @property
     def mode(self) -> Mode:
@@ -98,6 +102,7 @@ def _progress(results: Iterable[FileResult], total: int) -> Iterator[FileResult]
 def _run(
     cfg: Config,
     mode: Mode,
+    fmt: OutputFormat,
     selection: Selection,
     gate: GateChoice,
     given: InputChoice,
@@ -108,7 +113,7 @@ def _run(
     strict: bool = False,
 ) -> RunResult:
     """The run the options ask for, with [tool.decouple]'s defaults. `paths`: the paths named
-    (default: the selection's)."""
+    (default: the selection's). An empty allowlist ends the command here (exit 0)."""
     paths = list(selection.paths if paths is None else paths)
     request = CodemodRun(
         mode=mode,
@@ -132,9 +137,20 @@ def _run(
         raise click.UsageError(str(e)) from None
     except pipeline.RunError as e:
         fail(str(e))
+    except EmptyAllowlist as e:
+        _nothing_to_do(str(e), mode, fmt)
 
 
-def _emit(run: RunResult, fmt: OutputFormat, table: bool, quiet: bool = False) -> None:
+def _nothing_to_do(message: str, mode: Mode, fmt: OutputFormat) -> NoReturn:
+    """Say so, and print the empty document a machine format promises (exit 0)."""
+    if fmt == OutputFormat.JSON:
+        click.echo(json.dumps(RunResult(mode=mode).to_json(), indent=2))
+    elif fmt == OutputFormat.SARIF:
+        click.echo(json.dumps(sarif.render([]), indent=2))
+    nothing_to_do(message)
+
+
+def _emit(run: RunResult, fmt: OutputFormat, table: bool, quiet: bool = False, verbose: bool = False) -> None:
     if fmt == OutputFormat.JSON:
         click.echo(json.dumps(run.to_json(), indent=2))
         return
@@ -149,6 +165,10 @@ def _emit(run: RunResult, fmt: OutputFormat, table: bool, quiet: bool = False) -
     click.echo(text_report.problems(run), nl=False, err=True)
     if not quiet:
         click.echo(text_report.summary(run), nl=False, err=True)
+    if verbose and run.stale:
+        click.echo(
+            "allowlist entries whose file is gone:\n" + "".join(f"  {p}\n" for p in run.stale), nl=False, err=True
+        )
 
 
 @click.command()
@@ -157,13 +177,14 @@ def _emit(run: RunResult, fmt: OutputFormat, table: bool, quiet: bool = False) -
 @label_options
 @gate_options
 @stdin_quiet_options
+@verbose_option
 def classify(**params: Any) -> None:
     """Show the classification of every test class, with its evidence. Writes nothing.
     PATH `-` reads one file from standard input."""
     opts = build(ClassifyOptions, params)
     transform = label_transform(opts.labels)
-    run = _run(load_config(), Mode.CLASSIFY, opts.selection, opts.gate, opts.input, [transform])
-    _emit(run, opts.fmt, table=True, quiet=opts.input.quiet)
+    run = _run(load_config(), Mode.CLASSIFY, opts.fmt, opts.selection, opts.gate, opts.input, [transform])
+    _emit(run, opts.fmt, table=True, quiet=opts.input.quiet, verbose=opts.verbose)
     sys.exit(run.exit_code())
 
 
@@ -195,7 +216,7 @@ def lint(**params: Any) -> None:
         except DiscoveryError as e:
             fail(str(e))
     transform = label_transform(opts.labels)
-    run = _run(load_config(), Mode.LINT, opts.selection, opts.gate, opts.input, [transform], paths=paths)
+    run = _run(load_config(), Mode.LINT, opts.fmt, opts.selection, opts.gate, opts.input, [transform], paths=paths)
     messages = list(lintrunner.messages(run))
     if opts.fmt == OutputFormat.LINTRUNNER:
         click.echo(lintrunner.render(messages), nl=False)
@@ -247,6 +268,7 @@ def lint(**params: Any) -> None:
 )
 @linter_option
 @rules_option
+@verbose_option
 def apply(**params: Any) -> None:
     """Insert hw_classification labels (and the import) where the rules allow it; with
     --torch-load, make torch.load calls explicit too. PATH `-` reads one file from standard
@@ -277,6 +299,7 @@ def apply(**params: Any) -> None:
     run = _run(
         cfg,
         mode,
+        opts.fmt,
         sel,
         opts.gate,
         opts.input,
@@ -291,7 +314,7 @@ def apply(**params: Any) -> None:
         for f in run.files:
             if f.diff:
                 click.echo(f.diff, nl=not f.diff.endswith("\n"))
-    _emit(run, opts.fmt, table=False, quiet=opts.input.quiet)
+    _emit(run, opts.fmt, table=False, quiet=opts.input.quiet, verbose=opts.verbose)
     if opts.stats and opts.fmt == OutputFormat.TEXT:
         click.echo(text_report.rule_statistics(run), nl=False, err=True)
     sys.exit(run.exit_code())

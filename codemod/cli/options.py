@@ -30,6 +30,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def nothing_to_do(message: str) -> NoReturn:
+    """The run has nothing to do (an empty allowlist: the campaign is over): one line, exit 0."""
+    click.echo(f"decouple: {message}", err=True)
+    sys.exit(0)
+
+
 def load_config() -> Config:
     """[tool.decouple] of the nearest pyproject.toml (read once per command); exit 2 if broken."""
     try:
@@ -189,6 +195,13 @@ restructure_option = click.option(
     cls=_RestructureOption,
     metavar="auto|NAME[,NAME]",
     default=None,
+)
+
+verbose_option = click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="List every item a warning counts (the allowlist entries whose file is gone), not only the first few.",
 )
 
 # --- the linter gate, standard input ---------------------------------------------------------------

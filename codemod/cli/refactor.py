@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from codemod.cli.options import (
     globals_option,
     label_options,
     load_config,
+    nothing_to_do,
     paths_argument,
     restructure_option,
     rules_option,
@@ -35,8 +35,9 @@ from codemod.cli.transform_setup import SetupError, build_transforms
 from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
+from codemod.refactor.selection import DEFAULT_ALLOWLIST
 from codemod.util.files import signals_held
-from codemod.util.jsonfile import read_option_json
+from codemod.util.jsonfile import read_json, read_option_json
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
@@ -51,15 +52,35 @@ def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:
         for p in file_plans:
             if p.diff:
                 click.echo("\n" + p.diff, nl=not p.diff.endswith("\n"))
-    for s in outcome.skipped:
-        click.echo(f"skip {s.path}: {s.reason}")
-    for e in outcome.excluded:
-        click.echo(f"exclude {e.path}: {e.reason}")
+    for word, items in (("skip", outcome.skipped), ("exclude", outcome.excluded)):
+        for line in _grouped(word, [(x.path, x.reason) for x in items]):
+            click.echo(line)
+
+
+SHOWN_PER_REASON = 5
+
+
+def _grouped(word: str, items: list[tuple[str, str]]) -> list[str]:
+    """One line per file, but at most SHOWN_PER_REASON for one reason, then their count: an
+    allowlist of thousands of stale entries ('not a file at ...') says so in a few lines."""
+    by_reason: dict[str, list[str]] = {}
+    for path, reason in items:
+        by_reason.setdefault(reason, []).append(path)
+    lines = []
+    for reason, paths in by_reason.items():
+        lines += [f"{word} {path}: {reason}" for path in paths[:SHOWN_PER_REASON]]
+        if len(paths) > SHOWN_PER_REASON:
+            lines.append(f"{word} {len(paths) - SHOWN_PER_REASON:,} more files: {reason}")
+    return lines
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _report(outcome: pipeline.Outcome, current: str) -> None:
     for rec in outcome.branches:
-        verdict = rec.verdict or "A/B not run"
+        verdict = rec.verdict_summary or rec.verdict or "A/B not run"
         click.echo(f"{rec.branch}: {rec.status}, {verdict}" + (f" - {rec.note}" if rec.note else ""))
         click.echo(f"    files: {', '.join(rec.files)}")
         if rec.pr_body:
@@ -70,9 +91,13 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
         if rec.verdict in ("REGRESSION", "INCONCLUSIVE"):
             click.echo(f"    {rec.verdict}: the branch is kept for inspection (git checkout {rec.branch})")
     if outcome.skipped:
-        click.echo(f"{len(outcome.skipped)} file(s) skipped (reasons in the batch summary)")
+        click.echo(f"{_count(len(outcome.skipped), 'file', 'files')} skipped (reasons in the batch summary)")
     if outcome.excluded:
-        click.echo(f"{len(outcome.excluded)} file(s) excluded by a pattern (listed in the batch summary)")
+        n = len(outcome.excluded)
+        click.echo(f"{_count(n, 'file', 'files')} excluded by a pattern (listed in the batch summary)")
+    if outcome.earlier:
+        n = len(outcome.earlier)
+        click.echo(f"{_count(n, 'branch', 'branches')} of earlier runs not looked at (listed in the batch summary)")
     if outcome.out_dir and os.path.isdir(outcome.out_dir):
         click.echo(f"batch summary: {os.path.join(outcome.out_dir, 'batch.md')}")
     click.echo(f"you are still on {current}; nothing was pushed")
@@ -103,9 +128,10 @@ class RefactorOptions:
     rules: str | None
 
 
-def _survey_batches(opts: RefactorOptions) -> list[list[str]] | None:
+def _survey_batches(opts: RefactorOptions) -> tuple[list[list[str]] | None, dict[str, str]]:
+    """The survey's batches, and the files it finds doable but put in no batch (path -> why)."""
     if opts.batches is None:
-        return None
+        return None, {}
     if opts.paths:
         raise click.UsageError("--batches takes the files from the survey: name no PATH")
     if opts.group_size is not None:
@@ -113,9 +139,34 @@ def _survey_batches(opts: RefactorOptions) -> list[list[str]] | None:
     from codemod.survey.model import SurveyFormatError, read_batches
 
     try:
-        return read_batches(read_option_json(opts.batches, "--batches"))
+        data = read_option_json(opts.batches, "--batches")
+        batches = read_batches(data)
     except (ValueError, SurveyFormatError) as e:
         fail(f"--batches {opts.batches}: {e}" if isinstance(e, SurveyFormatError) else str(e))
+    return batches, _left_out(data, batches)
+
+
+# The survey's statuses of the files a refactor can commit (labels alone, or with --restructure).
+DOABLE_STATUSES = ("ready", "restructure")
+
+
+def _left_out(data: Any, batches: list[list[str]]) -> dict[str, str]:
+    """The survey's files of a doable status that no batch holds (a survey that batched only its
+    ready files): refactor names them among the skipped files, with why."""
+    batched = {f for b in batches for f in b}
+    files = data.get("files") if isinstance(data, dict) else None
+    out: dict[str, str] = {}
+    for entry in files if isinstance(files, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        path, status = entry.get("path"), entry.get("status")
+        if isinstance(path, str) and status in DOABLE_STATUSES and path not in batched:
+            hint = " --restructure auto" if status == "restructure" else ""
+            out[path] = (
+                f"the survey marks it {status} but put it in no batch: name it (`decouple refactor {path}{hint}`) "
+                "or survey again"
+            )
+    return out
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -181,13 +232,14 @@ def refactor(**params: Any) -> None:
     Your checkout is never touched (the work happens in a temporary linked work tree); nothing
     is pushed. Exit: 0 SAFE; 1 REGRESSION, manual work left (also a file named and skipped for it;
     or a graduated file whose tests run unclassified) or a branch whose base moved; 2 usage/input
-    error; 3 INCONCLUSIVE. --dry-run exits as the real run would, but for the verdicts.
+    error; 3 INCONCLUSIVE; 0 with nothing to do (an empty allowlist). --dry-run exits as the real run
+    would, but for the verdicts.
     """
     from codemod.ab.execution import processes as _procs
 
     opts = build(RefactorOptions, params)
     cfg = load_config()
-    batches = _survey_batches(opts)
+    batches, left_out = _survey_batches(opts)
     ab = pipeline.AbSettings(python=opts.python or cfg.python or sys.executable, **opts.arms.run_fields())
     say = (lambda m: None) if opts.quiet else (lambda m: click.echo(m, err=True))
     try:
@@ -210,6 +262,7 @@ def refactor(**params: Any) -> None:
         limit=opts.limit,
         group_size=opts.group_size,
         batches=batches,
+        left_out=left_out,
         jobs=opts.jobs or cfg.jobs,
         ab=ab,
         linter=opts.linter or cfg.linter or "auto",
@@ -230,6 +283,10 @@ def refactor(**params: Any) -> None:
             err=True,
         )
         sys.exit(143 if e.signame == "SIGTERM" else 130)
+    if not (opts.paths or batches is not None or outcome.branches or outcome.skipped or outcome.excluded):
+        # The candidates were the allowlist's entries, and each would have been branched, skipped or excluded.
+        allowlist = run_opts.allowlist or DEFAULT_ALLOWLIST
+        nothing_to_do(f"nothing to do: the allowlist {allowlist} is empty at {opts.base}")
     if opts.dry_run:  # the code the real run would exit with (but for the A/B verdicts it cannot know)
         _print_plan(outcome, outcome.plans)
         sys.exit(outcome.exit_code())
@@ -286,9 +343,8 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, for
     result = None
     if ab_json:
         try:
-            with open(ab_json, encoding="utf-8") as f:
-                result = ABResult.from_json(json.load(f))
-        except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError, SchemaError
+            result = ABResult.from_json(read_json(ab_json, "the file"))
+        except ValueError as e:  # JSONInputError (unreadable, not JSON, too deep), SchemaError
             fail(f"{ab_json}: not an A/B result ({e})")
         problems = provenance.foreign(result, facts, tree)
         if problems and not force:
@@ -306,4 +362,8 @@ def pr_body(ab_json: str | None, branch: str, lang: str, output: str | None, for
             fail(f"cannot write {output}: {e.strerror or e}")
     else:
         click.echo(text, nl=False)
-    sys.exit(EXIT_CODES.get(result.verdict, 3) if result is not None else 0)
+    if result is None:
+        sys.exit(0)
+    from codemod.refactor.verdicts import judge
+
+    sys.exit(EXIT_CODES.get(judge(result, facts.files).verdict, 3))  # the branch's: never better than a file's

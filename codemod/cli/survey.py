@@ -27,13 +27,14 @@ from codemod.cli.options import (
     globals_option,
     linter_option,
     load_config,
+    nothing_to_do,
     rules_option,
     selection_options,
     torch_load_option,
 )
 from codemod.cli.transform_setup import SetupError, build_transforms
 from codemod.engine.cache import Cache
-from codemod.engine.discovery import repo_root
+from codemod.engine.discovery import EmptyAllowlist, repo_root
 from codemod.engine.linter_gate import ALLOWLIST_NAME, LINTER_REL
 from codemod.engine.result import FileResult
 from codemod.report.survey import html as survey_html
@@ -196,7 +197,7 @@ def survey(**params: Any) -> None:
     rules (--rules): ready (labels alone make the linter pass),
     restructure (after --restructure auto), manual (what and why), error; owners, folders,
     torch.load calls, and suggested PR batches. Reads only; writes the reports asked for.
-    Exit: 0 done; 2 usage error or bad input."""
+    Exit: 0 done (or nothing to do: an empty allowlist); 2 usage error or bad input."""
     opts = build(SurveyOptions, params)
     cfg = load_config()
     request, warnings = _request(opts, cfg)
@@ -204,6 +205,9 @@ def survey(**params: Any) -> None:
         outcome = survey_run.run(request)
     except survey_run.SurveyError as e:
         fail(str(e))
+    except EmptyAllowlist as e:
+        asked = opts.json_out or opts.markdown_out or opts.html_out
+        nothing_to_do(f"{e}; no report written" if asked else str(e))
     result: Survey = outcome.survey
     result.warnings += warnings
     outputs = (

@@ -5,10 +5,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 import subprocess
 from dataclasses import dataclass, field
 
 import pathspec
+
+from codemod.util.jsonfile import JSONInputError, loads
 
 # Upstream keeps vendored code out of the refactor.
 DEFAULT_EXCLUDES = (
@@ -21,6 +24,11 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".tox", ".nox", ".venv", "ven
 
 class DiscoveryError(Exception):
     """A path the user named does not exist or an allowlist cannot be read."""
+
+
+class EmptyAllowlist(Exception):
+    """The allowlist lists no file and no path was named: nothing to do (exit 0; the campaign
+    is over). Neither a DiscoveryError nor a usage error, so that no caller reports it as one."""
 
 
 def is_test_file(path: str) -> bool:
@@ -242,41 +250,90 @@ class Allowlist:
     indent: int | None  # the JSON's indentation, kept on rewrite
     trailing_newline: bool
 
-    def files(self) -> list[str]:
-        return [os.path.join(self.root, e) for e in self.entries]
-
-    def outside(self) -> list[str]:
-        """The entries that name a file outside the repository root: absolute, climbing out
-        with `..`, or through a symlink whose target leaves it."""
+    def listing(self) -> Listing:
+        """Where each entry stands: outside the repository root (absolute, climbing out with
+        `..`, or through a symlink whose target leaves it), a file that exists, or gone. Linear:
+        one realpath per folder, one lstat per entry in a folder that exists."""
         root = os.path.realpath(self.root)
-        out = []
+        inside = os.path.join(root, "")
+        prefix = os.path.join(self.root, "")  # + entry: os.path.join(self.root, entry) for a relative entry
+        folders: dict[str, tuple[str, bool]] = {}  # folder -> (its real path + "/", whether it exists)
+        found = Listing()
         for entry in self.entries:
-            real = os.path.realpath(os.path.join(self.root, entry))
-            if os.path.isabs(entry) or os.path.commonpath([root, real]) != root:
-                out.append(entry)
-        return out
+            if os.path.isabs(entry):
+                found.outside.append(entry)
+                continue
+            path = prefix + entry
+            folder, _, name = path.rpartition(os.sep)
+            if folder not in folders:  # (a `..` in it climbs from a link's target, as realpath knows)
+                folders[folder] = (os.path.join(os.path.realpath(folder), ""), os.path.isdir(folder))
+            real_folder, folder_exists = folders[folder]
+            exists = link = False
+            if folder_exists:
+                try:
+                    link = stat.S_ISLNK(os.lstat(path).st_mode)
+                    exists = True
+                except OSError:
+                    pass
+            if link or name in (os.curdir, os.pardir):
+                real = os.path.realpath(path)
+                exists = os.path.exists(path)
+            else:
+                real = real_folder + name
+            if real != root and not real.startswith(inside):
+                found.outside.append(entry)
+            elif exists:
+                found.present.append(path)
+            else:
+                found.stale.append(entry)
+        return found
+
+
+@dataclass(kw_only=True)
+class Listing:
+    """An allowlist's entries by where they stand (Allowlist.listing)."""
+
+    outside: list[str] = field(default_factory=list)  # entries naming a file outside the repository
+    present: list[str] = field(default_factory=list)  # the files of the entries that exist (root-joined)
+    stale: list[str] = field(default_factory=list)  # entries whose file is gone, as the allowlist spells them
+
+
+# How many items a message about many names (the stale entries, say) spells out; the rest are counted.
+NAMED = 5
+
+
+def named_few(items: list[str]) -> str:
+    """The first few of `items` and the count of the rest: an allowlist of 20,000 stale entries
+    once made a warning of 520 KB on one line."""
+    more = f" and {len(items) - NAMED:,} more" if len(items) > NAMED else ""
+    return ", ".join(items[:NAMED]) + more
+
+
+def stale_warning(stale: list[str]) -> str:
+    """The warning about allowlist entries whose file is gone (all of them: --verbose, or
+    `stale` in --format json)."""
+    return f"{len(stale):,} allowlist entries name files that do not exist: {named_few(stale)}"
 
 
 def read_allowlist(path: str) -> Allowlist:
     try:
-        with open(path, encoding="utf-8") as f:
-            raw = f.read()
-        entries = json.loads(raw)
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise DiscoveryError(f"cannot read allowlist {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise DiscoveryError(f"allowlist {path} is not UTF-8: {e}") from None
-    except json.JSONDecodeError as e:
-        raise DiscoveryError(f"allowlist {path} is not valid JSON: {e}") from None
+    try:
+        entries = loads(data, f"allowlist {path}")
+    except JSONInputError as e:
+        raise DiscoveryError(str(e)) from None
     if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
         raise DiscoveryError(f"allowlist {path} must be a JSON list of paths")
     root = _allowlist_root(path, entries)
-    lines = raw.splitlines()
+    lines = data.splitlines()
     indent = None
     if len(lines) > 1:
         second = lines[1]
-        indent = len(second) - len(second.lstrip(" "))
-    return Allowlist(path=path, root=root, entries=entries, indent=indent, trailing_newline=raw.endswith("\n"))
+        indent = len(second) - len(second.lstrip(b" "))
+    return Allowlist(path=path, root=root, entries=entries, indent=indent, trailing_newline=data.endswith(b"\n"))
 
 
 def _allowlist_root(path: str, entries: list[str]) -> str:

@@ -33,7 +33,6 @@ before writing (exit 2).
 from __future__ import annotations
 
 import ast
-import json
 import os
 import shutil
 import subprocess
@@ -42,6 +41,7 @@ from dataclasses import dataclass, field
 
 from codemod.engine.result import FAILED, NEEDS_MANUAL, FileResult, GateSummary, RunResult
 from codemod.util.files import SourceError, read_source
+from codemod.util.jsonfile import JSONInputError, loads
 from codemod.util.lintmessage import LintSeverity
 from transforms.core.analysis import analyse
 from transforms.core.base import Finding, Severity
@@ -160,8 +160,8 @@ def _parse_output(stdout: str, where: str) -> list[dict]:
         if not raw.strip():
             continue
         try:
-            msg = json.loads(raw)
-        except json.JSONDecodeError:
+            msg = loads(raw, "a line")
+        except JSONInputError:
             raise GateError(f"{where} printed something that is not a LintMessage JSON line: {raw[:200]!r}") from None
         if not isinstance(msg, dict) or not {"path", "name", "severity"} <= set(msg):
             raise GateError(f"{where} printed a JSON line that is not a LintMessage: {raw[:200]!r}")

@@ -20,10 +20,13 @@ from codemod.engine.discovery import (
     Allowlist,
     Discovered,
     DiscoveryError,
+    EmptyAllowlist,
     diff_name,
     discover,
     graduate,
+    named_few,
     read_allowlist,
+    stale_warning,
 )
 from codemod.engine.file_results import ResultKeys
 from codemod.engine.process import process_raw, run_files, write_staged
@@ -69,7 +72,7 @@ class CodemodRun:
 class Selected:
     found: Discovered
     allowlist: Allowlist | None
-    stale: list[str]  # allowlist entries whose file is gone
+    stale: list[str]  # allowlist entries whose file is gone, as the allowlist spells them
     missing: list[str]  # named paths that do not exist (lint reports them; the others refuse)
 
 
@@ -111,8 +114,8 @@ def run(req: CodemodRun) -> RunResult:
     if req.gate != "off":
         _gate(result, req.gate, linters, ungated, req.gate_python, choice)
     if selection.stale:
-        stale = selection.stale
-        result.warnings.append(f"{len(stale)} allowlist entries name files that do not exist: {', '.join(stale)}")
+        result.stale = selection.stale
+        result.warnings.append(stale_warning(result.stale))
     if selection.found.excluded:
         result.warnings.append(f"{len(selection.found.excluded)} file(s) excluded by glob")
     if req.graduate and selection.allowlist is not None:
@@ -125,31 +128,30 @@ def select(
     paths: Sequence[str], allowlist_path: str | None, excludes: Sequence[str], missing_ok: bool = False
 ) -> Selected:
     """The files named, found in the folders named and listed in the allowlist, minus the
-    excluded ones. Raises UsageError (nothing named) and DiscoveryError."""
+    excluded ones. Raises UsageError (nothing named), EmptyAllowlist (nothing to do) and
+    DiscoveryError."""
     allowlist = None
     wanted = list(paths)
+    stale: list[str] = []
     if allowlist_path:
         allowlist = read_allowlist(allowlist_path)
-        outside = allowlist.outside()
-        if outside:  # the allowlist is data (a checkout's file): it names files of its repository only
+        if not allowlist.entries and not paths:
+            raise EmptyAllowlist(f"nothing to do: the allowlist {allowlist_path} is empty")
+        listing = allowlist.listing()
+        if listing.outside:  # the allowlist is data (a checkout's file): it names files of its repository only
             raise DiscoveryError(
-                f"allowlist {allowlist_path}: {', '.join(outside)}: outside the repository {allowlist.root}; "
+                f"allowlist {allowlist_path}: {named_few(listing.outside)}: outside the repository {allowlist.root}; "
                 "nothing was read or written"
             )
-        wanted += allowlist.files()
-    if not wanted:
+        wanted += listing.present
+        stale = listing.stale  # an entry whose file is gone is stale, not a usage error
+    elif not wanted:
         raise UsageError("name at least one file or folder, or --from-allowlist PATH")
-    missing = [p for p in wanted if not os.path.exists(p)]
-    stale: list[str] = []
-    if allowlist is not None:
-        # An allowlist entry whose file is gone is stale, not a usage error.
-        listed = set(allowlist.files())
-        stale = [p for p in missing if p in listed]
-        missing = [p for p in missing if p not in set(stale)]
-        wanted = [p for p in wanted if p not in set(stale)]
+    missing = [p for p in paths if not os.path.exists(p)]
     if missing and not missing_ok:
         raise DiscoveryError(f"no such file or folder: {', '.join(missing)}")
-    wanted = [p for p in wanted if p not in set(missing)]
+    absent = set(missing)
+    wanted = [p for p in wanted if p not in absent]
     return Selected(found=discover(wanted, list(excludes)), allowlist=allowlist, stale=stale, missing=missing)
 
 

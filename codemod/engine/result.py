@@ -115,6 +115,7 @@ class RunResult:
     mode: Mode
     files: list[FileResult] = field(default_factory=list)
     graduated: list[str] = field(default_factory=list)  # allowlist entries removed
+    stale: list[str] = field(default_factory=list)  # allowlist entries whose file is gone (the warning names a few)
     warnings: list[str] = field(default_factory=list)
     strict: bool = False  # --strict: manual work fails --check/--diff too
     linter_gate: GateSummary | None = None  # None when the gate is off
@@ -150,6 +151,7 @@ class RunResult:
             "summary": {s: self.count()[s] for s in STATUSES} | {"manual": self.manual},
             "rules": dict(sorted(self.rule_counts().items())),
             "graduated": self.graduated,
+            "stale": self.stale,
             "warnings": self.warnings,
             "linter_gate": self.linter_gate.to_json() if self.linter_gate is not None else None,
             "generation": self.generation.to_json() if self.generation is not None else None,

@@ -4,27 +4,33 @@ The tool never imports torch itself; it asks the interpreter the user points at
 (``--python PATH``, default: the one running ``decouple``), in a subprocess, or reads torch's
 files in this process when that interpreter is this one and no import is asked for.  Every failure mode
 (missing path, not a Python, torch not importable, probe timeout) becomes a
-`TargetInfo` with ``torch_version is None`` and a human `reason`.
+`TargetInfo` with ``torch_version is None`` and a human `reason`; so does an interpreter the
+tool cannot use (codemod/util/target_python.py), with the version it reported.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
+from codemod.util import target_python
+from codemod.util.jsonfile import JSONInputError, loads
+
 # What the probe finds out, as a function that both sides run: the target interpreter in a
 # subprocess (any --python, and every import of torch), and this process when the target is this
 # interpreter and only torch's files are read (the subprocess would cost 40-60 ms: a fifth of a
 # one-file `apply --check`).
-_FACTS = r"""
-import json, os, sys
+_FACTS = (
+    target_python.FACTS
+    + r"""
+import json, os
 
 def torch_facts(mode):
-    out = {"python": sys.version.split()[0], "executable": sys.executable}
+    out = python_facts()
+    out["executable"] = sys.executable
     try:
         if mode == "import":
             import torch
@@ -56,6 +62,7 @@ def torch_facts(mode):
         out["error"] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
     return out
 """
+)
 _PROBE = (
     _FACTS
     + r"""
@@ -67,7 +74,7 @@ sys.stdout.write("\n@@DECOUPLE@@" + json.dumps(torch_facts(sys.argv[1])) + "\n")
 @dataclass(kw_only=True)
 class TargetInfo:
     python: str  # as given / resolved
-    executable: str = ""  # sys.executable reported by the target
+    executable: str = ""  # sys.executable reported by a target the tool can use ("": none answered, or it is refused)
     python_version: str = ""
     torch_version_str: str | None = None  # e.g. "2.14.1+cu130"
     torch_version: tuple[int, int] | None = None
@@ -137,8 +144,10 @@ def probe(python: str | None = None, timeout: float = 120.0, import_torch: bool 
         info.reason = f"{python!r} is not a working Python interpreter (exit {proc.returncode}: {tail[0]})"
         return info
     try:
-        data = json.loads(proc.stdout[marker + len("@@DECOUPLE@@") :].strip().splitlines()[0])
-    except (ValueError, IndexError):
+        data = loads(proc.stdout[marker + len("@@DECOUPLE@@") :].strip().splitlines()[0], "the probe's answer")
+    except (JSONInputError, IndexError):
+        data = None
+    if not isinstance(data, dict):
         info.reason = f"unreadable probe output from {python!r}"
         return info
     return _info(info, data)
@@ -166,8 +175,12 @@ def _facts_here() -> dict:
 def _info(info: TargetInfo, data: dict) -> TargetInfo:
     """`info` completed from the facts the probe found."""
     python = info.python
+    info.python_version = str(data.get("python") or "")
+    refused = target_python.refusal(data)
+    if refused:
+        info.reason = f"target interpreter {python!r} is {refused}"
+        return info
     info.executable = data.get("executable") or ""
-    info.python_version = data.get("python") or ""
     info.torch_version_str = data.get("torch")
     if info.torch_version_str is None:
         info.reason = (

@@ -19,6 +19,7 @@ from codemod.ab.result.model import ABResult
 from codemod.refactor import plan as _plan
 from codemod.refactor import prbody
 from codemod.util.files import signals_held
+from codemod.util.jsonfile import read_json
 
 STATE_VERSION = 1
 
@@ -32,8 +33,7 @@ def _state_path(out: str) -> str:
 
 def load_state(out: str) -> dict[str, dict]:
     try:
-        with open(_state_path(out), encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_json(_state_path(out), "state.json")
         return {b["branch"]: b for b in data.get("branches", [])}
     except (OSError, ValueError, KeyError, TypeError):
         return {}

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codemod.ab.result.model import ABResult
-from codemod.engine.discovery import DEFAULT_EXCLUDES, excluded_by, graduate, is_test_file, read_allowlist
+from codemod.engine.discovery import graduate, read_allowlist
 from codemod.engine.process import run_files
-from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, UNCHANGED, FileStatus, Mode
+from codemod.engine.result import FAILED, UNCHANGED, Mode
 from codemod.refactor import plan as _plan
+from codemod.refactor import verdicts
 from codemod.refactor.gitrepo import GitError, Repo, Worktree
 from codemod.refactor.outputs import (
     STATE_VERSION,
@@ -29,53 +29,18 @@ from codemod.refactor.outputs import (
     write_outputs,
     write_text,
 )
-from codemod.refactor.plan import PlanStatus
-from transforms.core.base import Transform
+from codemod.refactor.selection import (
+    AbSettings,
+    ExcludedFile,
+    Options,
+    Plan,
+    RefactorError,
+    SkippedFile,
+    held_by,
+    left_for_manual,
+    plan_groups,
+)
 from transforms.core.strenum import StrEnum
-
-DEFAULT_ALLOWLIST = "tools/linter/adapters/test_linter_allowlist.json"
-
-
-class RefactorError(Exception):
-    """Bad input or a refused operation (exit 2)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AbSettings:
-    """What the A/B run of every branch takes from the command line (fields of the runner's
-    RunOptions; -j is the run's own `jobs`)."""
-
-    python: str  # the target interpreter
-    env: dict[str, str] = field(default_factory=dict)
-    diags: list[Any] = field(default_factory=list)  # the runner's DiagSpec
-    timeout: float = 600.0
-    confirm: int = 2
-
-
-@dataclass(kw_only=True)
-class Options:
-    paths: list[str]
-    transforms: list[Transform]
-    ab: AbSettings
-    base: str = "HEAD"
-    allowlist: str | None = None  # --from-allowlist (a path in the user's tree)
-    branch: str | None = None
-    allow_dirty: bool = False
-    dry_run: bool = False
-    no_ab: bool = False
-    out: str | None = None
-    lang: str = "en"
-    limit: int | None = None
-    group_size: int | None = None
-    jobs: int | None = None  # the edits' workers and the A/B run's processes (None: all cores)
-    linter: str = "auto"  # the gate: auto (the base commit's linter) | PATH | off
-    rules: str = "auto"  # the generation of the linter's rules: auto (the gate's linter's) | a name
-    # The groups of `decouple survey`'s batches (repo-relative files), in order: one branch each.
-    batches: list[list[str]] | None = None
-    # Gitignore patterns relative to the repository root (discovery.exclude_patterns builds them
-    # from the defaults, [tool.decouple] exclude and --exclude, as for `apply`).
-    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDES))
-    say: Callable[[str], None] = lambda _m: None
 
 
 class BranchStatus(StrEnum):
@@ -94,29 +59,15 @@ class BranchRecord:
     base: str
     status: BranchStatus
     head: str = ""
-    verdict: str | None = None
+    verdict: str | None = None  # the branch's: never better than any of its files' own (`verdicts`)
+    # the verdict as the console and batch.md say it: "SAFE; 2 failing in both arms, unchanged"
+    verdict_summary: str = ""
     note: str = ""
     pr_body: str = ""
     reports: dict[str, str] = field(default_factory=dict)
     # files the commit graduated whose tests the A/B run saw run unclassified (the census):
     # "path: Class, Class"; manual work, said in the PR body
     unclassified: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SkippedFile:
-    path: str
-    reason: str
-    status: PlanStatus
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExcludedFile:
-    """A file an exclude pattern keeps out: never edited nor graduated."""
-
-    path: str
-    pattern: str
-    reason: str
 
 
 @dataclass(kw_only=True)
@@ -128,6 +79,8 @@ class Outcome:
     manual_left: int = 0
     out_dir: str = ""
     plans: dict[str, _plan.FilePlan] = field(default_factory=dict, repr=False)  # by path (printed by a dry run)
+    # The branches state.json records that this run did not look at (an earlier run's), as recorded.
+    earlier: list[dict[str, Any]] = field(default_factory=list)
 
     def exit_code(self) -> int:
         statuses = {b.status for b in self.branches}
@@ -146,56 +99,8 @@ class Outcome:
             "branches": [asdict(b) for b in self.branches],
             "skipped": [asdict(s) for s in self.skipped],
             "excluded": [asdict(e) for e in self.excluded],
+            "earlier": self.earlier,
         }
-
-
-# --- selection ------------------------------------------------------------------------------
-
-
-def _rel(repo: Repo, path: str) -> str:
-    full = os.path.realpath(os.path.abspath(path))
-    rel = os.path.relpath(full, repo.root)
-    if rel == ".." or rel.startswith(".." + os.sep):
-        raise RefactorError(f"{path} is outside the repository {repo.root}")
-    return "" if rel == "." else rel.replace(os.sep, "/")
-
-
-def _allowlist_rel(repo: Repo, opts: Options, base: str) -> str | None:
-    if opts.allowlist:
-        return _rel(repo, opts.allowlist)
-    return DEFAULT_ALLOWLIST if repo.blob(base, DEFAULT_ALLOWLIST) is not None else None
-
-
-def _allowlist_entries(repo: Repo, base: str, rel: str) -> list[str]:
-    data = repo.blob(base, rel)
-    if data is None:
-        raise RefactorError(f"the allowlist {rel} is not a file at {base[:12]}")
-    try:
-        entries = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RefactorError(f"the allowlist {rel} is not valid JSON: {e}") from None
-    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
-        raise RefactorError(f"the allowlist {rel} must be a JSON list of paths")
-    return entries
-
-
-def _explicit_files(repo: Repo, base: str, paths: list[str]) -> list[str]:
-    files: list[str] = []
-    for p in paths:
-        rel = _rel(repo, p)
-        found = repo.list_at(base, rel)
-        if found is None:
-            raise RefactorError(f"{p} does not exist at {base[:12]}")
-        if found != [rel]:
-            found = [f for f in found if is_test_file(f)]
-        files += [f for f in found if f not in files]
-    if not files:
-        raise RefactorError("no test files in " + ", ".join(paths))
-    return files
-
-
-def _groups(items: list[str], size: int) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 # --- one group ---------------------------------------------------------------------------------
@@ -207,6 +112,8 @@ def _edit_group(
     """Write the edits and graduate the allowlist in the scratch tree: (plans, changed paths)."""
     full = {os.path.join(wt.root, *f.split("/")): f for f in files}
     results = run_files(list(full), opts.transforms, Mode.WRITE, opts.jobs)
+    for r in results:
+        _plan.accept_as_is(r)  # as the plan did: a file with no test class is graduated as it is
     plans = {full[r.path]: _plan.from_result(full[r.path], r) for r in results}
     failed = [f"{full[r.path]}: {r.reason}" for r in results if r.status == FAILED]
     if failed:
@@ -254,10 +161,14 @@ def _verify(repo: Repo, wt: Worktree, rec: BranchRecord, opts: Options, out: str
     facts = _plan.parse_commit_message(message)
     assert facts is not None, rec.head  # made by this run, or checked by `_existing`
     result = None
-    if not opts.no_ab:
+    runnable = [p.path for p in facts.files if not p.no_test_class]  # a file with no test class has none to run
+    if not runnable:
+        rec.note = "no test class in its files: no test to run"
+    elif not opts.no_ab:
         opts.say(f"A/B: {rec.branch} against {rec.base[:12]}")
-        result = _run_ab(wt, rec.files, rec.base, opts, _plan.test_map(facts.files))
-        rec.verdict = result.verdict
+        result = _run_ab(wt, runnable, rec.base, opts, _plan.test_map(facts.files))
+        judged = verdicts.judge(result, facts.files)
+        rec.verdict, rec.verdict_summary = judged.verdict, judged.summary()
         graduated = {p.path for p in facts.files if p.graduated_from}
         rec.unclassified = [f"{r.file}: {', '.join(r.classes)}" for r in result.runtime if r.file in graduated]
         if rec.unclassified:
@@ -288,6 +199,7 @@ def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) 
     saved = state.get(rec.branch, {})
     if saved.get("head") == sha and saved.get("verdict"):
         rec.status, rec.verdict = BranchStatus.VERIFIED_BEFORE, saved["verdict"]
+        rec.verdict_summary = saved.get("verdict_summary", "")
         rec.pr_body, rec.reports = saved.get("pr_body", ""), saved.get("reports", {})
         return False
     rec.status = BranchStatus.AB_RERUN
@@ -297,140 +209,19 @@ def _existing(repo: Repo, rec: BranchRecord, head: str, state: dict[str, dict]) 
 # --- the whole run -------------------------------------------------------------------------------
 
 
-def _drop_excluded(candidates: list[str], patterns: list[str]) -> tuple[list[str], list[ExcludedFile]]:
-    """(the candidates no exclude pattern matches, the others)."""
-    kept: list[str] = []
-    excluded: list[ExcludedFile] = []
-    for rel in candidates:
-        pattern = excluded_by(rel, patterns)
-        if pattern is None:
-            kept.append(rel)
-        else:
-            excluded.append(ExcludedFile(path=rel, pattern=pattern, reason=f"excluded by the pattern `{pattern}`"))
-    return kept, excluded
-
-
-@dataclass(frozen=True, kw_only=True)
-class Plan:
-    groups: list[list[str]]  # repo-relative files, one group per branch
-    plans: dict[str, _plan.FilePlan]  # by path
-    skipped: list[SkippedFile]
-    excluded: list[ExcludedFile]  # not even planned: nothing edits or graduates them
-    allowlist_rel: str | None
-    batch: bool  # the files are candidates (the allowlist, --limit, --group-size), not the files named
-
-
-def _plan_at(repo: Repo, opts: Options, base: str, files: list[str]) -> dict[str, _plan.FilePlan]:
-    try:
-        return _plan.plan_at(repo, base, files, opts.transforms, opts.jobs, opts.linter, opts.ab.python, opts.rules)
-    except _plan.GateFailed as e:
-        raise RefactorError(f"linter gate: {e} (no branch made)") from None
-
-
-def _mark_graduation(repo: Repo, base: str, allowlist_rel: str | None, plans: dict, picked: list[str]) -> None:
-    """What the commit will record (the dry run prints it)."""
-    if allowlist_rel:
-        listed = set(_allowlist_entries(repo, base, allowlist_rel))
-        for rel in picked:
-            if rel in listed and plans[rel].fully_classified:
-                plans[rel].graduated_from = allowlist_rel
-
-
-def _plan_batches(repo: Repo, opts: Options, base: str, allowlist_rel: str | None) -> Plan:
-    """The survey's batches as groups, in its order: each keeps its files that are still doable
-    at `base` (and on its allowlist); --limit N takes the first N groups left non-empty. The
-    batches are planned a few at a time, so a limit plans little more than it takes."""
-    assert opts.batches is not None
-    listed = set(_allowlist_entries(repo, base, allowlist_rel)) if allowlist_rel else None
-    plans: dict[str, _plan.FilePlan] = {}
-    skipped: list[SkippedFile] = []
-    excluded: list[ExcludedFile] = []
-    groups: list[list[str]] = []
-    seen: set[str] = set()
-    limit = opts.limit if opts.limit is not None else len(opts.batches)
-    step = 8  # batches planned per engine run
-    for i in range(0, len(opts.batches), step):
-        if len(groups) >= limit:
-            break
-        chunk = [[f for f in dict.fromkeys(b) if f not in seen] for b in opts.batches[i : i + step]]
-        files = [f for b in chunk for f in b]
-        seen.update(files)
-        kept, dropped = _drop_excluded(files, opts.exclude)
-        excluded += dropped
-        unlisted = [f for f in kept if listed is not None and f not in listed]
-        skipped += [
-            SkippedFile(path=f, reason=f"not on the allowlist {allowlist_rel} at {base[:12]}", status=_plan.MISSING)
-            for f in unlisted
-        ]
-        todo = [f for f in kept if f not in set(unlisted)]
-        plans.update(_plan_at(repo, opts, base, todo) if todo else {})
-        for batch in chunk:
-            doable = [f for f in batch if f in plans and plans[f].doable]
-            if doable and len(groups) < limit:
-                groups.append(doable)
-            for f in batch:
-                p = plans.get(f)
-                if p is not None and not p.doable:
-                    assert p.status is not None  # plan_at gives every file a status
-                    skipped.append(SkippedFile(path=f, reason=p.skip_reason, status=p.status))
-    picked = [f for g in groups for f in g]
-    _mark_graduation(repo, base, allowlist_rel, plans, picked)
-    return Plan(groups=groups, plans=plans, skipped=skipped, excluded=excluded, allowlist_rel=allowlist_rel, batch=True)
-
-
-def plan_groups(repo: Repo, opts: Options, base: str) -> Plan:
-    """What a run will do, worked out at `base`."""
-    allowlist_rel = _allowlist_rel(repo, opts, base)
-    if opts.batches is not None:
-        return _plan_batches(repo, opts, base, allowlist_rel)
-    batch = not opts.paths or opts.limit is not None or opts.group_size is not None
-    size = opts.group_size or (1 if batch else 10**9)
-    if opts.paths:
-        candidates = _explicit_files(repo, base, opts.paths)
-    elif allowlist_rel:
-        candidates = _allowlist_entries(repo, base, allowlist_rel)
-    else:
-        raise RefactorError("name at least one file or folder, or --from-allowlist PATH")
-    candidates, excluded = _drop_excluded(candidates, opts.exclude)
-    limit = opts.limit if opts.limit is not None else len(candidates)
-    plans: dict[str, _plan.FilePlan] = {}
-    picked: list[str] = []
-    skipped: list[SkippedFile] = []
-    chunk = max(16, 2 * limit)
-    for i in range(0, len(candidates), chunk):
-        if len(picked) >= limit:
-            break
-        plans.update(_plan_at(repo, opts, base, candidates[i : i + chunk]))
-        for rel in candidates[i : i + chunk]:
-            p = plans[rel]
-            if len(picked) >= limit:
-                break
-            # Explicit files with some labels to add go in even with manual work left (the PR says so).
-            if p.doable or (not batch and p.status == FileStatus.CHANGED):
-                picked.append(rel)
-            else:
-                assert p.status is not None  # plan_at gives every file a status
-                skipped.append(SkippedFile(path=rel, reason=p.skip_reason, status=p.status))
-    _mark_graduation(repo, base, allowlist_rel, plans, picked)
-    return Plan(
-        groups=_groups(picked, size),
-        plans=plans,
-        skipped=skipped,
-        excluded=excluded,
-        allowlist_rel=allowlist_rel,
-        batch=batch,
-    )
-
-
-def _left_for_manual(p: _plan.FilePlan | None) -> bool:
-    """A skipped file that needs a human (not one with nothing to do, nor one that failed)."""
-    return p is not None and not p.doable and (bool(p.manual) or p.status in (CHANGED, ALREADY, NEEDS_MANUAL))
-
-
-def _branch_name(opts: Options, group: list[str], index: int, count: int) -> str:
-    if opts.branch:
-        return opts.branch if count == 1 else f"{opts.branch}-{index + 1}"
-    return _plan.default_branch(group)
+def _branch_names(opts: Options, plan: Plan, used: set[str]) -> list[str]:
+    """A branch name per group: an earlier run's branch keeps its name; a new group gets
+    `--branch` (NAME-1, NAME-2, ... when there are several, past the names earlier branches
+    use), else its default name."""
+    new = [i for i in range(len(plan.groups)) if i not in plan.earlier]
+    names = dict(plan.earlier)
+    if not opts.branch:
+        return [names.get(i) or _plan.default_branch(g) for i, g in enumerate(plan.groups)]
+    if len(new) == 1 and not plan.earlier and opts.branch not in used:
+        return [opts.branch]
+    numbered = (f"{opts.branch}-{k}" for k in range(1, len(used) + len(new) + 2))
+    free = (name for name in numbered if name not in used)
+    return [names.get(i) or next(free) for i in range(len(plan.groups))]
 
 
 def run(repo: Repo, opts: Options) -> Outcome:
@@ -444,13 +235,16 @@ def run(repo: Repo, opts: Options) -> Outcome:
                 + (" ..." if len(dirty) > 5 else "")
                 + "): commit or stash them, or pass --allow-dirty (they are never committed)"
             )
-    plan = plan_groups(repo, opts, base)
-    groups, plans = plan.groups, plan.plans
     out = os.path.abspath(opts.out or os.path.join(repo.root, ".decouple-out"))
+    state = load_state(out)
+    held = held_by(repo, state)
+    plan = plan_groups(repo, opts, base, held)
+    groups, plans = plan.groups, plan.plans
     outcome = Outcome(base=base, skipped=plan.skipped, excluded=plan.excluded, out_dir=out, plans=plans)
+    if not (opts.paths or opts.batches is not None or groups or plan.skipped or plan.excluded):
+        return outcome  # an empty allowlist: nothing to do, and no summary is written
     records = []
-    for i, group in enumerate(groups):
-        name = _branch_name(opts, group, i, len(groups))
+    for group, name in zip(groups, _branch_names(opts, plan, set(held)), strict=True):
         repo.check_branch_name(name)
         records.append(BranchRecord(branch=name, files=group, base=base, status=BranchStatus.WOULD_CREATE))
     if len({r.branch for r in records}) != len(records):
@@ -460,20 +254,21 @@ def run(repo: Repo, opts: Options) -> Outcome:
             raise RefactorError(
                 f"branch {rec.branch}: its output folder would be the batch's {rec.branch}: pick --branch"
             )
-    # manual work left: in the files picked, and the files named (not a batch's candidates, which
-    # a batch skips by design) that were skipped for it; a dry run counts it the same way
-    outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g)
-    if not plan.batch:
-        outcome.manual_left += sum(1 for s in plan.skipped if _left_for_manual(plans.get(s.path)))
+    # manual work left: in the files picked, and the files named (not an allowlist's or a survey's
+    # candidates, which a batch skips by design) that were skipped for it, whatever --group-size
+    # or --limit; a dry run counts it the same way
+    outcome.manual_left = sum(len(plans[f].manual) for g in groups for f in g if f in plans)
+    if opts.paths:
+        outcome.manual_left += sum(1 for s in plan.skipped if left_for_manual(plans.get(s.path)))
     if opts.dry_run:
         for rec in records:
             head = repo.branch_head(rec.branch)
             if head is not None:
-                _existing(repo, rec, head, load_state(out))
+                _existing(repo, rec, head, state)
         outcome.branches = records
+        outcome.earlier = _earlier(repo, load_state(out), records)
         return outcome
 
-    state = load_state(out)
     with repo.scratch_worktree(base) as wt:
         for rec in records:
             head = repo.branch_head(rec.branch)
@@ -496,8 +291,22 @@ def run(repo: Repo, opts: Options) -> Outcome:
             record_state(out, rec.branch, asdict(rec))
             outcome.branches.append(rec)
             wt.switch(base)
+    outcome.earlier = _earlier(repo, load_state(out), outcome.branches)
     write_summary(out, outcome)
     return outcome
+
+
+def _earlier(repo: Repo, state: dict[str, dict[str, Any]], records: list[BranchRecord]) -> list[dict[str, Any]]:
+    """The branches state.json records that this run did not look at, as recorded (the ones
+    deleted since say so): batch.md lists every branch the output folder holds."""
+    this_run = {r.branch for r in records}
+    earlier = []
+    for name in sorted(set(state) - this_run):
+        record = dict(state[name])
+        if repo.branch_head(name) is None:
+            record["note"] = "the branch no longer exists" + (f"; {record['note']}" if record.get("note") else "")
+        earlier.append(record)
+    return earlier
 
 
 # --- the batch summary ---------------------------------------------------------------------------
@@ -513,10 +322,11 @@ def summary_markdown(outcome: Outcome) -> str:
         "|---|---|---|---|---|",
     ]
     for b in outcome.branches:
-        files = "<br>".join(f"`{f}`" for f in b.files)
-        status = b.status + (f": {b.note}" if b.note else "")
-        body = os.path.relpath(b.pr_body, outcome.out_dir) if b.pr_body else ""
-        lines.append(f"| `{b.branch}` | {files} | {status} | {b.verdict or 'not run'} | {body} |")
+        lines.append(_summary_row(asdict(b), outcome.out_dir))
+    if outcome.earlier:
+        lines += ["", f"## Branches of earlier runs ({len(outcome.earlier)}, from state.json)", ""]
+        lines += ["| Branch | Files | Status | Verdict | PR body |", "|---|---|---|---|---|"]
+        lines += [_summary_row(record, outcome.out_dir) for record in outcome.earlier]
     lines += ["", f"## Skipped files ({len(outcome.skipped)})", ""]
     lines += [f"- `{s.path}`: {s.reason}" for s in outcome.skipped] or ["None."]
     if outcome.excluded:
@@ -525,9 +335,17 @@ def summary_markdown(outcome: Outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _summary_row(b: dict[str, Any], out_dir: str) -> str:
+    files = "<br>".join(f"`{f}`" for f in b.get("files", []))
+    status = str(b.get("status", "")) + (f": {b['note']}" if b.get("note") else "")
+    body = os.path.relpath(b["pr_body"], out_dir) if b.get("pr_body") else ""
+    verdict = b.get("verdict_summary") or b.get("verdict") or "not run"
+    return f"| `{b.get('branch', '')}` | {files} | {status} | {verdict} | {body} |"
+
+
 def write_summary(out: str, outcome: Outcome) -> None:
     write_text(os.path.join(out, "batch.json"), json.dumps(outcome.to_json(), indent=2) + "\n")
     write_text(os.path.join(out, "batch.md"), summary_markdown(outcome))
 
 
-__all__ = ["AbSettings", "Options", "Outcome", "RefactorError", "GitError", "run", "plan_groups"]
+__all__ = ["AbSettings", "ExcludedFile", "Options", "Outcome", "RefactorError", "GitError", "run", "plan_groups"]

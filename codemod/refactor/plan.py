@@ -9,6 +9,7 @@ from the commit, on whichever machine holds the branch).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -20,8 +21,9 @@ from typing import Literal
 
 from codemod.engine import linter_gate, rules_choice
 from codemod.engine.process import run_files
-from codemod.engine.result import FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
+from codemod.engine.result import ALREADY, FAILED, SKIPPED, FileResult, FileStatus, Mode, RunResult
 from codemod.refactor.gitrepo import Repo
+from codemod.util.files import SourceError, read_source
 from transforms.core.base import Finding, Severity, Transform
 from transforms.rules.generations import generation
 
@@ -35,7 +37,9 @@ LOAD_EDITS = ("torch-load/weights-only-false", "torch-load/safe-globals", "torch
 LABEL_RULES = ("hw/label", "hw/forced")
 # What a plan says about a file: the engine's bucket, or "missing" (not a file at the base).
 MISSING: Literal["missing"] = "missing"
-PlanStatus = FileStatus | Literal["missing"]
+# ... or "not-batched": the survey finds it doable but put it in no batch (`refactor --batches`).
+NOT_BATCHED: Literal["not-batched"] = "not-batched"
+PlanStatus = FileStatus | Literal["missing", "not-batched"]
 
 
 @dataclass
@@ -73,6 +77,16 @@ class Moved:
     before: tuple[str, ...]
     after: tuple[str, ...]
 
+    @property
+    def changes(self) -> bool:
+        """Something about the test changes (a move to its own class, or its devices); an
+        identity entry does not, and no text lists it."""
+        return (self.old_class, self.old_instantiated, self.before) != (
+            self.new_class,
+            self.new_instantiated,
+            self.after,
+        )
+
 
 @dataclass
 class FilePlan:
@@ -89,13 +103,16 @@ class FilePlan:
     # Fully labelled afterwards without a human (what a batch picks): the engine's FileResult.doable.
     doable: bool = False
     graduated_from: str = ""  # the allowlist the entry was removed from
+    # No test class at all (the linter has nothing to check): graduated as it is.
+    no_test_class: bool = False
     diff: str = ""
     rules: str = ""  # the generation of the linter's rules the plan applied
 
     @property
     def allowlist_only(self) -> bool:
         """Nothing in the file changes: the branch only removes it from the allowlist."""
-        return bool(self.graduated_from) and not (self.labels or self.loads or self.moves or self.restructured)
+        moved = any(m.changes for m in self.moves)
+        return bool(self.graduated_from) and not (self.labels or self.loads or moved or self.restructured)
 
     @property
     def skip_reason(self) -> str:
@@ -106,6 +123,27 @@ class FilePlan:
         if self.manual:
             return "needs manual work: " + "; ".join(f"{m.cls} ({m.reason})" for m in self.manual)
         return "the linter would still reject it"
+
+
+# The engine's reason for a file it found no test class in, and the one `accept_as_is` gives it.
+NO_TEST_CLASSES = "no test classes"
+AS_IS = "no test class: the linter accepts it as it is"
+
+
+def accept_as_is(fr: FileResult) -> None:
+    """A file with no test class is one the linter already accepts (it has nothing to check):
+    `fr` (the engine's result for it) becomes one with nothing to change and every class (none)
+    labelled, so the file is graduated as it is, provided it parses; a linter gate judges it as
+    it judges any output (it sees the file unchanged)."""
+    if fr.status != SKIPPED or fr.reason != NO_TEST_CLASSES:
+        return
+    try:
+        text = read_source(fr.path).text
+        ast.parse(text)
+    except (SourceError, SyntaxError, ValueError, RecursionError):
+        return  # not for graduation: the newer linter says nothing of a file it cannot parse
+    fr.status, fr.reason, fr.fully_classified = ALREADY, AS_IS, True
+    fr.original = fr.replacement = text
 
 
 class GateFailed(Exception):
@@ -119,6 +157,7 @@ def _one_line(text: str) -> str:
 def from_result(path: str, fr: FileResult) -> FilePlan:
     """The plan of the file at `path` (repo-relative) that the engine's result `fr` describes."""
     plan = FilePlan(path, status=fr.status, reason=fr.reason, fully_classified=fr.fully_classified, doable=fr.doable)
+    plan.no_test_class = fr.reason == AS_IS
     for x in fr.findings:
         if x.rule in LABEL_RULES and x.data.get("value"):
             evidence = "; ".join(_one_line(e["text"]) for e in x.data.get("evidence", []) if e.get("text"))
@@ -248,6 +287,8 @@ def plan_at(
         except linter_gate.GateError as e:
             raise GateFailed(str(e)) from None
         results = run_files(list(staged), transforms, Mode.DIFF, jobs, staged=bool(groups))
+        for fr in results:
+            accept_as_is(fr)
         if groups:
             try:
                 run = RunResult(mode=Mode.DIFF, files=results)
@@ -325,6 +366,7 @@ _MOVED = re.compile(
     r"(?P<ni> \(instantiated\))? by (?P<transform>\S+); devices (?P<before>\S*) -> (?P<after>\S*)$"
 )
 _GRADUATED = re.compile(r"^- graduated from (?P<allowlist>.+)$")
+_NO_TEST_CLASS = "- no test class: nothing to label"
 _BASE = re.compile(r"^Decouple-Base: (?P<sha>[0-9a-f]{40})$")
 _RULES = re.compile(r"^Decouple-Rules: (?P<name>\S+)$")
 
@@ -346,7 +388,10 @@ def commit_message(files: list[FilePlan], base: str) -> str:
             f"{m.new_class}{' (instantiated)' if m.new_instantiated else ''} by {m.transform}; "
             f"devices {','.join(m.before)} -> {','.join(m.after)}"
             for m in p.moves
+            if m.changes
         ]
+        if p.no_test_class:
+            lines.append(_NO_TEST_CLASS)
         if p.graduated_from:
             lines.append(f"- graduated from {p.graduated_from}")
     lines += ["", f"Decouple-Base: {base}"]
@@ -403,6 +448,8 @@ def parse_commit_message(message: str) -> CommitFacts | None:
             )
         elif m := _GRADUATED.match(line):
             p.graduated_from = m["allowlist"]
+        elif line == _NO_TEST_CLASS:
+            p.no_test_class = True
     return CommitFacts(lines[0], base, files, rules)
 
 

@@ -6,11 +6,11 @@ the file (oldest first), `git cat-file --batch` reads the file at each of them.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 
 from codemod.survey.model import HistoryPoint
+from codemod.util.jsonfile import JSONInputError, loads
 
 _TIMEOUT = 300  # seconds per git call; upstream's history of the file is a few hundred commits
 
@@ -36,8 +36,8 @@ def _git(root: str, args: list[str], stdin: bytes | None = None) -> bytes:
 
 def _entries(blob: bytes) -> list[str] | None:
     try:
-        data = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        data = loads(blob, "the allowlist")
+    except JSONInputError:
         return None
     if not isinstance(data, list) or not all(isinstance(e, str) for e in data):
         return None

@@ -40,6 +40,7 @@ from codemod.survey.batches import plan_batches
 from codemod.survey.history import HistoryError, allowlist_history
 from codemod.survey.model import Excluded, FileSurvey, Survey, SurveyFormatError
 from codemod.util.files import MAX_SOURCE_BYTES, SourceError, decode_source
+from codemod.util.jsonfile import JSONInputError, loads
 from transforms.core.base import Transform
 from transforms.restructure import Restructure
 from transforms.torch_load.analysis.modes import Mode as LoadMode
@@ -109,8 +110,8 @@ def owners_of(data: bytes) -> tuple[str, ...]:
             continue
         value = line[len(OWNER_PREFIX) :].decode("utf-8", "replace").strip()
         try:
-            parsed = json.loads(value.replace("'", '"'))
-        except ValueError:
+            parsed = loads(value.replace("'", '"'), "the owners")
+        except JSONInputError:
             return (value,) if value else ()
         if isinstance(parsed, str):
             parsed = [parsed]
@@ -310,7 +311,7 @@ def run(req: SurveyRequest) -> SurveyRun:
         Excluded(path=_relative(p, root), pattern=excluded_by(relative_to_root(p), patterns) or "")
         for p in selection.found.excluded
     ]
-    survey.stale = sorted(_relative(p, root) for p in selection.stale)
+    survey.stale = sorted(selection.stale)
     survey.batches = plan_batches(survey.files, req.group_size)
     if req.git_history:
         if survey.allowlist is None:

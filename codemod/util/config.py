@@ -59,6 +59,10 @@ def load_config(start: str = ".") -> Config:
             data = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is not UTF-8: {e}") from None
+    except RecursionError:  # the parser recurses per level of nesting: `exclude = [[[[...`
+        raise ConfigError(f"{path} nests too deeply to be read") from None
     section = data.get("tool", {}).get("decouple", {})
     unknown = set(section) - KNOWN_KEYS
     if unknown:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from codemod.ab.result.model import ABResult, file_of
+from codemod.util.jsonfile import JSONInputError, read_option_json
 
 DURATIONS_SCHEMA = "decouple-durations-1"
 
@@ -89,11 +90,9 @@ def _read_one(path: Path) -> Durations:
     """A durations file or an A/B result, validated: read from another machine (a CI
     shard), neither is trusted."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise DurationsError(f"--durations {path}: cannot read: {err}") from None
-    except json.JSONDecodeError as err:
-        raise DurationsError(f"--durations {path}: not JSON: {err}") from None
+        data = read_option_json(str(path), "--durations")
+    except JSONInputError as err:
+        raise DurationsError(str(err)) from None
     if isinstance(data, dict) and data.get("schema") == DURATIONS_SCHEMA:
         try:
             return Durations(_seconds(data, "files"), _seconds(data, "tests"))

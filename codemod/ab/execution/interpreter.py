@@ -33,6 +33,8 @@ from codemod.ab.execution.preload import WarmPlan, warm_plan
 from codemod.ab.result.model import PYTEST_ARGS
 from codemod.ab.result.notices import Notice
 from codemod.target import SOURCES as TARGET_FILES
+from codemod.util import target_python
+from codemod.util.jsonfile import JSONInputError, loads
 
 SERVER_MODULE = "decouple_ab_server"
 # (the server imports these by their names)
@@ -436,9 +438,12 @@ def resolve_python(python: str, cwd: Path) -> str:
 
 
 def check_python(python: str) -> dict:
-    """Raise UsageError unless `python` runs and imports pytest."""
-    code = (
-        "import json, sys, pytest; print(json.dumps({'python': sys.version.split()[0], 'pytest': pytest.__version__}))"
+    """Raise UsageError unless `python` runs, is an interpreter the target code supports
+    (codemod/util/target_python.py: the version it reports is in the message) and imports pytest."""
+    # Its facts first, on a line of their own: a Python too old to import pytest is named as that.
+    code = target_python.FACTS + (
+        "import json\nfacts = python_facts()\nprint(json.dumps(facts))\nsys.stdout.flush()\n"
+        "import pytest\nfacts['pytest'] = pytest.__version__\nprint(json.dumps(facts))\n"
     )
     try:
         proc = subprocess.run(
@@ -452,13 +457,23 @@ def check_python(python: str) -> dict:
         raise UsageError(f"--python {python}: did not answer within 120 s") from None
     except OSError as err:
         raise UsageError(f"--python {python}: cannot run it ({err})") from None
+    answers = []
+    for line in proc.stdout.splitlines():
+        try:
+            answers.append(loads(line, "its answer"))
+        except JSONInputError:
+            continue  # not the probe's (a site hook's output, or no Python at all)
+    facts = next((a for a in answers if isinstance(a, dict) and "version_info" in a), None)
+    checked = next((a for a in reversed(answers) if isinstance(a, dict) and "pytest" in a), None)
+    refused = target_python.refusal(facts) if facts is not None else None
+    if refused:
+        raise UsageError(f"--python {python} is {refused}")
     if proc.returncode != 0:
         output = (proc.stderr or proc.stdout).strip().splitlines()
         last = output[-1] if output else f"exit code {proc.returncode}"
         if "pytest" in last and ("No module named" in last or "ModuleNotFoundError" in last):
             raise UsageError(f"--python {python}: pytest is not installed for this interpreter ({last})")
         raise UsageError(f"--python {python}: cannot run it ({last})")
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise UsageError(f"--python {python}: unexpected answer {proc.stdout!r}") from None
+    if facts is None or checked is None:
+        raise UsageError(f"--python {python}: unexpected answer {proc.stdout[:300]!r}")
+    return checked
