@@ -128,11 +128,11 @@ def plain_b(body_two: str, *, head: str = "", deco: str = "") -> dict[str, str]:
     return {X: f"{head}{one}{deco}def test_two():\n{body}    assert 2 + 2 == 5\n"}
 
 
-def unit_b(body_two: str = "", *, head: str = "", cls_deco: str = "", deco: str = "", tail: str = "") -> dict[str, str]:
+def unit_b(body_two: str = "", *, head: str = "", deco: str = "", tail: str = "") -> dict[str, str]:
     """B's test_u.py: test_one as in A, test_two broken behind `body_two`."""
     body = textwrap.indent(py(body_two), "        ") if body_two else ""
     return {
-        U: f"import unittest\n{head}\n\n{cls_deco}class TestU(unittest.TestCase):\n"
+        U: f"import unittest\n{head}\n\nclass TestU(unittest.TestCase):\n"
         f"    def test_one(self):\n        self.assertEqual(1 + 1, 2)\n\n"
         f"    {deco}def test_two(self):\n{body}        self.assertEqual(2 + 2, 5)\n{tail}"
     }
@@ -163,6 +163,7 @@ ITEM_EXIT = "issue 37 item 1: a session ended early folds a test's setup report 
 ITEM_CONFIG = "issue 37 item 2: a session that runs setups only (or nothing) counts its tests same-pass"
 ITEM_BUILD = "issue 37 item 3: a tracked build/, dist/, venv/ helper is never copied into either arm"
 ITEM_DEVICES = "issue 37 item 5: a narrowed device set changes nothing on this CPU machine"
+NEW_MAP = "issue 37, new (found by this corpus): --map folds two tests of A onto one test of B"
 
 
 # ---------------------------------------------------------------------------
@@ -376,6 +377,11 @@ ROWS: list[Row] = [
         b={X: BROKEN_TWO[X].replace("def test_two", "def check_two")}),
     Row(name="removed-test", description="test_two removed", a=PLAIN,
         b={X: "def test_one():\n    assert 1 + 1 == 2\n"}),
+    Row(name="node-id-renamed", description="the run names a node id (PATHS) that B renamed",
+        a=PLAIN, b={X: BROKEN_TWO[X].replace("def test_two", "def check_two")}, paths=("tests/test_x.py::test_two",)),
+    Row(name="map-two-onto-one", description="B removes test_two and --map compares it with test_one, which A has too",
+        a=PLAIN, b={X: "def test_one():\n    assert 1 + 1 == 2\n"}, xfail={ALL: NEW_MAP},
+        args=("--map", "tests/test_x.py::test_two=tests/test_x.py::test_one")),
     Row(name="deleted-file", description="the test file deleted", a={**PLAIN, **UNIT}, b={U: None}),
     Row(name="renamed-file", description="the test file renamed helper_x.py (not a test file name)", a=PLAIN,
         b={X: None, "tests/helper_x.py": BROKEN_TWO[X]}),
@@ -710,7 +716,8 @@ def merge(results: Path, *args: str) -> Verdict:
 
 
 def test_merge_of_one_run_keeps_its_verdict(shard_results: Path):
-    assert merge(shard_results, "safe1.json", "safe2.json").verdict == "SAFE"
+    got = merge(shard_results, "safe1.json", "safe2.json")
+    assert (got.code, got.verdict) == (0, "SAFE"), got.output
     got = merge(shard_results, "regression1.json", "regression2.json")
     assert (got.code, got.verdict) == (1, "REGRESSION"), got.output
 
@@ -721,7 +728,7 @@ def test_merge_of_one_run_keeps_its_verdict(shard_results: Path):
     [
         pytest.param(("safe1.json", "safe2.json", "regression1.json", "regression2.json"), id="earlier-safe-run-first"),
         pytest.param(("safe1.json", "regression2.json"), id="one-shard-of-each-run"),
-        pytest.param(("regression1.json", "other2.json"), id="two-repositories"),
+        pytest.param(("safe1.json", "other2.json"), id="two-repositories"),
     ],
 )
 def test_merge_refuses_results_of_different_runs(shard_results: Path, files: tuple[str, ...]):
