@@ -13,7 +13,7 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True, scope="session")
 def decouple_cache(tmp_path_factory):
-    """The A/B arms' bytecode cache lives here, not in the user's ~/.cache."""
+    """The tool's cache folder lives here, not in the user's ~/.cache."""
     path = tmp_path_factory.mktemp("decouple-cache")
     old = os.environ.get("DECOUPLE_CACHE_DIR")
     os.environ["DECOUPLE_CACHE_DIR"] = str(path)
@@ -27,10 +27,8 @@ def decouple_cache(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def result_cache(decouple_cache, tmp_path_factory, monkeypatch):
     """Each test its own cache of per-file results (a test may patch a transform: its results
-    must not reach another test), sharing the session's A/B bytecode."""
+    must not reach another test)."""
     path = tmp_path_factory.mktemp("decouple-results")
-    (decouple_cache / "pycache").mkdir(exist_ok=True)
-    os.symlink(decouple_cache / "pycache", path / "pycache")
     monkeypatch.setenv("DECOUPLE_CACHE_DIR", str(path))
     return path
 

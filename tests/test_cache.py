@@ -82,7 +82,7 @@ def test_put_get_round_trip_and_a_miss(tmp_path):
     c.flush()
     assert Cache(str(tmp_path)).get(k) == b"payload\nwith lines\n"  # written, for the next run
     assert store.key("a", b"b") == k and store.key("ab") != k and store.key("a", "b", "") != k
-    assert sorted(p.name for p in tmp_path.iterdir()) == [store.DB_NAME]  # one file, no journal left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [store.DB_NAME, store.SECRET_NAME]  # no journal left
 
 
 def test_corrupt_and_foreign_entries_are_ignored(tmp_path):
@@ -107,6 +107,39 @@ def test_corrupt_and_foreign_entries_are_ignored(tmp_path):
     assert read(k2) is None
     rewrite_rows(tmp_path, lambda n, k, d, p: good if k == k1 else (d, p))
     assert read(k1) == b"the first payload"
+
+
+def test_an_entry_rewritten_without_the_stores_secret_is_not_trusted(tmp_path):
+    c = Cache(str(tmp_path))
+    k = store.key("file", b"unlabelled source")
+    c.put(k, b"needs a label")
+    c.flush()
+    assert Cache(str(tmp_path)).get(k) == b"needs a label"
+    forged = b"already classified"
+    # the digest a store without a secret would check: anyone can compute it
+    plain = hashlib.sha256(k.encode() + b"\n" + forged).hexdigest()
+    rewrite_rows(tmp_path, lambda n, key, d, p: (plain, forged))
+    again = Cache(str(tmp_path))
+    assert again.get(k) is None  # recomputed by the caller
+    again.put(k, b"needs a label")
+    again.flush()
+    assert Cache(str(tmp_path)).get(k) == b"needs a label"
+
+
+def test_the_secret_is_the_stores_own_file(tmp_path):
+    c = Cache(str(tmp_path))
+    k = store.key("x")
+    c.put(k, b"payload")
+    c.flush()
+    secret = tmp_path / store.SECRET_NAME
+    assert secret.stat().st_mode & 0o777 == 0o600 and len(secret.read_bytes()) == store.SECRET_BYTES
+    secret.unlink()  # a new secret: every old entry is a miss, then written again
+    assert Cache(str(tmp_path)).get(k) is None
+    (tmp_path / "elsewhere").write_bytes(b"k" * store.SECRET_BYTES)
+    secret.unlink()
+    secret.symlink_to(tmp_path / "elsewhere")  # a link is not followed: the store is not used
+    assert Cache(str(tmp_path)).get(k) is None
+    assert (tmp_path / "elsewhere").read_bytes() == b"k" * store.SECRET_BYTES
 
 
 def test_a_database_the_store_did_not_make_is_left_alone(tmp_path):
@@ -218,7 +251,7 @@ def test_concurrent_writers_of_one_key_leave_one_whole_entry(tmp_path):
     assert [p.wait() for p in procs] == [0, 0]
     assert Cache(str(tmp_path)).get("ab" + "0" * 62) in (b"p" * 5000, b"q" * 5000)
     assert entries(tmp_path) == ["ab" + "0" * 62]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [store.DB_NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [store.DB_NAME, store.SECRET_NAME]
 
 
 def test_open_is_none_where_the_cache_folder_cannot_be_made(tmp_path, monkeypatch):
@@ -527,7 +560,7 @@ def test_the_cache_is_shared_by_concurrent_commands(tmp_path, result_cache):
     outputs = {p.communicate()[0] for p in procs}
     assert len(outputs) == 1 and [p.returncode for p in procs] == [0] * 4
     assert len(entries(result_cache / "results")) == len(CORPUS) - 1
-    assert [p.name for p in (result_cache / "results" / "v2").iterdir()] == [store.DB_NAME]
+    assert sorted(p.name for p in (result_cache / "results" / "v2").iterdir()) == [store.DB_NAME, store.SECRET_NAME]
 
 
 def test_a_corrupt_cache_changes_no_output(tmp_path, result_cache):
@@ -538,6 +571,20 @@ def test_a_corrupt_cache_changes_no_output(tmp_path, result_cache):
     (result_cache / "results" / "v2" / store.DB_NAME).write_bytes(b"\0" * 4096)  # not a database at all
     assert cli("apply", "--diff", ".", "--linter", "off", cwd=tree) == first
     assert len(entries(result_cache / "results")) == len(CORPUS) - 1  # made again
+
+
+def test_entries_rewritten_by_hand_change_no_output(tmp_path, result_cache):
+    tree = _cli_tree(tmp_path)
+    first = cli("apply", "--check", ".", "--linter", "off", cwd=tree)
+    rows = store_rows(result_cache / "results")
+    payloads = [p for _, (_, p) in sorted(rows.items())]
+    # each key given another file's result, with the digest anyone can compute for it
+    forged = {k: payloads[(n + 1) % len(payloads)] for n, k in enumerate(sorted(rows))}
+    rewrite_rows(
+        result_cache / "results",
+        lambda n, k, d, p: (hashlib.sha256(k.encode() + b"\n" + forged[k]).hexdigest(), forged[k]),
+    )
+    assert cli("apply", "--check", ".", "--linter", "off", cwd=tree) == first
 
 
 def test_apply_writes_the_same_with_a_warm_cache(tmp_path):

@@ -386,12 +386,13 @@ def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, res
     assert _by_path(json.loads(second.read_text()))[generic]["status"] == "manual"
     # A damaged entry, another key's, or a whole entry of the store that is not a survey: a miss.
     not_a_survey = json.dumps({"path": "someone else's"}).encode()
+    secret = (result_cache / "results" / "v2" / store.SECRET_NAME).read_bytes()
 
     def damage(n, key, digest, payload):
         if n % 3 == 0:
             return digest, b"{not an entry"
         # a whole entry of the store, under another key or holding no survey
-        return store._digest("0" * 64 if n % 3 == 1 else key, not_a_survey), not_a_survey
+        return store._digest(secret, "0" * 64 if n % 3 == 1 else key, not_a_survey), not_a_survey
 
     rewrite_rows(result_cache / "results", damage)
     r4 = cli("survey", "-j", "2", "--json", str(first), cwd=root)

@@ -13,10 +13,15 @@ microseconds. `put` only collects an entry; `flush()` writes what was collected 
 transaction, so a run writes once (and every FLUSH_EVERY entries), and a worker process hands its
 entries to the process that runs the pool (`pending()` / `adopt()`), the only one that writes.
 Each row holds its key, the digest of the key and payload together, and the payload; SQLite's
-locks let concurrent runs share the file (at worst they write the same entry twice). A file that
-is not exactly one this store wrote (another user's file, a link, another program's database, a
-row whose payload does not match its digest, a record of a type the tool does not define) is
-ignored, never trusted; a file SQLite finds is not a database, or damaged, is replaced. The store
+locks let concurrent runs share the file (at worst they write the same entry twice). The digest is
+keyed (HMAC-SHA256) with a secret of this store (`secret` beside the database: 32 random bytes,
+this user's file, made once): an entry rewritten by hand, or by a test that found the folder,
+does not verify without it, so only the tool's own writes are ever read (no test's environment
+names this folder: the A/B arms get no `DECOUPLE_*` variable). A file that is not exactly one
+this store wrote (another user's file, a link, another program's database, a row whose payload
+does not match its digest, a record of a type the tool does not define) is ignored, never
+trusted, and the entry computed again; a file SQLite finds is not a database, or damaged, is
+replaced. The store
 is bounded: a flush that leaves more than `max_bytes` of payloads deletes the least recently used
 entries. Every failure to read or write is a miss: the cache only ever saves work.
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import hmac
 import io
 import os
 import pickle
@@ -42,6 +48,8 @@ if TYPE_CHECKING:
     import sqlite3
 
 DB_NAME = "results.sqlite3"
+SECRET_NAME = "secret"
+SECRET_BYTES = 32
 APPLICATION_ID = 0x64637031  # "dcp1": the database is this store's, in this layout
 MAX_BYTES = 256 * 1024 * 1024  # the payloads of the whole store; a PyTorch checkout's take a few MB
 TRIM_TO = 0.75  # of max_bytes, so that trimming does not run again at the next flush
@@ -72,6 +80,7 @@ class Cache:
         self._touched: set[str] = set()  # hits whose time is to be refreshed
         self._db: sqlite3.Connection | None = None
         self._pid = 0  # the process the connection belongs to (a forked worker opens its own)
+        self._secret = b""  # the store's secret, read with the connection
         self._unusable = False  # this process found the file unusable: every get is a miss
 
     @classmethod
@@ -102,7 +111,9 @@ class Cache:
             row = db.execute("SELECT digest, used, payload FROM entries WHERE key = ?", (key,)).fetchone()
         except _errors():
             return None
-        if row is None or not isinstance(row[2], bytes) or row[0] != _digest(key, row[2]):
+        if row is None or not isinstance(row[2], bytes) or not isinstance(row[0], str):
+            return None
+        if not hmac.compare_digest(row[0], _digest(self._secret, key, row[2])):
             return None
         if not isinstance(row[1], float) or time.time() - row[1] > _TOUCH_AFTER_S:
             self._touched.add(key)
@@ -139,7 +150,7 @@ class Cache:
             with _transaction(db):
                 db.executemany(
                     "INSERT OR REPLACE INTO entries (key, digest, size, used, payload) VALUES (?, ?, ?, ?, ?)",
-                    [(k, _digest(k, p), len(p), now, p) for k, p in entries.items()],
+                    [(k, _digest(self._secret, k, p), len(p), now, p) for k, p in entries.items()],
                 )
                 db.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, k) for k in touched])
             if entries:
@@ -191,6 +202,11 @@ class Cache:
         except OSError:
             self._unusable = True
             return None
+        secret = _secret(os.path.join(self.folder, SECRET_NAME))
+        if secret is None:
+            self._unusable = True
+            return None
+        self._secret = secret
         for attempt in range(2):
             state = _file_state(self.path)
             if state is _FileState.FOREIGN:
@@ -308,9 +324,51 @@ _INHERITED: list[Any] = []
 _RECORD_TYPES: dict[tuple[str, str], tuple[type, Any]] = {}
 
 
-def _digest(key: str, payload: bytes) -> str:
-    """Of the key and the payload: a row's payload copied under another key does not match."""
-    return hashlib.sha256(key.encode() + b"\n" + payload).hexdigest()
+def _digest(secret: bytes, key: str, payload: bytes) -> str:
+    """Of the key and the payload, keyed with the store's secret: a row's payload copied under
+    another key does not match, nor one written by anyone without the secret."""
+    return hmac.new(secret, key.encode() + b"\n" + payload, hashlib.sha256).hexdigest()
+
+
+def _secret(path: str) -> bytes | None:
+    """The store's secret, made when there is none; None when the file is not one this store
+    made (a link, another user's, another length): the store is not used then."""
+    for _ in range(2):
+        if _file_state(path) is _FileState.MISSING:
+            _make_secret(path)
+        if _file_state(path) is not _FileState.OURS:
+            return None
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(SECRET_BYTES + 1)
+        except FileNotFoundError:
+            continue  # (deleted meanwhile: made again)
+        except OSError:
+            return None
+        return data if len(data) == SECRET_BYTES else None
+    return None
+
+
+def _make_secret(path: str) -> None:
+    """Write the secret whole under a name of its own, then link it into place: a concurrent run
+    reads either no file or the whole one that won."""
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, os.urandom(SECRET_BYTES))
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another run made it first: theirs is read
+        except OSError:  # a file system without hard links
+            os.replace(temp, path)
+    except OSError:
+        pass  # (the folder cannot be written: _secret says)
+    finally:
+        _unlink(temp)
 
 
 def _unlink(path: str) -> None:

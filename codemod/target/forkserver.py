@@ -7,11 +7,11 @@ plugin: it runs in the user's interpreter.  The runner copies it into its
 private support directory as ``decouple_ab_server.py`` and starts one per
 group of arms whose environments differ only in per-arm values::
 
-    python decouple_ab_server.py --parent PID [--pycache-prefix DIR] [--root OTHER_ARM_ROOT ...]
+    python decouple_ab_server.py --parent PID [--root OTHER_ARM_ROOT ...]
 
-with the first arm's root as cwd and its environment without PYTHONPYCACHEPREFIX: the preloaded
-installed modules are read from their own ``__pycache__``, as a plain ``python`` would, and nothing
-is written there (DIR is used only where no such bytecode exists). The server imports pytest, its
+with the first arm's root as cwd and its environment (its bytecode prefix, private to the run: the
+preloaded installed modules are read from their own ``__pycache__`` where the prefix has none, as
+every arm process reads them, see ``bytecode.py``; nothing is written there). The server imports pytest, its
 built-in plugins, the capture plugin and the plan's modules once (never a module found in any arm's
 tree), runs one throwaway test of each warm-up class in a pytest session of its own (what a first
 test imports and caches: the first test of a ``common_utils.TestCase`` imports ``torch._dynamo``),
@@ -481,15 +481,6 @@ class Server:
         self.shutdown()
 
 
-def _installed_bytecode(top: str) -> bool:
-    """Whether the package `top` has compiled bytecode beside its sources."""
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return False
-    return spec is not None and spec.cached is not None and os.path.exists(spec.cached)
-
-
 def _option(argv: list, name: str):
     return argv[argv.index(name) + 1] if name in argv[:-1] else None
 
@@ -507,16 +498,6 @@ def _read_plan(argv: list) -> dict | None:
             return None
         line += byte
     return json.loads(line)
-
-
-def _bytecode(prefix, tops) -> None:
-    """Read the installed bytecode of `tops`, never write beside it; where a package has none,
-    compile into the prefix from then on (once chosen, for every later import)."""
-    if prefix is None or sys.pycache_prefix is not None:
-        return
-    sys.dont_write_bytecode = all(_installed_bytecode(t) for t in tops)
-    if not sys.dont_write_bytecode:
-        sys.pycache_prefix = prefix
 
 
 def _start_again_without_warm_up(argv: list, out: int, plan: dict, why: dict) -> None:
@@ -550,7 +531,6 @@ def _warm_up(argv: list, out: int, plan: dict, loaded: list, roots: list) -> tup
 
 def main(argv: list) -> int:
     parent = int(argv[argv.index("--parent") + 1]) if "--parent" in argv else os.getppid()
-    prefix = _option(argv, "--pycache-prefix")
     # the cwd is the first arm's root; other arms served by this process
     roots = [os.getcwd()] + [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--root"]
     die_with_parent(parent)
@@ -560,7 +540,6 @@ def main(argv: list) -> int:
     sys.path[0] = os.getcwd()  # as `python -m pytest` from the arm root
     # a backend that `import torch` will load: no use importing anything
     backend = autoloaded_backend()
-    _bytecode(prefix, ["_pytest"])
     if backend is None:
         preload_pytest()  # while the runner reads the files for the plan
     plan = _read_plan(argv)
@@ -568,7 +547,6 @@ def main(argv: list) -> int:
         return 0
     names = plan["preload"]
     unsafe = backend if "torch" in names else None
-    _bytecode(prefix, [n.split(".")[0] for n in names])
     loaded, skipped = preload(names, roots) if unsafe is None else ([], {})
     # Frozen now, not only before forking: the warm-up's own collections (the automatic ones
     # while torch._dynamo imports, and two that pytest runs at the end of every session) would

@@ -1,8 +1,9 @@
 """Where the tool keeps what it may reuse across runs: `$DECOUPLE_CACHE_DIR`, else
 `$XDG_CACHE_HOME/decouple`, else `~/.cache/decouple` (as ruff and black keep theirs).
 
-Everything there can be deleted at any time: the A/B arms' bytecode (`pycache/`) and the
-per-file results of `classify`, `lint`, `apply` and `survey` (`results/`)."""
+Everything there can be deleted at any time: the per-file results of `classify`, `lint`, `apply`
+and `survey` (`results/`). The A/B runs keep nothing there (their arms' bytecode lives and dies
+with each run), and no test they run is told where it is."""
 
 from __future__ import annotations
 

@@ -182,18 +182,20 @@ def git_changes(cwd: str, ref: str, paths: Iterable[str]) -> Changes:
     try:
         top = Path(_git(["rev-parse", "--show-toplevel"], Path(cwd)).strip())
         specs = sorted({p.split("::")[0] for p in paths}) or ["."]
-        stat = _git(["diff", "--stat=100", "--no-color", "--no-renames", ref, "--", *specs], top)
+        # diff-index, git's plumbing, never `git diff`: on a file whose stat data changed but not its
+        # content, `git diff` rewrites the user's .git/index (GIT_OPTIONAL_LOCKS does not stop it)
+        stat = _git(["diff-index", "--stat=100", "--no-color", "--no-renames", ref, "--", *specs], top)
         # core.quotePath=false: a name with non-ASCII letters is printed as it is
-        diff = ["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-renames", "--no-ext-diff"]
+        diff = ["-c", "core.quotePath=false", "diff-index", "-p", "-U0", "--no-color", "--no-renames"]
         patch = _git([*diff, ref, "--", *specs], top)
         untracked = [
             p
             for p in _git(["ls-files", "-z", "--others", "--exclude-standard", "--", *specs], top).split("\0")
             if p.endswith(".py")
         ]
-        names = [
-            p for p in _git(["diff", "--name-only", "-z", "--no-renames", ref, "--", *specs], top).split("\0") if p
-        ]
+        # (--numstat, not --name-only: diff-index names a file whose stat data alone changed)
+        numstat = _git(["diff-index", "--numstat", "-z", "--no-renames", ref, "--", *specs], top)
+        names = [rec.split("\t", 2)[2] for rec in numstat.split("\0") if rec.count("\t") >= 2]
         new_sources = {}
         for name in names + untracked:
             try:

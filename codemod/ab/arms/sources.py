@@ -9,8 +9,10 @@ variables.  An arm that cannot be materialised keeps an empty root and its error
 is reported as not run); a selected path must exist in at least one of A and B.
 
 Every arm (A, B, each diagnostic arm) gets the same environment: the variables in
-``UNSET_VARS`` removed, ``FIXED_VARS`` set, its own bytecode prefix and temp dir
-(``PER_ARM_VARS``), the capture plugin on ``PYTHONPATH``, and the pytest arguments
+``UNSET_VARS`` removed and those `isolation` keeps from tests (git's, the tool's),
+``FIXED_VARS`` set, git's ceiling at the run's root, its own bytecode prefix and temp dir
+inside the run's root (``PER_ARM_VARS``), the capture plugin (and the start-up file that
+reads the environment's own bytecode) on ``PYTHONPATH``, and the pytest arguments
 ``PYTEST_ARGS``.  The reproduction command repeats that environment as an ``env``
 prefix, plus ``REPRO_VARS``; a git arm's root is rebuilt with ``git archive`` of the
 resolved commit into a fresh directory (``git_archive_note``), a work-tree or
@@ -21,17 +23,15 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemod.ab.arms import trees
+from codemod.ab.arms import isolation, materialise, trees
 from codemod.ab.arms.options import RunOptions, UsageError
 from codemod.ab.result.model import PYTEST_ARGS, REPRO_VARS, BaseArm, safe_arg
 from codemod.ab.result.notices import Notice
-from codemod.util.cache_dir import user_cache_dir
 from transforms.core.strenum import StrEnum
 
 # ---------------------------------------------------------------------------
@@ -46,38 +46,15 @@ UNSET_VARS = (
     "DISABLED_TESTS_FILE",
     "SLOW_TESTS_FILE",
     "PYTEST_ADDOPTS",  # may carry -x, --lf, --reruns, -p randomly ...
-    # Bytecode goes to the per-arm PYTHONPYCACHEPREFIX (in the decouple cache,
-    # see pycache_root; never the user's tree).  With PYTHONDONTWRITEBYTECODE=1 on top, every
-    # process would recompile everything it imports (import torch: 3.4 s ->
-    # 7.7 s measured), because a prefix hides the __pycache__ directories.
+    # Bytecode goes to the arm's own PYTHONPYCACHEPREFIX, private to the run (its work dir,
+    # deleted with it), where the processes of the arm reuse it; the environment's own
+    # bytecode is read where that prefix has none (codemod/target/bytecode.py).
     "PYTHONDONTWRITEBYTECODE",
 )
 
 
-def pycache_root() -> Path | None:
-    """Where the arms keep bytecode across runs, one prefix per arm name.
-
-    A PYTHONPYCACHEPREFIX hides the __pycache__ folders of site-packages, so a fresh
-    prefix per run recompiles pytest and torch in every arm (seconds each). Keeping
-    one prefix per arm name (A, B, each diagnostic) in the user's cache keeps the arms
-    apart while installed code compiles once; the entries for a run's temporary roots
-    are deleted when the run ends (`forget_run_pycache`). None when no writable cache.
-    """
-    root = user_cache_dir() / "pycache"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return root if os.access(root, os.W_OK) else None
-
-
-def forget_run_pycache(prefix: Path, work: Path) -> None:
-    """Delete the bytecode a run left under `prefix` for files below its temp dir `work`."""
-    shutil.rmtree(prefix / str(work.resolve()).lstrip(os.sep), ignore_errors=True)
-
-
 # Variables set in every arm (recorded in ABResult.env_set; PYTHONPYCACHEPREFIX
-# is per arm, see pycache_root).
+# is per arm, see prepare_arms).
 FIXED_VARS = {
     "PYTORCH_PRINT_REPRO_ON_FAILURE": "0",
     "PYTHONHASHSEED": "0",
@@ -118,11 +95,16 @@ def sanitised_env(
     tmpdir: Path | None = None,
     *,
     cwd: Path,
+    run_root: Path | None = None,
 ) -> dict[str, str]:
     """The environment of a process run in `cwd` (an arm root): `PWD` and `OLDPWD` name
-    `cwd` whatever the caller's (or `--env`) say."""
-    env = {k: v for k, v in base.items() if k not in UNSET_VARS and not k.startswith("DECOUPLE_AB_")}
+    `cwd` whatever the caller's (or `--env`) say; no variable that leads git to a repository
+    or names the tool's state (`isolation`), and with `run_root` (the run's temporary root)
+    git's search for a repository stops there."""
+    env = {k: v for k, v in base.items() if k not in UNSET_VARS and not isolation.removed(k)}
     env.update(FIXED_VARS)
+    if run_root is not None:
+        env[isolation.CEILING_VAR] = isolation.ceiling(run_root)
     env.update(added)
     for k in CWD_VARS:
         env[k] = str(cwd)
@@ -245,8 +227,6 @@ def prepare_arms(
     specs: dict[str, ArmSpec] = {}
     sel = sources.sel
 
-    cache = pycache_root()
-
     def make_spec(
         name: str, label: str, source: str, added: dict[str, str], based_on: BaseArm | None = None
     ) -> ArmSpec:
@@ -254,8 +234,8 @@ def prepare_arms(
         (wd / "events").mkdir(parents=True)
         (wd / "logs").mkdir()
         (wd / "tmp").mkdir()
-        pycache = cache / _safe_name(name) if cache is not None else wd / "pycache"
-        pycache.mkdir(parents=True, exist_ok=True)
+        pycache = wd / "pycache"  # private to the arm and the run: nothing a test writes there outlives it
+        pycache.mkdir()
         spec = ArmSpec(
             name=name,
             label=label,
@@ -265,7 +245,7 @@ def prepare_arms(
             env_added=dict(added),
             based_on=based_on,
         )
-        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp", cwd=spec.root)
+        spec.env = sanitised_env(base_env, added, pycache, support, wd / "tmp", cwd=spec.root, run_root=work)
         spec.env["DECOUPLE_AB_FSYNC"] = str(opts.fsync)
         return spec
 
@@ -277,18 +257,23 @@ def prepare_arms(
         t = time.monotonic()
         try:
             if src.kind == SourceKind.GIT:
-                used, fixes = trees.materialise_git(src.root, sources.commit, sel, spec.root)
+                used, fixes = materialise.materialise_git(src.root, sources.commit, sel, spec.root)
                 _from_commit(spec, src.root, sources.commit, used)
                 if _has_export_attributes(spec.root):
                     warnings.append(Notice("export-attributes", arm=name))
             else:
-                used, fixes = trees.materialise_dir(src.root, sel, spec.root)
+                # a directory named by --a-root/--b-root is in the work tree it lies in (a hook's
+                # GIT_DIR names another); the work tree of --base is the one git found
+                git_env = None if src.source == "worktree" else isolation.without_git_location(base_env)
+                used, fixes = materialise.materialise_dir(src.root, sel, spec.root, git_env)
                 head = clean_head(src.root, used) if src.source == "worktree" else None
                 if head is not None:  # the work tree's files were exactly HEAD's
                     _from_commit(spec, src.root, head, present_at(src.root, head, used))
             for fix in fixes:
                 code = "arm.symlink-copied" if fix.copied else "arm.symlink-left-out"
                 warnings.append(Notice(code, {"path": fix.path, "target": fix.target}, arm=name))
+        except materialise.TreeTooBig as err:
+            raise UsageError(f"arm {name} ({src.label}): {err}") from None
         except (trees.ArmError, OSError) as err:
             arm_errors[name] = str(err)
             spec.root.mkdir(parents=True, exist_ok=True)
@@ -302,7 +287,7 @@ def prepare_arms(
             arm_errors[d.name] = arm_errors[d.based_on]
             spec.root.mkdir(parents=True, exist_ok=True)
         else:
-            trees.clone_root(base.root, spec.root)
+            materialise.clone_root(base.root, spec.root)
         spec.materialise_note, spec.commit, spec.tree = base.materialise_note, base.commit, base.tree
         specs[d.name] = spec
 

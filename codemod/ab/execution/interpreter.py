@@ -41,6 +41,9 @@ SERVER_MODULE = "decouple_ab_server"
 PLUGIN_MODULE = "decouple_ab_plugin"
 WARM_UP_MODULE = "decouple_ab_warmup"
 PACK_PLUGIN_MODULE = "decouple_ab_pack"  # loaded by a pack's process (packrun.py)
+# Imported by every process that has the support folder on its PYTHONPATH, when it starts: the
+# environment's own bytecode, read where the run's private prefix has none (target/bytecode.py).
+BYTECODE_MODULE = "sitecustomize"
 # How long a server may take to import everything (torch on a loaded machine).
 READY_TIMEOUT = 600.0
 # Variables read only when a function runs, never while a module is imported:
@@ -54,14 +57,15 @@ CALL_TIME_VARS = {
 
 
 def install_server(support: Path) -> Path:
-    """Copy the server and the files it imports (the capture plugin, the warm-up; and the
-    pack plugin that a pack's process loads) into
+    """Copy the server and the files it imports (the capture plugin, the warm-up; the pack
+    plugin that a pack's process loads; what every process imports at start-up) into
     `support` under the names they import each other by; the server script."""
     for source, name in (
         ("forkserver.py", SERVER_MODULE),
         ("plugin.py", PLUGIN_MODULE),
         ("warmup.py", WARM_UP_MODULE),
         ("packplugin.py", PACK_PLUGIN_MODULE),
+        ("bytecode.py", BYTECODE_MODULE),
     ):
         shutil.copy2(TARGET_FILES / source, support / f"{name}.py")
     return support / f"{SERVER_MODULE}.py"
@@ -129,10 +133,9 @@ class ForkServer:
         log: Path,
         other_roots: Iterable[Path] = (),
     ):
-        """`cwd` and `env`: the first arm's root and environment (its
-        PYTHONPYCACHEPREFIX is not used for the preload, see forkserver.py);
-        `other_roots`: the roots of the other arms it serves.  It imports pytest
-        until `send_plan` says what else."""
+        """`cwd` and `env`: the first arm's root and environment; `other_roots`: the
+        roots of the other arms it serves.  It imports pytest until `send_plan` says
+        what else."""
         self.log = log
         self.hello: dict | None = None
         self.dead = False
@@ -142,10 +145,6 @@ class ForkServer:
         self._waiting: dict[int, dict] = {}  # id -> answer to "run"
         self._procs: dict[int, ForkedProcess] = {}
         cmd = [python, str(script), "--parent", str(os.getpid())]
-        env = dict(env)
-        prefix = env.pop("PYTHONPYCACHEPREFIX", None)
-        if prefix is not None:
-            cmd += ["--pycache-prefix", prefix]
         for root in other_roots:
             cmd += ["--root", str(root)]
         with open(log, "wb") as logfh:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from codemod.ab.arms import trees
+from codemod.ab.arms import materialise, trees
 from codemod.ab.arms.sources import TEMP_VARS, ArmSpec
 from codemod.ab.comparison.coverage import label_values
 from codemod.ab.result.model import ArmResult, FilterRun, OutcomeValue, file_of
@@ -46,7 +46,7 @@ def arm_spec(b: ArmSpec, work: Path, values: list[str]) -> ArmSpec:
     wd = work / "arms" / ARM
     for sub in ("events", "logs", "tmp"):
         (wd / sub).mkdir(parents=True)
-    trees.clone_root(b.root, wd / "root")
+    materialise.clone_root(b.root, wd / "root")
     env = {**b.env, **{k: str(wd / "tmp") for k in TEMP_VARS if k in b.env}}
     return dataclasses.replace(
         b,

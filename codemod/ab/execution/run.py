@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from codemod.ab.arms import changes as _changes
+from codemod.ab.arms import isolation as _isolation
 from codemod.ab.arms import shard as _shard
 from codemod.ab.arms import sources as _arms
 from codemod.ab.arms import trees as _trees
-from codemod.ab.arms.options import RunOptions, check_options, parse_shard
+from codemod.ab.arms.options import RunOptions, UsageError, check_options, parse_shard
 from codemod.ab.arms.sources import ArmSpec, Sources
 from codemod.ab.comparison import compare as _cmp
 from codemod.ab.comparison import coverage as _coverage
@@ -77,10 +78,16 @@ def _quiet(_message: str) -> None:
     pass
 
 
-def _forget_pycache(work: Path) -> None:
-    cache = _arms.pycache_root()
-    for prefix in cache.iterdir() if cache is not None else ():
-        _arms.forget_run_pycache(prefix, work)
+def _temp_base(opts: RunOptions) -> tuple[str, tuple[str, str] | None]:
+    """Where the run's temporary root goes (`isolation.temp_base`): never in a git work tree
+    nor in a tree being compared; exit 2 before anything runs when no folder will do."""
+    trees = [Path(r).resolve() for r in (opts.a_root, opts.b_root) if r]  # as resolve_sources reads them
+    try:
+        return _isolation.temp_base(trees, dict(os.environ))
+    except _isolation.NoTempRoot as err:
+        raise UsageError(
+            f"no temporary folder outside a git work tree for the arms ({err}): set TMPDIR to a folder outside"
+        ) from None
 
 
 def run_ab(opts: RunOptions) -> ABResult:
@@ -96,13 +103,16 @@ def _run_ab(opts: RunOptions) -> ABResult:
     lock: int | None = None
     servers: list[ForkServer] = []
     try:
-        for stale in processes.reap_stale_roots(Path(tempfile.gettempdir()), TEMP_PREFIX):
-            _forget_pycache(stale)
+        base, moved = _temp_base(opts)
+        for stale in processes.reap_stale_roots(Path(base), TEMP_PREFIX):
             (opts.progress or _quiet)(f"removed {stale}, left by an A/B run that was killed")
-        work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=base))
         lock = processes.claim_root(work)
         pool = SlotPool(max(1, opts.jobs or os.cpu_count() or 1), "decouple-ab")
-        return _run(opts, work, pool, stop, servers)
+        result = _run(opts, work, pool, stop, servers)
+        if moved is not None:
+            result.warnings.insert(0, Notice("run.temp-moved", {"tmpdir": moved[0], "tree": moved[1], "used": base}))
+        return result
     except Interrupted:
         stop.set()
         raise
@@ -118,7 +128,6 @@ def _run_ab(opts: RunOptions) -> ABResult:
                 server.close()
             if work is not None and not opts.keep_temp:
                 shutil.rmtree(work, ignore_errors=True)
-                _forget_pycache(work)
             if lock is not None:
                 os.close(lock)
         finally:
@@ -262,10 +271,11 @@ def _arm_environment(
             + f" in every arm (-j {opts.jobs} on {os.cpu_count()} cores)"
         )
     arm_env = {**runner_env, **opts.env}
-    result.env_unset = list(_arms.UNSET_VARS)
+    result.env_unset = [*_arms.UNSET_VARS, *_isolation.removed_present(base_env)]
     result.env_set = {
         **_arms.FIXED_VARS,
-        "PYTHONPYCACHEPREFIX": "<per-arm prefix in the decouple cache>",
+        _isolation.CEILING_VAR: "<the run's temporary root>",
+        "PYTHONPYCACHEPREFIX": "<per-arm prefix, deleted with the run>",
         "TMPDIR": "<per-arm temp dir>",
         **arm_env,
     }
@@ -547,6 +557,7 @@ def _run_single_file(
         support = work / "support"
         support.mkdir()
         shutil.copy2(TARGET_FILES / "plugin.py", support / f"{PLUGIN_MODULE}.py")
+        shutil.copy2(TARGET_FILES / "bytecode.py", support / f"{_interp.BYTECODE_MODULE}.py")
         for sub in ("events", "logs", "pycache", "tmp"):
             (work / sub).mkdir()
         spec = ArmSpec(

@@ -87,6 +87,13 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "en": "`{file}`: process died (`{status}`) outside a test",
         "zh": "`{file}`：进程在测试之外终止（`{status}`）",
     },
+    "run.temp-moved": {
+        "en": "the temporary folder `{tmpdir}` lies in `{tree}`, a git work tree or a tree being compared: the arms' "
+        "temporary root is in `{used}` instead (there, a test running git would find that repository, and arm B "
+        "would copy itself)",
+        "zh": "临时目录 `{tmpdir}` 位于 `{tree}` 之内（git 工作树或被比较的目录树）：各组的临时根目录改放在 `{used}`"
+        "（否则测试在该处运行 git 会找到那个仓库，且 B 组会复制自身）",
+    },
     "run.packed": {
         "en": "`--pack`: each arm's files ran in {processes} pytest session(s) of several files each, as plain "
         "pytest runs them (the tests of one session share its process)",
