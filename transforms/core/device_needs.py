@@ -353,11 +353,12 @@ def _on_a_device(test: ast.expr) -> bool | None:
         return None
     left, op, right = test.left, test.ops[0], test.comparators[0]
     named = [s for s in (left, right) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
-    if not any(_DEVICE_STRING.match(s.value) for s in named):
+    if not any(_DEVICE_STRING.match(str(s.value)) for s in named):
         return None
-    if isinstance(op, (ast.Eq, ast.Is)) or (isinstance(op, ast.In) and left in named):
+    left_named = left in named
+    if isinstance(op, (ast.Eq, ast.Is)) or (isinstance(op, ast.In) and left_named):
         return True
-    if isinstance(op, (ast.NotEq, ast.IsNot)) or (isinstance(op, ast.NotIn) and left in named):
+    if isinstance(op, (ast.NotEq, ast.IsNot)) or (isinstance(op, ast.NotIn) and left_named):
         return False
     return None
 
