@@ -58,6 +58,15 @@ def needs(src: str, with_text: bool = True) -> dict[str, set[str]]:
         ("torch.backends.cuda.matmul.allow_tf32 = True", set()),
         ("ok = torch.backends.cuda.is_flash_attention_available()", set()),
         ("with mock.patch.object(torch.cuda, 'is_available', return_value=False):\n    pass", set()),
+        # what a branch does that runs only with the device: the test runs without it too
+        ("x = torch.ones(2)\nif torch.cuda.is_available():\n    x = x.cuda()", set()),
+        ("if not HAS_GPU:\n    pass\nelse:\n    torch.cuda.synchronize()", set()),
+        ("y = torch.ones(2).to('cuda') if TEST_CUDA else torch.ones(2)", set()),
+        ("t = torch.ones(2)\nif t.device.type == 'cuda':\n    torch.cuda.synchronize()", set()),
+        ("t = torch.ones(2)\nif 'cuda' not in str(t.device):\n    pass\nelse:\n    torch.cuda.synchronize()", set()),
+        # ... unless the other branch skips the test: a guard
+        ("if TEST_CUDA:\n    torch.cuda.synchronize()\nelse:\n    self.skipTest('cuda')", {"cuda"}),
+        ("if not torch.cuda.is_available():\n    return\ntorch.cuda.synchronize()", {"cuda"}),
     ],
 )
 def test_needs_in_a_test_body(body, expected, with_text):
@@ -245,6 +254,32 @@ def test_the_methods_a_test_uses_on_self_lend_it_their_needs():
     assert found["test_subtests"] == {"cuda"}  # _device, passed on to run_subtests
     assert found["test_plain"] == set()
     assert found["TestB"] == {"cuda"}  # what setUp uses, every test needs
+
+
+def test_a_helper_that_uses_the_device_only_when_it_is_there_lends_no_need():
+    """A helper (or setUp) that moves data to the device behind a probe (`if
+    torch.cuda.is_available():`) runs without the device too: the tests that use it need none,
+    so gen2 does not write CUDA for them and gen1 does not warn."""
+    cls = classes(
+        """
+        class TestA(TestCase):
+            def setUp(self):
+                super().setUp()
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+            def _place(self, x):
+                if TEST_CUDA:
+                    x = x.cuda()
+                return x
+            def test_a(self):
+                self.assertEqual(self._place(torch.ones(2)).sum(), 2)
+            def test_b(self):
+                self._place(torch.zeros(2))
+        """
+    )["TestA"]
+    assert cls.needs == () and all(m.needs == () for m in cls.test_methods)
+    assert infer(cls, GENERATIONS["gen1"]).warnings == ()
+    assert infer(cls, GENERATIONS["gen2"]).value is None  # GENERIC breaks accelerator_availability, CUDA is not true
 
 
 def test_a_helpers_need_names_the_helper():

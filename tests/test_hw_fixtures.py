@@ -4,6 +4,7 @@ tests/fixtures/hw/<case>.in.py   the input (any bytes: CRLF, BOM, latin-1, broke
 tests/fixtures/hw/<case>.out.py  the expected file after `decouple apply` (absent: unchanged)
 tests/fixtures/hw/<case>.json    optional: {"args": {...HwLabel fields...},
                                             "status": "<bucket>", "rules": [...],
+                                            "absent": [rules no finding may have],
                                             "says": {rule: [text a finding of that rule says, ...]}}
 A case follows the gen1 rules unless its args name another generation (`"rules": "gen2"`).
 Run with DECOUPLE_REGEN_FIXTURES=1 to rewrite the .out.py files after a deliberate change
@@ -57,6 +58,8 @@ def test_fixture(case, tmp_path, regen):
         assert result.status == spec["status"], result
     for rule in spec.get("rules", []):
         assert any(f.rule == rule for f in result.findings), (rule, [f.rule for f in result.findings])
+    for rule in spec.get("absent", []):
+        assert not any(f.rule == rule for f in result.findings), (rule, [f.message for f in result.findings])
     for rule, texts in spec.get("says", {}).items():
         messages = [f.message for f in result.findings if f.rule == rule]
         for text in texts:

@@ -14,9 +14,11 @@ A test *needs* a device when it cannot do what it tests without one:
 - any of these in a method of the class the test (or a setUp-style method) uses on `self`
   (`self._capture()`, `self.run_subtests(..., self._check)`): one level, the helper's own needs.
 A device used only as a value (`hash(torch.device("cuda:0"))`, `f(5, "cuda")`,
-`x.device.type == "cuda"`), a probe that only chooses a branch (`if torch.cuda.is_available():`)
-and the lazy no-op calls (`torch.cuda.manual_seed(0)`) are not needs.  `skipIfRocm` only says "not
-on ROCm builds", which CPU tests say too: not a need either.
+`x.device.type == "cuda"`), a probe or a device comparison that only chooses a branch
+(`if torch.cuda.is_available():`, `if t.device.type == "cuda":`) and what that branch does
+(`x = x.cuda()` under it: the test runs without the device too; unless the other branch skips the
+test, a guard), and the lazy no-op calls (`torch.cuda.manual_seed(0)`) are not needs.
+`skipIfRocm` only says "not on ROCm builds", which CPU tests say too: not a need either.
 
 Each need is a `DeviceNeed` (device, line, what); `read_class` reads, in one walk over each
 statement of a class body, the needs of its tests and setUp-style methods, its decorators' needs
@@ -317,34 +319,88 @@ def _needs_of_call(node: ast.Call) -> DeviceNeed | None:
     return None
 
 
+def _leaves(stmts: list[ast.stmt]) -> bool:
+    """The branch leaves the test at once: `self.skipTest(...)`, `raise SkipTest(...)`, `return`."""
+    if not stmts:
+        return False
+    first = stmts[0]
+    return isinstance(first, ast.Return) or (
+        isinstance(first, (ast.Expr, ast.Raise))
+        and any(
+            isinstance(n, ast.Call) and (dotted_name(n.func) or "").rsplit(".", 1)[-1] in _SKIP_CALLS
+            for n in ast.walk(first)
+        )
+    )
+
+
 def _skip_guards(body: list[ast.stmt], flags: Flags) -> Iterator[DeviceNeed]:
     """`if not TEST_CUDA: self.skipTest(...)` (or raise SkipTest / return) among the first
-    statements: the rest of the test runs only when the condition is false."""
+    statements, or `if TEST_CUDA: ... else: self.skipTest(...)`: the test goes on only with the
+    device."""
     for stmt in body[:4]:
-        if not isinstance(stmt, ast.If) or not stmt.body:
+        if not isinstance(stmt, ast.If):
             continue
-        first = stmt.body[0]
-        skips = isinstance(first, ast.Return) or (
-            isinstance(first, (ast.Expr, ast.Raise))
-            and any(
-                isinstance(n, ast.Call) and (dotted_name(n.func) or "").rsplit(".", 1)[-1] in _SKIP_CALLS
-                for n in ast.walk(first)
-            )
-        )
-        if skips:
-            for need in requires(stmt.test, False, flags):
-                yield DeviceNeed(need, stmt.lineno, f"if {short_text(stmt.test)}: skip")
+        for branch, truth, shape in ((stmt.body, False, "{}: skip"), (stmt.orelse, True, "{}: ... else: skip")):
+            if _leaves(branch):
+                for need in requires(stmt.test, truth, flags):
+                    yield DeviceNeed(need, stmt.lineno, "if " + shape.format(short_text(stmt.test)))
+
+
+def _on_a_device(test: ast.expr) -> bool | None:
+    """A comparison with a device's name (`t.device.type == "cuda"`, `"cuda" in str(device)`):
+    True when it holds only on that device, False when it fails only there, else None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    named = [s for s in (left, right) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+    if not any(_DEVICE_STRING.match(str(s.value)) for s in named):
+        return None
+    left_named = left in named
+    if isinstance(op, (ast.Eq, ast.Is)) or (isinstance(op, ast.In) and left_named):
+        return True
+    if isinstance(op, (ast.NotEq, ast.IsNot)) or (isinstance(op, ast.NotIn) and left_named):
+        return False
+    return None
+
+
+def _device_only(test: ast.expr, truth: bool, flags: Flags) -> bool:
+    """Whether `test` takes `truth` only when a device is there (a probe, a flag, a comparison
+    with a device's name)."""
+    return bool(requires(test, truth, flags)) or _on_a_device(test) is truth
+
+
+def _device_branches(nodes: list[ast.AST], flags: Flags) -> set[int]:
+    """The nodes (by id) of the branches that run only when a device is there
+    (`if torch.cuda.is_available(): x = x.cuda()`, `x.cuda() if TEST_CUDA else x`,
+    `if t.device.type == "cuda": torch.cuda.synchronize()`): the test runs without the device too,
+    so what they use is no need of it.  Not when the other branch leaves the test: that is a guard
+    (`_skip_guards`)."""
+    inside: set[int] = set()
+    for node in nodes:
+        if isinstance(node, ast.If):
+            sides = ((node.body, node.orelse, True), (node.orelse, node.body, False))
+            for branch, other, truth in sides:
+                if branch and not _leaves(other) and _device_only(node.test, truth, flags):
+                    inside.update(id(n) for stmt in branch for n in nodes_of(stmt))
+        elif isinstance(node, ast.IfExp):
+            for expr, truth in ((node.body, True), (node.orelse, False)):
+                if _device_only(node.test, truth, flags):
+                    inside.update(id(n) for n in nodes_of(expr))
+    return inside
 
 
 def _needs_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST], flags: Flags) -> list[DeviceNeed]:
     """What a test (or a setUp-style method) needs: its guards, its early skips, and over `nodes`
     (its own, decorators and defaults included) the devices it places data on and the device
-    APIs it calls."""
+    APIs it calls, outside the branches that run only when the device is there."""
     found: list[DeviceNeed] = []
     for dec in fn.decorator_list:
         found += _needs_of_decorator(dec, flags)
     found += _skip_guards(fn.body, flags)
+    conditional = _device_branches(nodes, flags)
     for node in nodes:
+        if id(node) in conditional:
+            continue
         if isinstance(node, ast.Call):
             call_need = _needs_of_call(node)
             if call_need is not None:
