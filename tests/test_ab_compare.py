@@ -141,34 +141,40 @@ def test_categories(a, b, expected):
 # The whole outcome matrix, written out again: kind in A (rows) x kind in B (columns) ->
 # category. "=" is a failure in both arms (decided by the signatures), "~" a crash in both
 # (decided by the signals); "absent" is a test the arm does not have.
-_KINDS = ("pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun", "deselected", "absent")
+_KINDS = ("pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun", "deselected", "incomplete", "absent")
 LOST = "coverage-lost"
+INC = "incomplete"
+INCON = "inconclusive"
 _EXPECTED = {
-    "pass":    ("same-pass", "new-failure", LOST, "new-failure", "same-pass", "crash", "timeout", LOST, LOST, LOST),
-    "fail":    ("fixed", "=", LOST, "different-failure", "fixed", "crash", "timeout", LOST, LOST, LOST),
+    "pass":    ("same-pass", "new-failure", LOST, "new-failure", "same-pass", "crash", "timeout", LOST, LOST, INC, LOST),
+    "fail":    ("fixed", "=", LOST, "different-failure", "fixed", "crash", "timeout", LOST, LOST, INC, LOST),
     "skip":    ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                "inconclusive", "missing-in-b", "missing-in-b"),
-    "xfail":   ("fixed", "new-failure", LOST, "same-pass", "xfail-to-xpass", "crash", "timeout", LOST, LOST, LOST),
-    "xpass":   ("same-pass", "new-failure", LOST, "xpass-to-xfail", "same-pass", "crash", "timeout", LOST, LOST,
+                INCON, "missing-in-b", INCON, "missing-in-b"),
+    "xfail":   ("fixed", "new-failure", LOST, "same-pass", "xfail-to-xpass", "crash", "timeout", LOST, LOST, INC,
                 LOST),
-    "crash":   ("fixed", "different-failure", LOST, "fixed", "fixed", "~", "timeout", LOST, LOST, LOST),
-    "timeout": ("fixed", "different-failure", LOST, "fixed", "fixed", "crash", "pre-existing", LOST, LOST, LOST),
+    "xpass":   ("same-pass", "new-failure", LOST, "xpass-to-xfail", "same-pass", "crash", "timeout", LOST, LOST, INC,
+                LOST),
+    "crash":   ("fixed", "different-failure", LOST, "fixed", "fixed", "~", "timeout", LOST, LOST, INC, LOST),
+    "timeout": ("fixed", "different-failure", LOST, "fixed", "fixed", "crash", "pre-existing", LOST, LOST, INC, LOST),
     "notrun":  ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                "inconclusive", "missing-in-b", "missing-in-b"),
+                INCON, "missing-in-b", INCON, "missing-in-b"),
     "deselected": ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                   "inconclusive", "same-skip", "same-skip"),
-    "absent":  ("added-in-b",) * 9 + ("same-skip",),
+                   INCON, "same-skip", INCON, "same-skip"),
+    # incomplete in A (started, never concluded): no outcome in A, as a test its file never ran
+    "incomplete": ("newly-run", "new-failure", INCON, "newly-run", "newly-run", "crash", "timeout",
+                   INCON, "missing-in-b", INCON, "missing-in-b"),
+    "absent":  ("added-in-b",) * 10 + ("same-skip",),
 }
 _OUTCOMES_OF = {"pass": ["passed"], "fail": ["failed", "error"], "skip": ["skipped"], "xfail": ["xfailed"],
                 "xpass": ["xpassed"], "crash": ["crashed"], "timeout": ["timeout"], "notrun": ["not-run"],
-                "deselected": ["deselected"], "absent": [None]}
+                "deselected": ["deselected"], "incomplete": ["incomplete"], "absent": [None]}
 
 
 def test_the_outcome_matrix_has_every_cell():
     assert set(_OUTCOMES_OF) == set(_KINDS) == {str(k) for k in C.OutcomeKind}
     assert sorted(x for xs in _OUTCOMES_OF.values() for x in xs if x) == sorted(OutcomeValue)
     assert set(C.MATRIX) == set(itertools.product(C.OutcomeKind, C.OutcomeKind))
-    assert len(C.MATRIX) == 100
+    assert len(C.MATRIX) == 121
 
 
 @pytest.mark.parametrize("ka,kb", list(itertools.product(_KINDS, _KINDS)))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from codemod.ab.arms import trees as _trees
 from codemod.ab.arms.structure import read_structure
-from codemod.ab.result.model import Changes, ClassChange, FileChange
+from codemod.ab.result.diff import Changes, ClassChange, FileChange
 
 _LABEL = re.compile(r"^\s+hw_classification\s*(?::[^=]*)?=\s*(?:[\w.]*\.)?HardwareClassification\.(\w+)")
 _WEIGHTS_ONLY = re.compile(r"weights_only\s*=\s*([\w.]+)")

@@ -438,6 +438,7 @@ class _Jobs:
             ar.collection_errors.update(fr.collection_errors)
             ar.collection_skips.update(fr.collection_skips)
             ar.crashes.extend(fr.crashes)
+            ar.accounting.extend(fr.accounting)
             ar.duration += fr.duration
             if fr.arm in ("A", "B"):
                 durations = self.result.file_durations

@@ -3,7 +3,8 @@ changed between the arms, and what the runner set and warned about."""
 
 from __future__ import annotations
 
-from codemod.ab.result.model import ABResult, InstantiationChange
+from codemod.ab.result.diff import InstantiationChange
+from codemod.ab.result.model import ABResult
 from codemod.report.ab.fmt import Fmt
 
 
