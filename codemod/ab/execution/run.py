@@ -222,6 +222,7 @@ def _conclude(result: ABResult, opts: RunOptions, b_root: Path) -> None:
         files = sorted({file_of(n) for n in b.outcomes})
         result.runtime = _coverage.runtime_findings(b, _coverage.read_sources(b_root, files))
     result.not_exercised = _coverage.not_exercised(result.changes, result.environment)
+    _coverage.explain_narrowed(result.changes, result.mapping, result.arm("A"))
     result.verdict, result.verdict_reason = _cmp.verdict(result)
 
 
