@@ -43,6 +43,8 @@ COUNTED_AS = {
 # pytest.ExitCode values that mean the session did not run to its end.
 STOP_STATUSES = {2: "interrupted", 3: "internal error", 4: "usage error"}
 _EXIT_TYPES = ("_pytest.outcomes.Exit", "pytest.Exit")
+# session.shouldstop ends a session by this exception (pytest names its module "builtins")
+_INTERRUPTED_TYPES = ("Interrupted", "_pytest.main.Interrupted")
 
 
 @dataclass(kw_only=True)
@@ -70,7 +72,7 @@ def stopped_by(account: PytestAccount, exit_status: int) -> str:
         kind, message = exc.get("type") or "", (exc.get("message") or "").strip()
         if kind in _EXIT_TYPES:
             return f"pytest.exit({message!r})"
-        if kind.endswith(".Interrupted") and message:  # session.shouldstop
+        if kind in _INTERRUPTED_TYPES and message:  # session.shouldstop
             return f"pytest was told to stop: {message}"
         return f"{kind}: {message}" if message else kind
     if account.get("shouldstop"):

@@ -39,6 +39,7 @@ from codemod.ab.arms.options import RunOptions, check_options, parse_shard
 from codemod.ab.arms.sources import ArmSpec, Sources
 from codemod.ab.comparison import compare as _cmp
 from codemod.ab.comparison import coverage as _coverage
+from codemod.ab.comparison import merge as _merge
 from codemod.ab.comparison import signature as _sig
 from codemod.ab.execution import envprobe as _envprobe
 from codemod.ab.execution import interpreter as _interp
@@ -155,6 +156,8 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
         _arms.name_walked_dirs(specs, sources.sel, work)
         files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
+        code = {n: (specs[n].commit, specs[n].tree or _merge.tree_digest(specs[n].root, files.by_arm[n])) for n in "AB"}
+        result.identity = _merge.identify(code, shard[1] if shard else 1, result.tool_version, _merge.request_of(opts))
         filtered = _label_filter(opts, specs, arm_errors, files, work)
         # warm interpreters: they import in the background while the interpreter check ends
         # and the probe and the --hw-classification check run

@@ -463,13 +463,15 @@ class PlanRun:
 class RunIdentity:
     """What makes shards one run (`ab merge` takes the shards of exactly one): the code of
     both arms, the tool, the number of shards, and `run_id`, a digest of all of it and of
-    what the run was asked (paths, options)."""
+    what the run was asked (`request`: its paths and the options that change outcomes)."""
 
     run_id: str
     base_commit: str = ""  # arm A's commit ("" = not from git)
-    b_tree: str = ""  # a digest of arm B's files (its tree id when B is a commit)
+    a_tree: str = ""  # arm A's tree id, or a digest of its files and their pytest configuration
+    b_tree: str = ""  # ... arm B's
     tool_version: str = ""
     shards: int = 1
+    request: str = ""  # a digest of the paths and options
 
 
 @dataclass(kw_only=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codemod.report.shared import i18n_coverage
+from codemod.report.shared import i18n_accounting, i18n_coverage
 
 LANGS = ("en", "zh")
 
@@ -457,6 +457,7 @@ STRINGS: dict[str, dict[str, _Entry]] = {
 
 
 STRINGS.update(i18n_coverage.STRINGS)
+STRINGS.update(i18n_accounting.STRINGS)
 
 
 def check_lang(lang: str) -> str:
