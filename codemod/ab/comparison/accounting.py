@@ -41,7 +41,7 @@ COUNTED_AS = {
     OutcomeValue.XPASSED: "xpassed",
 }
 # pytest.ExitCode values that mean the session did not run to its end.
-STOP_STATUSES = {2: "interrupted", 3: "internal error", 4: "usage error"}
+STOP_STATUSES = {2: "an interruption", 3: "an internal error", 4: "a usage error"}
 _EXIT_TYPES = ("_pytest.outcomes.Exit", "pytest.Exit")
 # session.shouldstop ends a session by this exception (pytest names its module "builtins")
 _INTERRUPTED_TYPES = ("Interrupted", "_pytest.main.Interrupted")
@@ -80,7 +80,7 @@ def stopped_by(account: PytestAccount, exit_status: int) -> str:
     if account.get("shouldfail"):
         return f"pytest was told to fail: {account['shouldfail']}"
     if exit_status in STOP_STATUSES:
-        return f"exit status {exit_status} ({STOP_STATUSES[exit_status]})"
+        return STOP_STATUSES[exit_status]
     return ""
 
 

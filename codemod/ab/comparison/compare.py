@@ -261,7 +261,12 @@ def sort_rows(rows: list[TestComparison]) -> None:
     rows.sort(key=lambda r: (CATEGORY_RANK[r.category], r.nodeid))
 
 
-def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = None) -> list[TestComparison]:
+def compare_arms(
+    a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = None, paths: Iterable[str] = ()
+) -> list[TestComparison]:
+    """Every test's row; `paths`: the run's selection (a test of a file it names only by node
+    ids is never said to be the file's last: B did not run the rest of it)."""
+    partial = {file_of(p) for p in paths if "::" in p} - {p for p in paths if "::" not in p}
     oa = effective_outcomes(a, b)
     ob = effective_outcomes(b, a)
     pairs = _mapped_pairs(oa, mapping or {})  # A node id -> B node id
@@ -279,7 +284,7 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = No
         cat, note = categorize(oa[nodeid], bo)
         if bo is None and pairs.get(nodeid) == "" and cat == Category.COVERAGE_LOST:
             note = "not generated in B (--map retires it), although it ran in A"
-        elif bo is None and not any(file_of(n) == file_of(bid) for n in ob):
+        elif bo is None and file_of(bid) not in partial and not any(file_of(n) == file_of(bid) for n in ob):
             note = f"{note}: B collects no test of {file_of(bid)}"
         row = TestComparison(nodeid=bid, category=cat, a=oa[nodeid], b=bo, note=note)
         if bid != nodeid:

@@ -182,7 +182,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     # arms' files still run
     arms = jobs.results(["A", "B"], work)
     a, b = arms["A"], arms["B"]
-    rows = _cmp.compare_arms(a, b, opts.mapping)
+    rows = _cmp.compare_arms(a, b, opts.mapping, result.paths)
     if opts.confirm > 0 and a.ran and b.ran:
         confirm_discordant(rows, runners["A"], runners["B"], a, b, opts.confirm, pool, stop, say)
     result.tests = rows
@@ -473,6 +473,8 @@ class _Jobs:
         """The arm's reproduction command: its files, from where its files come from."""
         spec = self.specs[name]
         run_files = [x for f in self.files.run for x in self.files.by_arm[name].get(f, [])]
+        if not run_files:
+            return ""  # nothing ran: pytest without paths would run every test of the checkout
         home = self.sources.arms["A" if name == "A" or spec.based_on == "A" else "B"].root
         return _arms.repro_command(
             spec,

@@ -144,7 +144,8 @@ def arm_description(arm, result: ABResult, f: Fmt) -> str:
     if source.startswith("git:"):
         return f.say("arm.git", ref=f.code(source[4:]))
     if source == "worktree":
-        return f.say("arm.worktree")
+        # the files run were a commit (a refactor's branch): not "uncommitted changes included"
+        return f.say("arm.worktree_commit", commit=f.code(arm.commit[:12])) if arm.commit else f.say("arm.worktree")
     if source.startswith("dir:"):
         return f.say("arm.dir", path=f.code(source[4:]))
     return f.text(arm.label)
