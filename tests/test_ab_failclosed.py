@@ -33,7 +33,7 @@ from codemod.ab.result.model import (
     Phase,
 )
 from codemod.ab.result.model import TestComparison as Row
-from codemod.report.ab import terminal
+from codemod.report.ab import junit, terminal
 from codemod.report.ab.background import arm_description
 from codemod.report.ab.fmt import Fmt
 from codemod.report.ab.markdown import render as markdown
@@ -539,3 +539,12 @@ def test_a_work_tree_that_was_a_commit_is_described_so():
     arm.commit = ""
     assert arm_description(arm, ABResult(), _Plain("en")) == "the work tree, uncommitted changes included"
     assert "PYTHONDONTWRITEBYTECODE=1" in markdown(ABResult(), "en") and "rather than" not in markdown(ABResult(), "en")
+
+
+def test_junit_reports_an_incomplete_test_as_an_error():
+    b = Outcome(nodeid="t.py::x", outcome="incomplete", message="stopped in its call phase: pytest.exit('done')")
+    r = _result([Row(nodeid="t.py::x", category=Category.INCOMPLETE, a=Outcome(nodeid="t.py::x", outcome="passed"),
+                     b=b)])
+    xml = junit.render(r)
+    assert '<error message="stopped in its call phase: pytest.exit(\'done\')" type="ab.incomplete"' in xml
+    assert 'errors="1"' in xml and 'skipped="0"' in xml
