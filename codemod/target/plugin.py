@@ -1,42 +1,45 @@
 """decouple A/B capture plugin: one JSON line per pytest event.
 
-PYTEST_DONT_REWRITE (the warm interpreter imports this module before pytest starts; pytest must
-not warn that it cannot rewrite it)
+PYTEST_DONT_REWRITE (the warm interpreter imports this module before pytest
+starts; pytest must not warn that it cannot rewrite it)
 
-This file is standalone (stdlib + pytest only).  The runner copies it into a private directory as
-``decouple_ab_plugin.py``, puts that directory on the child's PYTHONPATH and loads it with ``-p
-decouple_ab_plugin``.
+This file is standalone (stdlib + pytest only).  The runner copies it into a
+private directory as ``decouple_ab_plugin.py``, puts that directory on the
+child's PYTHONPATH and loads it with ``-p decouple_ab_plugin``.
 
 Environment variables read by the plugin:
 
-``DECOUPLE_AB_EVENTS``    path of the JSON-lines event file (required; the plugin is inert without it).
+``DECOUPLE_AB_EVENTS``    path of the JSON-lines event file (required; the plugin is inert without
+                          it).
 ``DECOUPLE_AB_DESELECT``  path of a file with node ids (one a line) to deselect *exactly* (pytest's
-                          --deselect matches prefixes, which is wrong for ``test_x`` vs ``test_x2``).
+                          --deselect matches prefixes, which is wrong for ``test_x`` vs
+                          ``test_x2``).
 ``DECOUPLE_AB_ONLY``      path of a file with node ids to keep (all others are deselected).
-``DECOUPLE_AB_WALKED``    path of a file with the directories the user selected (one a line, "." for
-                          the invocation directory): a file below one is left out when ``pytest DIR``
-                          would leave it out (collect_ignore...).
-``DECOUPLE_AB_FSYNC``     ``none`` (default), ``start`` (fsync test starts, collection and the sentinel)
-                          or ``all``. Every line is one os.write(2) on an O_APPEND descriptor (kept
-                          when this process dies); fsync only adds protection against the machine
-                          going down (~1 ms a call).
-``DECOUPLE_AB_PARENT``    pid of the runner that started this process: on Linux it dies with its parent
-                          (PR_SET_PDEATHSIG), or exits at once when the parent is gone (forked
-                          processes of the warm interpreter do it themselves).
+``DECOUPLE_AB_WALKED``    path of a file with the directories the user selected (one a line, "."
+                          for the invocation directory): a file below one is left out when ``pytest
+                          DIR`` would leave it out (collect_ignore...).
+``DECOUPLE_AB_FSYNC``     ``none`` (default), ``start`` (fsync test starts, collection and the
+                          sentinel) or ``all``. Every line is one os.write(2) on an O_APPEND
+                          descriptor (kept when this process dies); fsync only adds protection
+                          against the machine going down (~1 ms a call).
+``DECOUPLE_AB_PARENT``    pid of the runner that started this process: on Linux it dies with its
+                          parent (PR_SET_PDEATHSIG), or exits at once when the parent is gone
+                          (forked processes of the warm interpreter do it themselves).
 
-Events (key ``ev``; their shapes are the ``*Event`` TypedDicts of ``eventtypes.py``, which the runner
-reads the lines as): ``session`` (first line), ``deselected`` (tests the collection dropped, with the reason: an
-option such as ``-k``, a hook, the directory walk; the runner's own ONLY / DESELECT lists are not
-recorded), ``collected`` (node ids after deselection, and the census: the ``hw_classification`` each
-test's class carries at run time), ``collecterror``, ``collectskip`` (a module-level
-``pytest.skip(allow_module_level=True)``, with the reason), ``start``, ``report`` (one per phase and
-per subtest), ``finish``, ``end`` (sentinel, with the exit status and pytest's own account of the
-session, which the runner reconciles the events with); ``plugin-error`` when an event could not be
-encoded or the account read. Every event carries ``t``, the time it was written.
+Events (key ``ev``; their shapes are the ``*Event`` TypedDicts of ``eventtypes.py``, which the
+runner reads the lines as): ``session`` (first line), ``deselected`` (tests the collection dropped,
+with the reason: an option such as ``-k``, a hook, the directory walk; the runner's own ONLY /
+DESELECT lists are not recorded), ``collected`` (node ids after deselection, and the census: the
+``hw_classification`` each test's class carries at run time), ``collecterror``, ``collectskip`` (a
+module-level ``pytest.skip(allow_module_level=True)``, with the reason), ``start``, ``report`` (one
+per phase and per subtest), ``finish``, ``end`` (sentinel, with the exit status and pytest's own
+account of the session, which the runner reconciles the events with); ``plugin-error`` when an
+event could not be encoded or the account read. Every event carries ``t``, the time it was written.
 
 Node ids are rewritten relative to the invocation directory (the arm root): pytest makes them
 relative to its rootdir, which is a subdirectory when a pytest.ini lives below the root, and such
-ids are not valid arguments from the arm root. The ONLY / DESELECT lists use the rewritten form too.
+ids are not valid arguments from the arm root. The ONLY / DESELECT lists use the rewritten form
+too.
 """
 
 from __future__ import annotations
