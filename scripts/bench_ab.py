@@ -417,7 +417,7 @@ def main() -> int:
         # capture overhead: same process, plugin on/off
         support = tmp / "support"
         support.mkdir()
-        shutil.copy2(PROJECT / "codemod" / "ab" / "plugin.py", support / "decouple_ab_plugin.py")
+        shutil.copy2(PROJECT / "codemod" / "target" / "plugin.py", support / "decouple_ab_plugin.py")
         penv = dict(env)
         penv["PYTHONPATH"] = str(support) + os.pathsep + env.get("PYTHONPATH", "")
         tiny = tmp / "tiny"

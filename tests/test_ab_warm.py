@@ -316,7 +316,7 @@ def test_sigkill_of_the_runner_kills_its_tests_and_the_next_run_reaps_its_root(t
 
 def test_claim_root_is_released_by_the_kernel(tmp_path):
     root = Path(tempfile.mkdtemp(prefix="decouple-ab-", dir=tmp_path))
-    code = ("import sys, time; sys.path.insert(0, %r); from codemod.ab import processes as procs; "
+    code = ("import sys, time; sys.path.insert(0, %r); from codemod.ab.execution import processes as procs; "
             "procs.claim_root(%r); print('ok', flush=True); time.sleep(600)") % (str(PROJECT), str(root))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -393,7 +393,7 @@ def _answer_probe(tmp_path: Path, test_body: str, conftest: str = "", exit_code:
     path of its answer (absent when it gave none)."""
     support = tmp_path / "support"
     support.mkdir(exist_ok=True)
-    shutil.copy2(PROJECT / "codemod" / "ab" / "probe.py", support / "decouple_ab_probe.py")
+    shutil.copy2(PROJECT / "codemod" / "target" / "probe.py", support / "decouple_ab_probe.py")
     (tmp_path / "conftest.py").write_text(conftest)
     (tmp_path / "test_it.py").write_text(test_body)
     answer = tmp_path / "answer.json"
