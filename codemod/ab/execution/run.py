@@ -53,7 +53,7 @@ from codemod.ab.execution.filerun import PLUGIN_MODULE, ArmRunner
 from codemod.ab.execution.interpreter import ForkServer
 from codemod.ab.execution.packrun import PackRunner, packing, packs_per_arm, plan_packs
 from codemod.ab.execution.processes import Interrupted, SlotPool, kill_all_children, wait_all
-from codemod.ab.result.model import ABResult, ArmResult, Environment, file_of
+from codemod.ab.result.model import ABResult, ArmResult, Environment, RunIdentity, file_of
 from codemod.ab.result.notices import Notice
 from codemod.target import SOURCES as TARGET_FILES
 from codemod.util.reaper import orphans_reaped
@@ -143,21 +143,19 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         python=opts.python,
         shard=opts.shard,
+        base_ref=opts.base or None,
         mapping=dict(opts.mapping),
     )
     support = _support_files(work, "probe.py")
     with _outranked_by(checked):
         sources = _arms.resolve_sources(opts, cwd)
-        if opts.base:
-            result.base_ref = opts.base
         result.paths = list(sources.sel.paths)
         base_env = dict(os.environ)
         arm_env = _arm_environment(opts, base_env, sources, result, say)
         specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
         _arms.name_walked_dirs(specs, sources.sel, work)
         files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
-        code = {n: (specs[n].commit, specs[n].tree or _merge.tree_digest(specs[n].root, files.by_arm[n])) for n in "AB"}
-        result.identity = _merge.identify(code, shard[1] if shard else 1, result.tool_version, _merge.request_of(opts))
+        result.identity = _identity(specs, files, shard[1] if shard else 1, opts, result.tool_version)
         filtered = _label_filter(opts, specs, arm_errors, files, work)
         # warm interpreters: they import in the background while the interpreter check ends
         # and the probe and the --hw-classification check run
@@ -227,6 +225,12 @@ def _conclude(result: ABResult, opts: RunOptions, b_root: Path) -> None:
     result.not_exercised = _coverage.not_exercised(result.changes, result.environment)
     _coverage.explain_narrowed(result.changes, result.mapping, result.arm("A"))
     result.verdict, result.verdict_reason = _cmp.verdict(result)
+
+
+def _identity(specs: dict[str, ArmSpec], files: _Files, shards: int, opts: RunOptions, tool: str) -> RunIdentity:
+    """What makes this run's shards one run (`ab merge` checks it)."""
+    code = {n: (specs[n].commit, specs[n].tree or _merge.tree_digest(specs[n].root, files.by_arm[n])) for n in "AB"}
+    return _merge.identify(code, shards, tool, _merge.request_of(opts))
 
 
 def _label_filter(
