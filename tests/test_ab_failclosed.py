@@ -242,6 +242,20 @@ def test_no_terminal_reporter_is_said(tmp_path):
     assert [f.issue for f in fr.accounting] == ["no-reporter"]
 
 
+def test_a_process_that_ends_before_its_session_gives_no_account(tmp_path):
+    root = _file(tmp_path, PLAIN)
+    (tmp_path / "conftest.py").write_text(
+        "import os\n\nimport pytest\n\n\n@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_sessionfinish(session):\n    os._exit(0)\n")
+    fr = run_single_file(root, "test_f.py")
+    assert {o.outcome for o in fr.outcomes.values()} == {"passed"}       # what the reports say stays
+    (none,) = fr.accounting
+    assert (none.issue, none.stopped_by) == ("no-account", "the process ended (exit code 0) between tests, "
+                                                            "before the session did")
+    assert accounting.describe("B", none) == ("arm B: no account of pytest's session of test_f.py (the process "
+                                              "ended (exit code 0) between tests, before the session did)")
+
+
 def test_every_ordinary_outcome_agrees_with_pytest_s_account(tmp_path):
     # the control: skips, xfails (strict and not), subtests, errors in setup and teardown,
     # a module-level collection error in another file: no finding, no incomplete test

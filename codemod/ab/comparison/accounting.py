@@ -220,7 +220,7 @@ def describe(arm: str, finding: AccountFinding) -> str:
     if issue == AccountIssue.FAILURES_UNSEEN:
         return f"arm {arm}: pytest counted {p.get('failures', 0)} failures in {where}, the events none"
     if issue == AccountIssue.NO_ACCOUNT:
-        return f"arm {arm}: pytest's own account of {where} could not be read"
+        return f"arm {arm}: no account of pytest's session of {where} ({finding.stopped_by or 'it could not be read'})"
     return f"arm {arm}: pytest ran {where} without its terminal reporter (-p no:terminal): its counts were not compared"
 
 

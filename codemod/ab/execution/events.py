@@ -30,7 +30,7 @@ from codemod.ab.comparison.testevents import (
     next_phase,
     stopped_in,
 )
-from codemod.ab.result.model import AccountFinding, Outcome, OutcomeValue, Phase, file_of
+from codemod.ab.result.model import AccountFinding, AccountIssue, Outcome, OutcomeValue, Phase, file_of
 from codemod.ab.result.notices import Notice
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
@@ -214,6 +214,16 @@ class FileEvents:
         self.stopped_by = reconciled.stopped_by
         self.doubts.update(reconciled.doubts)
         self.res.accounting.extend(reconciled.findings)
+
+    def unaccounted(self, status: str) -> AccountFinding | None:
+        """The process ended between tests, before its session did: the tests it ran keep what
+        their reports say, but pytest never gave its account of them (never SAFE then); None
+        when it ran none."""
+        if not self.session.outcomes:
+            return None
+        why = f"the process ended ({status}) between tests, before the session did"
+        files = sorted({file_of(n) for n in self.session.outcomes})
+        return AccountFinding(issue=AccountIssue.NO_ACCOUNT, files=files, stopped_by=why)
 
     def remaining(self) -> list[str]:
         return [n for n in self.collected if n not in self.excluded]

@@ -206,6 +206,8 @@ class PackRunner(ArmRunner):
         """Record why a pack's process ended early on the test it concerns; whether the
         rest of the pack runs in a new process (False: its files go on alone)."""
         acc = said.whole.current
+        if acc is None and killed is None and not said.elsewhere:
+            pack.unaccounted(said.everyone, processes.signame(rc))  # it died between tests
         if said.elsewhere or killed == Kill.COLLECT_TIMEOUT or acc is None:
             return False  # nothing to pin it on (nor a test running when it was stopped)
         file = file_of(acc.nodeid)
@@ -315,6 +317,14 @@ class _Pack:
             doubts = {n: why for n, why in reconciled.doubts.items() if file_of(n) == f}
             findings = reconciled.findings if f == owner else []
             e.settle(Reconciled(findings=findings, doubts=doubts, stopped_by=reconciled.stopped_by))
+
+    def unaccounted(self, everyone: FileEvents, status: str) -> None:
+        """The session ended between tests without pytest's account: said once, on the first
+        of its files, naming them all."""
+        finding = everyone.unaccounted(status)
+        if finding is not None:
+            owner = next((f for f in self.files if f in finding.files), next(iter(self.files)))
+            self.files[owner].res.accounting.append(finding)
 
     def went_alone(self, file: str, finished: dict[str, Outcome], alone: FileRun) -> None:
         """A file's result: what its pack finished, then what it did on its own."""

@@ -37,9 +37,10 @@ STRINGS: dict[str, dict[str, str | dict[str, str]]] = {
         "zh": "{arm} 组：pytest 在 {files} 中计有 {p} 个失败，事件记录中没有",
     },
     "acc.no-account": {
-        "en": "arm {arm}: pytest's own account of {files} could not be read",
-        "zh": "{arm} 组：无法读取 pytest 自身对 {files} 的统计",
+        "en": "arm {arm}: no account of pytest's session of {files} ({why})",
+        "zh": "{arm} 组：pytest 对 {files} 的会话没有留下自身的统计（{why}）",
     },
+    "acc.unreadable": {"en": "it could not be read", "zh": "无法读取"},
     "acc.no-reporter": {
         "en": "arm {arm}: pytest ran {files} without its terminal reporter ({option}): its counts were not compared",
         "zh": "{arm} 组：pytest 运行 {files} 时未加载终端报告插件（{option}），无法比对其统计",
