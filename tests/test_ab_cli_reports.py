@@ -183,7 +183,8 @@ def test_merge_refuses_what_is_not_one_run_naming_the_files(tmp_path):
     path = {name: str(tmp_path / name) for name in files}
     res = invoke(["merge", path["now-1.json"], path["then-2.json"]])
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert "now-1.json and " in res.output and "then-2.json are not shards of one run" in res.output
+    assert "not the shards of one run but of 2 runs" in res.output
+    assert "now-1.json;" in res.output and "then-2.json)" in res.output
     assert "arm B's files (files:x vs files:old)" in res.output
     res = invoke(["merge", path["now-1.json"], path["now-1.json"], path["now-2.json"]])
     assert res.exit_code == 2 and "shard 1/2 given twice" in res.output

@@ -378,8 +378,12 @@ def test_merge_takes_exactly_one_run():
     (stale,) = _shards(1 + 1, run_id="run0", b_tree="files:old")[1:]
     with pytest.raises(MergeError) as err:
         merge([r1, stale], ["now-1.json", "then-2.json"])
-    assert str(err.value) == ("now-1.json and then-2.json are not shards of one run: they differ in "
-                              "arm B's files (files:b vs files:old)")
+    assert str(err.value) == ("these results are not the shards of one run but of 2 runs (now-1.json; then-2.json): "
+                              "they differ in arm B's files (files:b vs files:old)")
+    # an earlier run's shards given with this run's: every file is named, by run
+    (s1, s2), (old1, old2) = _shards(), _shards(run_id="run0", b_tree="files:old")
+    with pytest.raises(MergeError, match=r"of 2 runs \(then-1.json, then-2.json; now-1.json, now-2.json\)"):
+        merge([old1, old2, s1, s2], ["then-1.json", "then-2.json", "now-1.json", "now-2.json"])
     # another repository: another base
     (other,) = _shards(2, run_id="run9", base_commit="c" * 40, a_tree="c" * 40)[1:]
     with pytest.raises(MergeError, match="differ in base commit .*; arm A's files"):

@@ -109,17 +109,24 @@ def check_one_run(results: Sequence[ABResult], names: Sequence[str], allow_missi
                 f"{', '.join(unnamed)}: no run identity (a result of decouple before schema 5): "
                 "cannot tell whether it belongs to the same run; rerun its shards"
             )
-        first = results[0].identity
-        assert first is not None
-        for name, r in zip(names[1:], results[1:], strict=True):
+        runs: dict[str, list[str]] = {}  # run id -> its files, in the order given
+        identities: dict[str, RunIdentity] = {}
+        for name, r in zip(names, results, strict=True):
             assert r.identity is not None
-            if r.identity.run_id != first.run_id:
-                differ = [
-                    f"{label} ({getattr(first, key) or '-'} vs {getattr(r.identity, key) or '-'})"
-                    for key, label in _DIFFERENCES
-                    if getattr(first, key) != getattr(r.identity, key)
-                ] or ["run id"]
-                raise MergeError(f"{names[0]} and {name} are not shards of one run: they differ in {'; '.join(differ)}")
+            runs.setdefault(r.identity.run_id, []).append(name)
+            identities.setdefault(r.identity.run_id, r.identity)
+        if len(runs) > 1:
+            first, second = list(identities.values())[:2]
+            differ = [
+                f"{label} ({getattr(first, key) or '-'} vs {getattr(second, key) or '-'})"
+                for key, label in _DIFFERENCES
+                if getattr(first, key) != getattr(second, key)
+            ] or ["run id"]
+            groups = "; ".join(", ".join(files) for files in runs.values())
+            raise MergeError(
+                f"these results are not the shards of one run but of {len(runs)} runs ({groups}): "
+                f"they differ in {'; '.join(differ)}"
+            )
     return _shard_set(results, names, allow_missing)
 
 
