@@ -63,6 +63,7 @@ class Reconciled:
     findings: list[AccountFinding] = field(default_factory=list)
     doubts: dict[str, str] = field(default_factory=dict)  # node id -> why it is incomplete
     stopped_by: str = ""  # what ended the session early ("" = nothing did)
+    ran_none: bool = False  # it collected tests and ran no call phase
 
 
 def stopped_by(account: PytestAccount, exit_status: int) -> str:
@@ -94,7 +95,7 @@ def reconcile(account: PytestAccount | None, exit_status: int, view: SessionView
     out.stopped_by = stopped_by(account, exit_status)
     stats = account.get("stats")
     counted = _counted(stats or {})
-    ran_none = stats is not None and not counted and not out.stopped_by and bool(view.collected)
+    ran_none = out.ran_none = stats is not None and not counted and not out.stopped_by and bool(view.collected)
     for nid, o in view.outcomes.items():
         if o.outcome == OutcomeValue.INCOMPLETE:
             out.doubts[nid] = _why_incomplete(view.stopped_in.get(nid, Phase.CALL), out.stopped_by, ran_none)

@@ -162,7 +162,7 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     (K.FAIL, K.XPASS): (C.FIXED, "passes in B (marked xfail)"),
     # skipped in A
     (K.SKIP, K.SKIP): (C.SAME_SKIP, ""),
-    (K.SKIP, K.NOTRUN): (C.INCONCLUSIVE, "skipped in A, never run in B (the file was stopped before it)"),
+    (K.SKIP, K.NOTRUN): (C.INCONCLUSIVE, "skipped in A, never run in B"),
     (K.SKIP, K.INCOMPLETE): (C.INCONCLUSIVE, "skipped in A, incomplete in B"),
     (K.SKIP, K.DESELECTED): (C.MISSING_IN_B, ""),
     (K.SKIP, K.ABSENT): (C.MISSING_IN_B, ""),
@@ -188,7 +188,7 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     **{(K.TIMEOUT, b): (C.FIXED, "timeout in A") for b in (K.PASS, K.XPASS, K.XFAIL)},
     (K.TIMEOUT, K.FAIL): (C.DIFFERENT_FAILURE, "timeout in A"),
     # not run in A (its file was stopped before it)
-    (K.NOTRUN, K.NOTRUN): (C.INCONCLUSIVE, "run in neither arm (the file was stopped before it)"),
+    (K.NOTRUN, K.NOTRUN): (C.INCONCLUSIVE, "run in neither arm"),
     (K.NOTRUN, K.INCOMPLETE): (C.INCONCLUSIVE, "not run in A, incomplete in B"),
     (K.NOTRUN, K.FAIL): (C.NEW_FAILURE, "not run in A"),
     (K.NOTRUN, K.SKIP): (C.SAME_SKIP, "not run in A"),
@@ -199,7 +199,7 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     (K.DESELECTED, K.DESELECTED): (C.SAME_SKIP, "deselected in both arms"),
     (K.DESELECTED, K.SKIP): (C.SAME_SKIP, "deselected in A"),
     (K.DESELECTED, K.ABSENT): (C.SAME_SKIP, "deselected in A, absent from B"),
-    (K.DESELECTED, K.NOTRUN): (C.INCONCLUSIVE, "deselected in A, never run in B (the file was stopped before it)"),
+    (K.DESELECTED, K.NOTRUN): (C.INCONCLUSIVE, "deselected in A, never run in B"),
     (K.DESELECTED, K.INCOMPLETE): (C.INCONCLUSIVE, "deselected in A, incomplete in B"),
     (K.DESELECTED, K.FAIL): (C.NEW_FAILURE, "deselected in A"),
     **{(K.DESELECTED, b): (C.NEWLY_RUN, "deselected in A") for b in (K.PASS, K.XFAIL, K.XPASS)},
@@ -224,6 +224,8 @@ def categorize(a: Outcome | None, b: Outcome | None) -> Cell:
     cat, note = cell
     if cat in (Category.COVERAGE_LOST, Category.MISSING_IN_B, Category.INCOMPLETE):
         note = _left_out_note(cat, a, b)
+    if cat == Category.INCONCLUSIVE and b is not None and b.outcome == OutcomeValue.NOT_RUN and b.message:
+        note = f"{note}: {b.message}"  # why B never ran it: its file was stopped, its session ended...
     for side, o in (("A", a), ("B", b)):
         if o is not None and o.phase == Phase.COLLECT and o.outcome == OutcomeValue.SKIPPED and not note:
             note = f"module skipped in {side}: {o.message}" if o.message else f"module skipped in {side}"

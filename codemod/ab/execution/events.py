@@ -95,6 +95,7 @@ class FileEvents:
         self.dropped: dict[str, str] = {}  # node id -> why the collection dropped it (-k, a hook...)
         self.ended: int | None = None  # the last process's exit status, when it reached its end
         self.stopped_by = ""  # what ended the last session early ("" = nothing)
+        self.ran_none = False  # the last session ran no test (no call phase at all)
         self.doubts: dict[str, str] = {}  # node id -> why it is incomplete (pytest's account disagrees)
         self.session = SessionView()  # the current session's events
         self.reconciled: Reconciled | None = None  # the last session's reconciliation (`reconciles`)
@@ -211,7 +212,7 @@ class FileEvents:
     def settle(self, reconciled: Reconciled) -> None:
         """What the reconciliation of a session found: its findings, recorded on this file,
         and the tests it leaves incomplete."""
-        self.stopped_by = reconciled.stopped_by
+        self.stopped_by, self.ran_none = reconciled.stopped_by, reconciled.ran_none
         self.doubts.update(reconciled.doubts)
         self.res.accounting.extend(reconciled.findings)
 
@@ -291,6 +292,8 @@ class FileEvents:
             why = f"not run: the pytest session ended before it (exit status {self.ended})"
             if self.stopped_by:
                 why = f"not run: {self.stopped_by} ended the pytest session before it (exit status {self.ended})"
+            elif self.ran_none:
+                why = "not run: its pytest session ran no test (an option or a plugin that runs none)"
         return Outcome(nodeid=nid, outcome=OutcomeValue.NOT_RUN, phase=Phase.SETUP, message=why)
 
 

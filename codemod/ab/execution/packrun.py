@@ -26,7 +26,7 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -316,7 +316,7 @@ class _Pack:
         for f, e in self.files.items():
             doubts = {n: why for n, why in reconciled.doubts.items() if file_of(n) == f}
             findings = reconciled.findings if f == owner else []
-            e.settle(Reconciled(findings=findings, doubts=doubts, stopped_by=reconciled.stopped_by))
+            e.settle(replace(reconciled, findings=findings, doubts=doubts))
 
     def unaccounted(self, everyone: FileEvents, status: str) -> None:
         """The session ended between tests without pytest's account: said once, on the first
