@@ -562,3 +562,19 @@ def test_junit_reports_an_incomplete_test_as_an_error():
     xml = junit.render(r)
     assert '<error message="stopped in its call phase: pytest.exit(\'done\')" type="ab.incomplete"' in xml
     assert 'errors="1"' in xml and 'skipped="0"' in xml
+
+
+def test_a_map_that_folds_two_tests_of_a_onto_one_of_b_loses_one():
+    a = ArmResult(name="A", label="A", root="/r", source="x",
+                  outcomes={n: Outcome(nodeid=n, outcome="passed") for n in ("t.py::one", "t.py::two")})
+    b = ArmResult(name="B", label="B", root="/r", source="x", outcomes={"t.py::one": Outcome(nodeid="t.py::one",
+                                                                                         outcome="passed")})
+    rows = {r.nodeid: r for r in compare_arms(a, b, {"t.py::two": "t.py::one"})}
+    assert rows["t.py::one"].category == "same-pass"
+    assert (rows["t.py::two"].category, rows["t.py::two"].note) == (
+        "coverage-lost", "--map folds it onto t.py::one, which stands for t.py::one of A: not run in B")
+    # a swap is no fold
+    both = ArmResult(name="B", label="B", root="/r", source="x",
+                     outcomes={n: Outcome(nodeid=n, outcome="passed") for n in ("t.py::one", "t.py::two")})
+    swapped = compare_arms(a, both, {"t.py::one": "t.py::two", "t.py::two": "t.py::one"})
+    assert {r.category for r in swapped} == {"same-pass"}

@@ -267,11 +267,14 @@ def compare_arms(
     a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = None, paths: Iterable[str] = ()
 ) -> list[TestComparison]:
     """Every test's row; `paths`: the run's selection (a test of a file it names only by node
-    ids is never said to be the file's last: B did not run the rest of it)."""
+    ids is never said to be the file's last: B did not run the rest of it).  A test of B stands
+    for one test of A: one that --map folds onto a test another test of A already has (the
+    same node id first) is lost coverage."""
     partial = {file_of(p) for p in paths if "::" in p} - {p for p in paths if "::" not in p}
     oa = effective_outcomes(a, b)
     ob = effective_outcomes(b, a)
     pairs = _mapped_pairs(oa, mapping or {})  # A node id -> B node id
+    owner = _owners(oa, pairs)  # B node id -> the one A node id it stands for
     rows: list[TestComparison] = []
     seen_b = set()
     for nodeid in sorted(oa):
@@ -281,6 +284,11 @@ def compare_arms(
             rows.append(TestComparison(nodeid=nodeid, category=Category.SAME_SKIP, a=oa[nodeid], b=None, note=note))
             continue
         bid = pairs.get(nodeid, nodeid) or nodeid
+        if owner[bid] != nodeid:  # folded onto a B test that stands for another test of A
+            cat, _ = categorize(oa[nodeid], None)
+            note = f"--map folds it onto {bid}, which stands for {owner[bid]} of A: not run in B"
+            rows.append(TestComparison(nodeid=nodeid, category=cat, a=oa[nodeid], b=None, note=note))
+            continue
         bo = ob.get(bid)
         seen_b.add(bid)
         cat, note = categorize(oa[nodeid], bo)
@@ -300,6 +308,15 @@ def compare_arms(
         rows.append(TestComparison(nodeid=nodeid, category=cat, a=None, b=ob[nodeid], note=note))
     sort_rows(rows)
     return rows
+
+
+def _owners(oa: dict[str, Outcome], pairs: dict[str, str]) -> dict[str, str]:
+    """B node id -> the A node id whose row it is: the same node id, else the first A node id
+    --map sends there."""
+    owner: dict[str, str] = {}
+    for nodeid in sorted(oa, key=lambda n: n in pairs):  # the unmapped first
+        owner.setdefault(pairs.get(nodeid, nodeid) or nodeid, nodeid)
+    return owner
 
 
 def count(rows: Iterable[TestComparison]) -> dict[Category, int]:
