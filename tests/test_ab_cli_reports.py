@@ -40,7 +40,8 @@ def test_unwritable_report_is_exit_2_with_the_verdict_printed(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
     md = tmp_path / "ok.md"
-    res = invoke(["merge", os.path.join(RESULTS, "regression.json"), "--json", "/dev/full", "--markdown", str(md)])
+    res = invoke(["merge", os.path.join(RESULTS, "regression.json"), "--allow-missing", "--json", "/dev/full",
+                  "--markdown", str(md)])
     assert res.exit_code == REPORT_WRITE_ERROR == 2, res.output
     assert "decouple ab: REGRESSION" in res.output                 # the verdict is still printed
     assert "cannot write /dev/full" in res.output and "Traceback" not in res.output
@@ -126,7 +127,7 @@ def test_repro_script_runs_each_arm_per_file_from_the_commit(tmp_path, monkeypat
     # What changed: the label written, per file and class
     assert "| `tests/test_two.py` | `TestTwo` | `GENERIC` |  |" in md
     data = json.loads((out / "ab.json").read_text())
-    assert data["schema_version"] == 4 and data["changes"]["ref"] == "HEAD"
+    assert data["schema_version"] == 5 and data["changes"]["ref"] == "HEAD"
     # the script reproduces the run from anywhere in the repository
     proc = subprocess.run(["bash", str(script), "A", "B"], cwd=repo / "tests", capture_output=True, text=True,
                           env={**os.environ, "PYTHON": sys.executable}, timeout=600)
@@ -139,22 +140,24 @@ def test_repro_script_runs_each_arm_per_file_from_the_commit(tmp_path, monkeypat
 
 def test_merge_keeps_what_changed_and_recomputes_the_causes(tmp_path):
     src = json.loads(open(os.path.join(RESULTS, "weights_diagnose.json"), encoding="utf-8").read())
-    assert src["schema_version"] == 2                                  # the shards come from the previous version
+    assert src["schema_version"] == 2                                  # an older result, given the identity of a run
     legacy = "the warm interpreter failed (the warm interpreter died); fresh processes from here on"
-    one, two = dict(src, shard="1/2", causes=[], warnings=[legacy]), dict(src, shard="2/2", causes=[])
+    identity = {"run_id": "r1", "base_commit": "a" * 40, "a_tree": "t" * 40, "b_tree": "files:x", "shards": 2}
+    one = dict(src, shard="1/2", causes=[], warnings=[legacy], identity=identity)
+    two = dict(src, shard="2/2", causes=[], identity=identity)
     for i, data in enumerate((one, two)):
         (tmp_path / f"s{i}.json").write_text(json.dumps(data))
     out = tmp_path / "m.json"
     res = invoke(["merge", str(tmp_path / "s0.json"), str(tmp_path / "s1.json"), "--json", str(out)])
     assert res.exit_code == 0, res.output
     merged = json.loads(out.read_text())
-    # the changes read back whole (schema 4 adds the structure of the diff, empty here)
+    # the changes read back whole (schema 4 adds the structure of the diff, 5 the narrowed devices: empty here)
     for old, new in zip(src["changes"]["files"], merged["changes"]["files"], strict=True):
         assert {k: new[k] for k in old} == old
-        assert (new["imports_extended"], new["instantiations"], new["moves"]) == ([], [], [])
+        assert (new["imports_extended"], new["instantiations"], new["moves"], new["narrowed"]) == ([], [], [], [])
     assert {k: v for k, v in merged["changes"].items() if k != "files"} == {
         k: v for k, v in src["changes"].items() if k != "files"}
-    assert merged["schema_version"] == 4
+    assert merged["schema_version"] == 5
     assert merged["warnings"] == [
         {"code": "text", "params": {"text": legacy}, "arm": "", "diagnose": False, "reasons": []},
         {"code": "merge.merged-shards", "params": {"shards": "1/2, 2/2"}, "arm": "", "diagnose": False, "reasons": []},
@@ -165,6 +168,30 @@ def test_merge_keeps_what_changed_and_recomputes_the_causes(tmp_path):
     old.pop("causes"), old.pop("changes")
     (tmp_path / "old.json").write_text(json.dumps(old))
     assert invoke(["merge", str(tmp_path / "old.json")]).exit_code == 0
+
+
+def test_merge_refuses_what_is_not_one_run_naming_the_files(tmp_path):
+    src = json.loads(open(os.path.join(RESULTS, "regression.json"), encoding="utf-8").read())
+    identity = {"run_id": "r1", "base_commit": "a" * 40, "a_tree": "t" * 40, "b_tree": "files:x", "shards": 2}
+    files = {
+        "now-1.json": dict(src, shard="1/2", identity=identity),
+        "now-2.json": dict(src, shard="2/2", identity=identity),
+        "then-2.json": dict(src, shard="2/2", identity=dict(identity, run_id="r0", b_tree="files:old")),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_text(json.dumps(data))
+    path = {name: str(tmp_path / name) for name in files}
+    res = invoke(["merge", path["now-1.json"], path["then-2.json"]])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "not the shards of one run but of 2 runs" in res.output
+    assert "now-1.json;" in res.output and "then-2.json)" in res.output
+    assert "arm B's files (files:x vs files:old)" in res.output
+    res = invoke(["merge", path["now-1.json"], path["now-1.json"], path["now-2.json"]])
+    assert res.exit_code == 2 and "shard 1/2 given twice" in res.output
+    res = invoke(["merge", path["now-1.json"]])
+    assert res.exit_code == 2 and "shards missing: 2/2" in res.output
+    res = invoke(["merge", path["now-1.json"], "--allow-missing"])
+    assert res.exit_code in (1, 3) and "shards missing: 2/2" in res.output.splitlines()[0], res.output
 
 
 def test_real_run_with_an_unwritable_json_report(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 
@@ -10,11 +11,11 @@ import pytest
 from codemod.ab.comparison import compare as C
 from codemod.ab.comparison.compare import diagnostic_summary, exit_code, map_nodeid, parse_mapping, verdict
 from codemod.ab.execution.confirm import rerun_state, settle_flaky
-from codemod.ab.result.model import ABResult, ArmResult, Outcome, OutcomeValue
+from codemod.ab.result.model import ABResult, ArmResult, Outcome, OutcomeValue, RunIdentity
 from codemod.ab.result.model import TestComparison as Comparison
 from codemod.ab.result.notices import Notice
 from codemod.ab.arms.options import UsageError, parse_diag, parse_shard
-from codemod.ab.comparison.merge import merge
+from codemod.ab.comparison.merge import MergeError, identify, merge, tree_digest
 from codemod.ab.comparison.signature import NORMALISER_VERSION, SIGNATURE_CAP, signatures
 
 ROOT_A = "/tmp/decouple-ab-x1/arms/A/root"
@@ -141,34 +142,40 @@ def test_categories(a, b, expected):
 # The whole outcome matrix, written out again: kind in A (rows) x kind in B (columns) ->
 # category. "=" is a failure in both arms (decided by the signatures), "~" a crash in both
 # (decided by the signals); "absent" is a test the arm does not have.
-_KINDS = ("pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun", "deselected", "absent")
+_KINDS = ("pass", "fail", "skip", "xfail", "xpass", "crash", "timeout", "notrun", "deselected", "incomplete", "absent")
 LOST = "coverage-lost"
+INC = "incomplete"
+INCON = "inconclusive"
 _EXPECTED = {
-    "pass":    ("same-pass", "new-failure", LOST, "new-failure", "same-pass", "crash", "timeout", LOST, LOST, LOST),
-    "fail":    ("fixed", "=", LOST, "different-failure", "fixed", "crash", "timeout", LOST, LOST, LOST),
+    "pass":    ("same-pass", "new-failure", LOST, "new-failure", "same-pass", "crash", "timeout", LOST, LOST, INC, LOST),
+    "fail":    ("fixed", "=", LOST, "different-failure", "fixed", "crash", "timeout", LOST, LOST, INC, LOST),
     "skip":    ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                "inconclusive", "missing-in-b", "missing-in-b"),
-    "xfail":   ("fixed", "new-failure", LOST, "same-pass", "xfail-to-xpass", "crash", "timeout", LOST, LOST, LOST),
-    "xpass":   ("same-pass", "new-failure", LOST, "xpass-to-xfail", "same-pass", "crash", "timeout", LOST, LOST,
+                INCON, "missing-in-b", INCON, "missing-in-b"),
+    "xfail":   ("fixed", "new-failure", LOST, "same-pass", "xfail-to-xpass", "crash", "timeout", LOST, LOST, INC,
                 LOST),
-    "crash":   ("fixed", "different-failure", LOST, "fixed", "fixed", "~", "timeout", LOST, LOST, LOST),
-    "timeout": ("fixed", "different-failure", LOST, "fixed", "fixed", "crash", "pre-existing", LOST, LOST, LOST),
+    "xpass":   ("same-pass", "new-failure", LOST, "xpass-to-xfail", "same-pass", "crash", "timeout", LOST, LOST, INC,
+                LOST),
+    "crash":   ("fixed", "different-failure", LOST, "fixed", "fixed", "~", "timeout", LOST, LOST, INC, LOST),
+    "timeout": ("fixed", "different-failure", LOST, "fixed", "fixed", "crash", "pre-existing", LOST, LOST, INC, LOST),
     "notrun":  ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                "inconclusive", "missing-in-b", "missing-in-b"),
+                INCON, "missing-in-b", INCON, "missing-in-b"),
     "deselected": ("newly-run", "new-failure", "same-skip", "newly-run", "newly-run", "crash", "timeout",
-                   "inconclusive", "same-skip", "same-skip"),
-    "absent":  ("added-in-b",) * 9 + ("same-skip",),
+                   INCON, "same-skip", INCON, "same-skip"),
+    # incomplete in A (started, never concluded): no outcome in A, as a test its file never ran
+    "incomplete": ("newly-run", "new-failure", INCON, "newly-run", "newly-run", "crash", "timeout",
+                   INCON, "missing-in-b", INCON, "missing-in-b"),
+    "absent":  ("added-in-b",) * 10 + ("same-skip",),
 }
 _OUTCOMES_OF = {"pass": ["passed"], "fail": ["failed", "error"], "skip": ["skipped"], "xfail": ["xfailed"],
                 "xpass": ["xpassed"], "crash": ["crashed"], "timeout": ["timeout"], "notrun": ["not-run"],
-                "deselected": ["deselected"], "absent": [None]}
+                "deselected": ["deselected"], "incomplete": ["incomplete"], "absent": [None]}
 
 
 def test_the_outcome_matrix_has_every_cell():
     assert set(_OUTCOMES_OF) == set(_KINDS) == {str(k) for k in C.OutcomeKind}
     assert sorted(x for xs in _OUTCOMES_OF.values() for x in xs if x) == sorted(OutcomeValue)
     assert set(C.MATRIX) == set(itertools.product(C.OutcomeKind, C.OutcomeKind))
-    assert len(C.MATRIX) == 100
+    assert len(C.MATRIX) == 121
 
 
 @pytest.mark.parametrize("ka,kb", list(itertools.product(_KINDS, _KINDS)))
@@ -334,55 +341,117 @@ def test_diagnose_statement():
     assert d.statement == "2 tests failing in A pass with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1."
 
 
-def test_merge_recomputes_counts_and_verdict_and_roundtrips_json():
-    r1 = _result([Comparison(nodeid="t::x", category="same-pass")])
-    r1.shard = "1/2"
-    r2 = _result([Comparison(nodeid="u::y", category="new-failure")],
-                 _arm("A", {"u::y": O("passed")}), _arm("B", {"u::y": O("failed")}))
-    r2.shard = "2/2"
-    for r in (r1, r2):
+def _shards(n=2, **identity):
+    """`n` shard results of one run: shard i holds test t{i}::x, passing in both arms."""
+    out = []
+    for i in range(1, n + 1):
+        nid = f"t{i}::x"
+        r = _result([Comparison(nodeid=nid, category="same-pass")], _arm("A", {nid: O("passed")}),
+                    _arm("B", {nid: O("passed")}))
+        r.shard = f"{i}/{n}"
+        r.identity = RunIdentity(run_id="run1", base_commit="a" * 40, a_tree="a" * 40, b_tree="files:b",
+                                 tool_version="1.0", shards=n, request="r")
+        for key, value in identity.items():
+            setattr(r.identity, key, value)
         r.verdict, r.verdict_reason = verdict(r)
-    again = [ABResult.from_json(json.loads(json.dumps(r.to_json()))) for r in (r1, r2)]
-    m = merge(again)
+        out.append(ABResult.from_json(json.loads(json.dumps(r.to_json()))))
+    return out
+
+
+def test_merge_recomputes_counts_and_verdict_and_roundtrips_json():
+    r1, r2 = _shards()
+    r2.tests[0].category = "new-failure"
+    r2.arm("B").outcomes["t2::x"] = O("failed")
+    m = merge([r1, r2], ["s1.json", "s2.json"])
     assert m.counts == {"new-failure": 1, "same-pass": 1}
     assert m.verdict == "REGRESSION" and m.shard is None
-    assert set(m.arm("A").outcomes) == {"t::x", "u::y"}
+    assert set(m.arm("A").outcomes) == {"t1::x", "t2::x"}
     assert m.warnings == [Notice("merge.merged-shards", {"shards": "1/2, 2/2"})]
-    partial = merge(again[:1])
-    assert partial.warnings == [Notice("merge.merged-shards", {"shards": "1/2"}),
-                                Notice("merge.missing-shards", {"shards": "2/2"})]
-    assert partial.verdict == "SAFE" and partial.verdict_reason.endswith("(incomplete: some shards are missing)")
+    assert ABResult.from_json(json.loads(json.dumps(m.to_json()))).identity == r1.identity
 
 
-def test_merge_of_shards_that_differ_and_of_a_schema_2_result():
-    r1 = _result([Comparison(nodeid="t::x", category="same-pass")])
-    r1.shard, r1.base_ref, r1.normaliser_version = "1/2", "main", "ab-sig-2"
-    r1.environment.python, r1.environment.torch_version = "3.11.7", "2.14.1"
+def test_merge_takes_exactly_one_run():
+    r1, r2 = _shards()
+    with pytest.raises(MergeError, match=r"^shard 1/2 given twice: s1.json and again.json$"):
+        merge([r1, copy.deepcopy(r1), r2], ["s1.json", "again.json", "s2.json"])
+    # an earlier run's shard: B's files differ
+    (stale,) = _shards(1 + 1, run_id="run0", b_tree="files:old")[1:]
+    with pytest.raises(MergeError) as err:
+        merge([r1, stale], ["now-1.json", "then-2.json"])
+    assert str(err.value) == ("these results are not the shards of one run but of 2 runs (now-1.json; then-2.json): "
+                              "they differ in arm B's files (files:b vs files:old)")
+    # an earlier run's shards given with this run's: every file is named, by run
+    (s1, s2), (old1, old2) = _shards(), _shards(run_id="run0", b_tree="files:old")
+    with pytest.raises(MergeError, match=r"of 2 runs \(then-1.json, then-2.json; now-1.json, now-2.json\)"):
+        merge([old1, old2, s1, s2], ["then-1.json", "then-2.json", "now-1.json", "now-2.json"])
+    # another repository: another base
+    (other,) = _shards(2, run_id="run9", base_commit="c" * 40, a_tree="c" * 40)[1:]
+    with pytest.raises(MergeError, match="differ in base commit .*; arm A's files"):
+        merge([r1, other], ["mine.json", "theirs.json"])
+    old = ABResult.from_json(dict(r2.to_json(), schema_version=4, identity=None))
+    with pytest.raises(MergeError, match=r"^old.json: no run identity"):
+        merge([r1, old], ["s1.json", "old.json"])
+    whole = _result([Comparison(nodeid="t::x", category="same-pass")])
+    whole.identity = r1.identity
+    with pytest.raises(MergeError, match="a whole run"):
+        merge([r1, whole], ["s1.json", "whole.json"])
+
+
+def test_merge_of_an_incomplete_set_needs_allow_missing_and_is_never_safe():
+    r1, _r2, r3 = _shards(3)
+    with pytest.raises(MergeError, match=r"^shards missing: 2/3 \(--allow-missing merges the others, never SAFE\)$"):
+        merge([r1, r3], ["s1.json", "s3.json"])
+    partial = merge([r1, r3], ["s1.json", "s3.json"], allow_missing=True)
+    assert partial.warnings == [Notice("merge.merged-shards", {"shards": "1/3, 3/3"}),
+                                Notice("merge.missing-shards", {"shards": "2/3"})]
+    assert (partial.verdict, partial.verdict_reason) == ("INCONCLUSIVE", "shards missing: 2/3")
+    r1.tests[0].category = "new-failure"
+    r1.arm("B").outcomes["t1::x"] = O("failed")
+    found = merge([r1, r3], ["s1.json", "s3.json"], allow_missing=True)
+    assert (found.verdict, found.verdict_reason) == ("REGRESSION", "shards missing: 2/3; 1 new-failure")
+
+
+def test_a_single_result_merges_as_itself_whatever_its_schema():
+    whole = _result([Comparison(nodeid="t::x", category="same-pass")])
+    old = ABResult.from_json(dict(whole.to_json(), schema_version=2))
+    assert merge([old]).counts == {"same-pass": 1}
+
+
+def test_merge_of_shards_that_ran_differently_says_so():
+    r1, r2 = _shards()
+    r1.normaliser_version, r1.environment.python, r1.environment.torch_version = "ab-sig-2", "3.11.7", "2.14.1"
     r1.warnings = [Notice("warm.no-fork")]
-    # shard 2 was written by the previous version: schema 2, plain-string warnings
-    r2 = _result([Comparison(nodeid="u::y", category="same-pass")], _arm("A", {"u::y": O("passed")}),
-                 _arm("B", {"u::y": O("passed")}))
-    r2.shard, r2.base_ref, r2.normaliser_version = "2/2", "HEAD~1", "ab-sig-1"
-    r2.environment.python = "3.12.1"
-    old = dict(r2.to_json(), schema_version=2,
-               warnings=["no warm interpreter: this platform has no fork(); every file ran in a fresh process"])
-    m = merge([ABResult.from_json(json.loads(json.dumps(r1.to_json()))), ABResult.from_json(old)])
+    r2.normaliser_version, r2.environment.python = "ab-sig-1", "3.12.1"
+    r2.warnings = [Notice.verbatim("no warm interpreter: this platform has no fork(); every file ran in a fresh process")]
+    m = merge([r1, r2])
     assert m.warnings == [
         Notice("warm.no-fork"),
         Notice("merge.normaliser-versions-differ", {"version": "ab-sig-2", "other_version": "ab-sig-1"}),
         Notice("merge.environments-differ",
                {"python": "3.11.7", "other_python": "3.12.1", "torch": "2.14.1", "other_torch": "None"}),
-        Notice("merge.bases-differ", {"base": "main", "other_base": "HEAD~1"}),
         Notice.verbatim("no warm interpreter: this platform has no fork(); every file ran in a fresh process"),
         Notice("merge.merged-shards", {"shards": "1/2, 2/2"}),
     ]
-    assert [w.text() for w in m.warnings[1:4]] == [
+    assert [w.text() for w in m.warnings[1:3]] == [
         "normaliser versions differ: ab-sig-2 vs ab-sig-1",
         "shards ran in different environments (python 3.11.7 / 3.12.1, torch 2.14.1 / None)",
-        "shards compare different bases: main vs HEAD~1",
     ]
     assert m.counts == {"same-pass": 2} and m.verdict == "SAFE"
     assert ABResult.from_json(json.loads(json.dumps(m.to_json()))).warnings == m.warnings
+
+
+def test_identity_digests_the_code_and_the_request(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    before = tree_digest(tmp_path, ["tests/test_a.py"])
+    (tmp_path / "tests" / "pytest.ini").write_text("[pytest]\naddopts = --setup-only\n")
+    after = tree_digest(tmp_path, ["tests/test_a.py"])
+    assert before != after and before.startswith("files:")
+    code = {"A": ("a" * 40, "t" * 40), "B": ("", after)}
+    one = identify(code, 2, "1.0", {"paths": ["tests"]})
+    assert one == identify(code, 2, "1.0", {"paths": ["tests"]})
+    assert one.run_id != identify(code, 3, "1.0", {"paths": ["tests"]}).run_id
+    assert one.run_id != identify(code, 2, "1.0", {"paths": ["tests/test_a.py"]}).run_id
 
 
 # -- option parsing -------------------------------------------------------------

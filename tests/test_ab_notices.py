@@ -150,7 +150,7 @@ def test_notices_round_trip_through_the_result_json():
         Notice("file.died-outside-test", {"file": "t.py", "status": "SIGSEGV"}, arm="B", diagnose=True),
     ])
     data = json.loads(json.dumps(r.to_json()))
-    assert data["schema_version"] == SCHEMA_VERSION == 4
+    assert data["schema_version"] == SCHEMA_VERSION == 5
     assert data["warnings"][1] == {"code": "file.died-outside-test", "params": {"file": "t.py", "status": "SIGSEGV"},
                                    "arm": "B", "diagnose": True, "reasons": []}
     back = ABResult.from_json(data)
@@ -162,7 +162,7 @@ def test_notices_round_trip_through_the_result_json():
 def test_plain_string_warnings_of_schema_1_and_2_read_as_verbatim_notices(version):
     back = ABResult.from_json({"schema_version": version, "warnings": ["merged shards 1/2, 2/2"]})
     assert back.warnings == [Notice.verbatim("merged shards 1/2, 2/2")]
-    assert back.schema_version == 4
+    assert back.schema_version == 5
 
 
 def test_a_warning_of_the_wrong_shape_is_refused():

@@ -914,6 +914,7 @@ def test_the_views_read_the_model_and_the_runner_never_a_view():
     project = Path(__file__).resolve().parent.parent
     model_level = {
         "codemod.ab.result.model",
+        "codemod.ab.result.diff",
         "codemod.ab.result.schema",
         "codemod.ab.result.notices",
         "codemod.ab.comparison.causes",
@@ -925,7 +926,7 @@ def test_the_views_read_the_model_and_the_runner_never_a_view():
             if module.startswith("codemod.ab"):
                 imported = {module} if module in model_level else {f"{module}.{n}" for n in names}
                 assert imported <= model_level, (path.name, module, names)
-    model_files = [project / "codemod" / "ab" / "result" / n for n in ("model.py", "schema.py", "notices.py")]
+    model_files = [project / "codemod" / "ab" / "result" / n for n in ("model.py", "diff.py", "schema.py", "notices.py")]
     for path in [*model_files, project / "codemod" / "ab" / "comparison" / "causes.py"]:  # the model level is no runner
         assert {m for m, _ in _imports_of(path) if m.startswith("codemod")} <= model_level, path
     for path in (project / "codemod" / "ab").rglob("*.py"):

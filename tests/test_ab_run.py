@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from codemod.target import plugin
+from codemod.target import eventtypes
 from codemod.cli.ab import ab
 from codemod.ab.result.notices import Notice
 from codemod.ab.arms.options import RunOptions
@@ -389,7 +389,7 @@ def test_every_event_line_has_the_shape_the_plugin_declares(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(PROJECT), "DECOUPLE_AB_EVENTS": str(events)}
     subprocess.run([sys.executable, "-m", "pytest", "-p", "codemod.target.plugin", "-p", "no:cacheprovider",
                     "--continue-on-collection-errors", "-q", "."], cwd=tmp_path, env=env, capture_output=True)
-    shapes = {typing.get_args(typing.get_type_hints(cls)["ev"])[0]: cls for cls in typing.get_args(plugin.Event)}
+    shapes = {typing.get_args(typing.get_type_hints(cls)["ev"])[0]: cls for cls in typing.get_args(eventtypes.Event)}
     seen = set()
     for line in events.read_text().splitlines():
         record = json.loads(line)

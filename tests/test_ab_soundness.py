@@ -158,12 +158,6 @@ TORCH_A = py("""
     """)
 D = "tests/test_dev.py"
 
-# The issue's items, for the reasons of the rows that still fail.
-ITEM_EXIT = "issue 37 item 1: a session ended early folds a test's setup report into PASSED"
-ITEM_CONFIG = "issue 37 item 2: a session that runs setups only (or nothing) counts its tests same-pass"
-ITEM_DEVICES = "issue 37 item 5: a narrowed device set changes nothing on this CPU machine"
-NEW_MAP = "issue 37, new (found by this corpus): --map folds two tests of A onto one test of B"
-
 
 # ---------------------------------------------------------------------------
 # the rows: B-mutations that must never be SAFE
@@ -171,16 +165,16 @@ NEW_MAP = "issue 37, new (found by this corpus): --map folds two tests of A onto
 ROWS: list[Row] = [
     # --- a test ends the session, or the process, before its failing assert
     Row(name="exit-rc0-last", description="the last test calls pytest.exit(returncode=0) before its broken assert",
-        xfail={ALL: ITEM_EXIT}, a=PLAIN, b=plain_b("import pytest\npytest.exit('done', returncode=0)\n")),
+        a=PLAIN, b=plain_b("import pytest\npytest.exit('done', returncode=0)\n")),
     Row(name="exit-default", description="the last test calls pytest.exit('done') (exit status 2, interrupted)",
-        xfail={ALL: ITEM_EXIT}, a=PLAIN, b=plain_b("import pytest\npytest.exit('done')\n")),
+        a=PLAIN, b=plain_b("import pytest\npytest.exit('done')\n")),
     Row(name="keyboardinterrupt-unittest",
         description="a unittest test raises KeyboardInterrupt (unittest re-raises it)",
-        xfail={ALL: ITEM_EXIT}, a=UNIT, b=unit_b("raise KeyboardInterrupt\n")),
+        a=UNIT, b=unit_b("raise KeyboardInterrupt\n")),
     Row(name="keyboardinterrupt-function", description="a plain test function raises KeyboardInterrupt",
-        xfail={ALL: ITEM_EXIT}, a=PLAIN, b=plain_b("raise KeyboardInterrupt\n")),
+        a=PLAIN, b=plain_b("raise KeyboardInterrupt\n")),
     Row(name="sigint-self", description="the test sends itself SIGINT (the same as Ctrl-C)",
-        xfail={ALL: ITEM_EXIT}, a=PLAIN,
+        a=PLAIN,
         b=plain_b("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(1)\n")),
     Row(name="os-exit-0", description="the last test calls os._exit(0): the process ends with status 0, no summary",
         a=PLAIN, b=plain_b("import os\nos._exit(0)\n")),
@@ -209,7 +203,7 @@ ROWS: list[Row] = [
                     pytest.exit("done", returncode=0)
             """)}),
     Row(name="keyboardinterrupt-setup", description="a unittest setUp raises KeyboardInterrupt before test_two",
-        xfail={ALL: ITEM_EXIT}, a=UNIT,
+        a=UNIT,
         b=unit_b(tail="\n    def setUp(self):\n        if self._testMethodName == 'test_two':\n"
                       "            raise KeyboardInterrupt\n")),
     Row(name="closes-fds", description="the test closes every file descriptor above 2 before its broken assert",
@@ -263,20 +257,20 @@ ROWS: list[Row] = [
                           CONF: "def pytest_configure(config):\n    config.option.maxfail = 1\n"}),
     # --- a configuration that runs setups only, or nothing
     Row(name="ini-setup-only", description="pytest.ini addopts = --setup-only", a=PLAIN,
-        xfail={ALL: ITEM_CONFIG}, b={**BROKEN_TWO, **ini("--setup-only")}),
+        b={**BROKEN_TWO, **ini("--setup-only")}),
     Row(name="ini-setup-plan", description="pytest.ini addopts = --setup-plan", a=PLAIN,
-        xfail={ALL: ITEM_CONFIG}, b={**BROKEN_TWO, **ini("--setup-plan")}),
+        b={**BROKEN_TWO, **ini("--setup-plan")}),
     Row(name="tests-ini-setup-only", description="tests/pytest.ini (next to the tests, not at the root): --setup-only",
-        xfail={ALL: ITEM_CONFIG}, a=PLAIN, b={**BROKEN_TWO, "tests/pytest.ini": "[pytest]\naddopts = --setup-only\n"}),
+        a=PLAIN, b={**BROKEN_TWO, "tests/pytest.ini": "[pytest]\naddopts = --setup-only\n"}),
     Row(name="setup-cfg-setup-only", description="setup.cfg [tool:pytest] addopts = --setup-only", a=PLAIN,
-        xfail={ALL: ITEM_CONFIG}, b={**BROKEN_TWO, "setup.cfg": "[tool:pytest]\naddopts = --setup-only\n"}),
+        b={**BROKEN_TWO, "setup.cfg": "[tool:pytest]\naddopts = --setup-only\n"}),
     Row(name="tox-ini-setup-only", description="tox.ini [pytest] addopts = --setup-only", a=PLAIN,
-        xfail={ALL: ITEM_CONFIG}, b={**BROKEN_TWO, "tox.ini": "[pytest]\naddopts = --setup-only\n"}),
+        b={**BROKEN_TWO, "tox.ini": "[pytest]\naddopts = --setup-only\n"}),
     Row(name="pyproject-setup-only", description="pyproject.toml [tool.pytest.ini_options] addopts = --setup-only",
-        xfail={ALL: ITEM_CONFIG}, a=PLAIN,
+        a=PLAIN,
         b={**BROKEN_TWO, "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--setup-only"\n'}),
     Row(name="conftest-setuponly", description="a conftest pytest_configure sets config.option.setuponly",
-        xfail={ALL: ITEM_CONFIG}, a=PLAIN, b={**BROKEN_TWO, CONF: py("""
+        a=PLAIN, b={**BROKEN_TWO, CONF: py("""
             def pytest_configure(config):
                 config.option.setuponly = True
                 config.option.setupshow = True
@@ -380,7 +374,7 @@ ROWS: list[Row] = [
     Row(name="node-id-renamed", description="the run names a node id (PATHS) that B renamed",
         a=PLAIN, b={X: BROKEN_TWO[X].replace("def test_two", "def check_two")}, paths=("tests/test_x.py::test_two",)),
     Row(name="map-two-onto-one", description="B removes test_two and --map compares it with test_one, which A has too",
-        a=PLAIN, b={X: "def test_one():\n    assert 1 + 1 == 2\n"}, xfail={ALL: NEW_MAP},
+        a=PLAIN, b={X: "def test_one():\n    assert 1 + 1 == 2\n"},
         args=("--map", "tests/test_x.py::test_two=tests/test_x.py::test_one")),
     Row(name="deleted-file", description="the test file deleted", a={**PLAIN, **UNIT}, b={U: None}),
     Row(name="renamed-file", description="the test file renamed helper_x.py (not a test file name)", a=PLAIN,
@@ -468,17 +462,19 @@ ROWS: list[Row] = [
           b={f"tests/{folder}/helper_mod.py": "VALUE = 5\n"})
       for folder in ("build", "dist", "node_modules", "env")),
     # --- a narrowed device set: nothing changes on this CPU machine (torch)
-    Row(name="except-for-accelerators", torch=True, git=True, plain=Plain.SAME, xfail={ALL: ITEM_DEVICES},
+    Row(name="except-for-accelerators", torch=True, git=True, plain=Plain.SAME,
         description='except_for=("cuda", "xpu", "mps") added to instantiate_device_type_tests',
         a={D: TORCH_A.format(opts="")}, b={D: TORCH_A.format(opts=', except_for=("cuda", "xpu", "mps")')},
-        says="no longer instantiated for: cuda, xpu, mps"),
-    Row(name="only-for-cpu", torch=True, git=True, plain=Plain.SAME, xfail={ALL: ITEM_DEVICES},
+        # A's default set is cpu, cuda and the other accelerators (mps and xpu only with allow_mps /
+        # allow_xpu, as instantiate_device_type_tests does): B drops cuda
+        says="no longer instantiated for: cuda"),
+    Row(name="only-for-cpu", torch=True, git=True, plain=Plain.SAME,
         description='only_for=("cpu",) added to instantiate_device_type_tests',
         a={D: TORCH_A.format(opts="")}, b={D: TORCH_A.format(opts=', only_for=("cpu",)')}),
-    Row(name="allow-mps-dropped", torch=True, git=True, plain=Plain.SAME, xfail={ALL: ITEM_DEVICES},
+    Row(name="allow-mps-dropped", torch=True, git=True, plain=Plain.SAME,
         description="allow_mps=True removed from instantiate_device_type_tests",
         a={D: TORCH_A.format(opts=", allow_mps=True")}, b={D: TORCH_A.format(opts="")}),
-    Row(name="only-cpu-decorator", torch=True, git=True, plain=Plain.SAME, xfail={ALL: ITEM_DEVICES},
+    Row(name="only-cpu-decorator", torch=True, git=True, plain=Plain.SAME,
         description="@onlyCPU added to a device-generic test: on a CUDA machine it is now skipped",
         a={D: TORCH_A.format(opts="")},
         b={D: TORCH_A.format(opts="").replace(
@@ -671,7 +667,6 @@ def test_plain_pytest_grounds_the_row(row: Row, tmp_path: Path):
 # ---------------------------------------------------------------------------
 # `ab merge`: shards of different runs, or an incomplete set, must never merge into SAFE
 
-ITEM_MERGE = "issue 37 item 4: ab merge takes the first result of each shard and never checks they belong together"
 SHARDED = {
     "tests/test_a.py": "def test_a():\n    assert 1 + 1 == 2\n",
     "tests/test_b.py": "def test_b1():\n    assert 2 + 2 == 4\n\n\ndef test_b2():\n    assert 3 + 3 == 6\n",
@@ -722,7 +717,6 @@ def test_merge_of_one_run_keeps_its_verdict(shard_results: Path):
     assert (got.code, got.verdict) == (1, "REGRESSION"), got.output
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_MERGE)
 @pytest.mark.parametrize(
     "files",
     [
@@ -737,13 +731,11 @@ def test_merge_refuses_results_of_different_runs(shard_results: Path, files: tup
     assert files[0] in got.output and files[-1] in got.output, got.output
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_MERGE)
 def test_merge_refuses_an_incomplete_set(shard_results: Path):
     got = merge(shard_results, "safe1.json")
     assert got.code == 2 and got.verdict is None and "2/2" in got.output, got.output
 
 
-@pytest.mark.xfail(strict=True, reason=ITEM_MERGE)
 def test_merge_allow_missing_is_inconclusive(shard_results: Path):
     got = merge(shard_results, "safe1.json", "--allow-missing")
     assert (got.code, got.verdict) == (3, "INCONCLUSIVE"), got.output

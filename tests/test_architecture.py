@@ -30,6 +30,8 @@ STANDALONE = tuple(sorted(str(p.relative_to(PROJECT)) for p in (PROJECT / TARGET
 # target) only inside a function, never at module level.
 TARGET_ANYWHERE = {"pytest", "_pytest"}
 TARGET_IN_FUNCTIONS = {"torch"}
+# What they may import under `if TYPE_CHECKING:` (never run): a sibling's types.
+TARGET_TYPES = "codemod.target."
 
 
 def modules() -> dict[str, Path]:
@@ -168,14 +170,19 @@ def target_import_errors(source: str) -> list[str]:
     """The imports of a target file that break the folder's rule."""
     tree = ast.parse(source)
     in_function: set[int] = set()
+    types_only: set[int] = set()  # under `if TYPE_CHECKING:`: never run in the target
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             in_function.update(id(child) for child in ast.walk(node) if child is not node)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            types_only.update(id(child) for stmt in node.body for child in ast.walk(stmt))
     errors = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             errors.append(f"line {node.lineno}: a relative import")
             continue
+        if isinstance(node, ast.ImportFrom) and id(node) in types_only and (node.module or "").startswith(TARGET_TYPES):
+            continue  # the types of a sibling target file, for mypy only
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -191,7 +198,7 @@ def target_import_errors(source: str) -> list[str]:
 
 
 def test_the_target_folder_holds_the_standalone_files():
-    assert len(STANDALONE) >= 7, STANDALONE  # the folder was found: its package file and the six loaded ones
+    assert len(STANDALONE) >= 8, STANDALONE  # the folder was found: its package file, the six loaded ones, the types
 
 
 @pytest.mark.parametrize("relpath", STANDALONE)
@@ -241,6 +248,9 @@ def test_the_checks_can_fail():
     assert target_import_errors("import torch\nimport os\n") == ["line 1: import torch"]
     assert target_import_errors("def f():\n    import torch\n    from codemod import x\n") == ["line 3: import codemod"]
     assert target_import_errors("from . import x\n") == ["line 1: a relative import"]
+    types = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from codemod.target.eventtypes import Event\n"
+    assert target_import_errors(types) == []
+    assert target_import_errors(types.replace("codemod.target.eventtypes", "codemod.util.x")) == ["line 3: import codemod.util.x"]
     assert private_imports("from codemod.ab.x import _y, z\ndef f():\n    from transforms.a import _b\n") == [
         "codemod.ab.x._y",
         "transforms.a._b",

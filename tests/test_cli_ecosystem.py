@@ -149,12 +149,13 @@ def _tty_stdout(args, env):
 def test_no_color_is_honoured_on_a_terminal():
     result = os.path.join(FIXTURES, "ab_results", "regression.json")
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    coloured = _tty_stdout(["ab", "merge", result], env)
+    # (shard 1/2 of a run: merged alone with --allow-missing)
+    coloured = _tty_stdout(["ab", "merge", result, "--allow-missing"], env)
     assert "\x1b[" in coloured and "REGRESSION" in coloured
-    plain = _tty_stdout(["ab", "merge", result], {**env, "NO_COLOR": "1"})
+    plain = _tty_stdout(["ab", "merge", result, "--allow-missing"], {**env, "NO_COLOR": "1"})
     assert "REGRESSION" in plain and "\x1b[" not in plain
     # an explicit --color still wins (NO_COLOR is a default, not a ban)
-    assert "\x1b[" in _tty_stdout(["ab", "merge", result, "--color"], {**env, "NO_COLOR": "1"})
+    assert "\x1b[" in _tty_stdout(["ab", "merge", result, "--allow-missing", "--color"], {**env, "NO_COLOR": "1"})
 
 
 def test_the_gate_python_is_one_option_and_apply_keeps_its_target_python():

@@ -95,7 +95,7 @@ def test_ab_merge_of_a_hostile_result_writes_a_repro_sh_that_runs_nothing_of_it(
     shard.write_text(json.dumps(_hostile_result(tmp_path)))
     out = tmp_path / "out"
     out.mkdir()
-    code, stdout, err = cli("ab", "merge", str(shard), "--markdown", str(out / "ab.md"))
+    code, stdout, err = cli("ab", "merge", str(shard), "--allow-missing", "--markdown", str(out / "ab.md"))
     assert code in (0, 1, 3), err
     script = out / "repro.sh"
     text = script.read_text()

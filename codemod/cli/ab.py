@@ -524,14 +524,23 @@ def run_cmd(**params: Any) -> None:
 @dataclass(frozen=True, kw_only=True)
 class AbMergeOptions:
     results: tuple[str, ...]
+    allow_missing: bool
     reports: ReportChoice
 
 
 @ab.command("merge", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Merge an incomplete set of shards (the verdict is then never SAFE and names the missing ones).",
+)
 @_report_options
 def merge_cmd(**params: Any) -> None:
-    """Combine shard results (RESULT.json files from --json) into one report."""
+    """Combine the shard results of one run (RESULT.json files from --json) into one report.
+
+    The shards must be those of one run (same code in both arms, decouple version, shard count
+    and options), each given once, all of them (or --allow-missing); anything else is exit 2."""
     from codemod.ab.comparison import merge as _merge
 
     args = build(AbMergeOptions, params)
@@ -544,7 +553,7 @@ def merge_cmd(**params: Any) -> None:
         except ValueError as err:  # JSONInputError (unreadable, not JSON, too deep), wrong shape
             raise click.UsageError(f"{path}: not an A/B result ({err})") from err
     try:
-        merged = _merge.merge(loaded)
+        merged = _merge.merge(loaded, args.results, allow_missing=args.allow_missing)
     except (ValueError, TypeError, AttributeError, KeyError) as err:
         raise click.UsageError(f"cannot merge these results: {err}") from err
     from codemod.ab.comparison import causes

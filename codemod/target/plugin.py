@@ -26,15 +26,15 @@ Environment variables read by the plugin:
                           parent (PR_SET_PDEATHSIG), or exits at once when the parent is gone
                           (forked processes of the warm interpreter do it themselves).
 
-Events (key ``ev``; their shapes are the ``*Event`` TypedDicts below, which the runner reads the
-lines as): ``session`` (first line), ``deselected`` (tests the collection dropped, with the reason:
-an option such as ``-k``, a hook, the directory walk; the runner's own ONLY / DESELECT lists are
-not recorded), ``collected`` (node ids after deselection, whether the session runs them, and the
-census: the ``hw_classification`` each test's class carries at run time), ``collecterror``,
-``collectskip`` (a module-level ``pytest.skip(allow_module_level=True)``, with the reason),
-``start``, ``report`` (one per phase and per subtest), ``finish``, ``end`` (sentinel, with the exit
-status); ``plugin-error`` when an event could not be encoded. Every event carries ``t``, the time
-it was written.
+Events (key ``ev``; their shapes are the ``*Event`` TypedDicts of ``eventtypes.py``, which the
+runner reads the lines as): ``session`` (first line), ``deselected`` (tests the collection dropped,
+with the reason: an option such as ``-k``, a hook, the directory walk; the runner's own ONLY /
+DESELECT lists are not recorded), ``collected`` (node ids after deselection, and the census: the
+``hw_classification`` each test's class carries at run time), ``collecterror``, ``collectskip`` (a
+module-level ``pytest.skip(allow_module_level=True)``, with the reason), ``start``, ``report`` (one
+per phase and per subtest), ``finish``, ``end`` (sentinel, with the exit status and pytest's own
+account of the session, which the runner reconciles the events with); ``plugin-error`` when an
+event could not be encoded or the account read. Every event carries ``t``, the time it was written.
 
 Node ids are rewritten relative to the invocation directory (the arm root): pytest makes them
 relative to its rootdir, which is a subdirectory when a pytest.ini lives below the root, and such
@@ -52,125 +52,38 @@ import posixpath
 import sys
 import time
 import types
-from typing import Dict, List, Literal, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import pytest
+
+if TYPE_CHECKING:  # the types of what this file writes; the target interpreter never loads them
+    from codemod.target.eventtypes import (
+        CollectedEvent,
+        CollectErrorEvent,
+        CollectSkipEvent,
+        DeselectedEvent,
+        EndEvent,
+        Event,
+        ExcInfo,
+        FinishEvent,
+        PluginErrorEvent,
+        PytestAccount,
+        ReportEvent,
+        SessionEvent,
+        StartEvent,
+        SubtestInfo,
+    )
+else:  # ... where each event is a plain dict
+    CollectedEvent = CollectErrorEvent = CollectSkipEvent = DeselectedEvent = EndEvent = dict
+    FinishEvent = PluginErrorEvent = PytestAccount = ReportEvent = SessionEvent = StartEvent = SubtestInfo = dict
 
 _MSG_LINES = 20
 _MSG_CHARS = 4000
 _LONGREPR_CHARS = 30000
 _CHAIN_DEPTH = 6
-
-
-# ---------------------------------------------------------------------------
-# the events (typing spelled for any Python the target may run: no `X | Y`, no NotRequired)
-
-
-class ExcInfo(TypedDict):
-    type: str  # qualified, e.g. "_pickle.UnpicklingError"
-    chain: List[str]  # causes/contexts, outermost first
-    message: str  # first lines of str(exc), capped
-
-
-class SubtestInfo(TypedDict):
-    msg: Optional[str]
-    kwargs: Dict[str, str]
-
-
-class _Stamped(TypedDict, total=False):
-    t: float  # when the event was written (added by _Recorder.emit)
-
-
-class SessionEvent(_Stamped):
-    ev: Literal["session"]
-    pid: int
-    python: str
-    pytest: str
-    cwd: str
-    rootdir: str
-    nodeid_prefix: str
-
-
-class CollectedEvent(_Stamped, total=False):
-    ev: Literal["collected"]
-    nodeids: List[str]
-    runs: bool  # False: the session runs no test (--collect-only)
-    hw: Dict[str, Optional[str]]  # node id -> its class's label at run time (the census)
-
-
-class DeselectedEvent(_Stamped):
-    ev: Literal["deselected"]
-    nodeids: List[str]
-    reason: str  # "-k EXPR", "collect_ignore in conftest.py", ...
-    hw: Dict[str, Optional[str]]  # their census
-
-
-class CollectErrorEvent(_Stamped):
-    ev: Literal["collecterror"]
-    nodeid: str
-    file: str
-    exc: Optional[ExcInfo]
-    longrepr: str
-
-
-class CollectSkipEvent(_Stamped):
-    ev: Literal["collectskip"]
-    nodeid: str
-    file: str
-    reason: str
-
-
-class StartEvent(_Stamped):
-    ev: Literal["start"]
-    nodeid: str
-
-
-class _SkipReason(_Stamped, total=False):
-    skip_reason: str  # a skipped phase's reason
-
-
-class ReportEvent(_SkipReason):
-    """One phase of a test (or one unittest subtest, with `subtest`)."""
-
-    ev: Literal["report"]
-    nodeid: str
-    when: Literal["setup", "call", "teardown"]
-    outcome: Literal["passed", "failed", "skipped"]
-    duration: float
-    wasxfail: Optional[str]
-    xfail: bool
-    exc: Optional[ExcInfo]
-    longrepr: str
-    subtest: Optional[SubtestInfo]
-
-
-class FinishEvent(_Stamped):
-    ev: Literal["finish"]
-    nodeid: str
-
-
-class EndEvent(_Stamped):
-    ev: Literal["end"]
-    exitstatus: int
-
-
-class PluginErrorEvent(_Stamped):
-    ev: Literal["plugin-error"]
-    error: str
-
-
-Event = Union[
-    SessionEvent,
-    DeselectedEvent,
-    CollectedEvent,
-    CollectErrorEvent,
-    CollectSkipEvent,
-    StartEvent,
-    ReportEvent,
-    FinishEvent,
-    EndEvent,
-    PluginErrorEvent,
-]
+# The terminal reporter's categories that count no test: passed setup/teardown (""), warnings, deselected.
+_UNCOUNTED = ("", "warnings", "deselected")
+_PHASES = ("setup", "call", "teardown")
 
 
 # ---------------------------------------------------------------------------
@@ -377,6 +290,7 @@ class _Recorder:
         self.census: Dict[str, Optional[str]] = {}  # their labels
         self.own = False  # the runner's own deselection is under way
         self.collecting = ""  # the file being collected (none once a test runs)
+        self.interrupted: Optional[ExcInfo] = None  # what ended the session early, if anything
 
     def nid(self, nodeid: str) -> str:
         """pytest's rootdir-relative node id -> invocation-dir-relative."""
@@ -469,9 +383,7 @@ class _Recorder:
 
     def pytest_collection_finish(self, session):
         hw = {self.nid(it.nodeid): _label(it) for it in session.items}
-        ids = list(hw)
-        runs = not session.config.getoption("collectonly", False)
-        self.emit(CollectedEvent(ev="collected", nodeids=ids, runs=runs, hw=hw), sync=True)
+        self.emit(CollectedEvent(ev="collected", nodeids=list(hw), hw=hw), sync=True)
 
     def pytest_exception_interact(self, node, call, report):
         # Called for collection failures (and test failures) with the real
@@ -560,8 +472,38 @@ class _Recorder:
     def pytest_runtest_logfinish(self, nodeid, location):
         self.emit(FinishEvent(ev="finish", nodeid=self.nid(nodeid)))
 
+    def pytest_keyboard_interrupt(self, excinfo):
+        # pytest.exit() and a KeyboardInterrupt (also one a unittest test raises) end the
+        # session here, before pytest_sessionfinish: the test that was running has no call report
+        self.interrupted = _exc_info(excinfo)
+
     def pytest_sessionfinish(self, session, exitstatus):
-        self.emit(EndEvent(ev="end", exitstatus=int(exitstatus)), sync=True)
+        account = None
+        try:
+            account = self._account(session)
+        except Exception as err:  # a session object a plugin broke: the runner says so
+            self.emit(PluginErrorEvent(ev="plugin-error", error=f"pytest's account: {_qualname(type(err))}"))
+        self.emit(EndEvent(ev="end", exitstatus=int(exitstatus), account=account), sync=True)
+
+    def _account(self, session) -> PytestAccount:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        stats: Optional[Dict[str, List[str]]] = None
+        if reporter is not None:
+            stats = {}
+            for category, reports in dict(reporter.stats).items():
+                if category in _UNCOUNTED:
+                    continue
+                ids = [self.nid(r.nodeid) for r in reports if getattr(r, "when", None) in _PHASES]
+                if ids:
+                    stats[str(category)] = ids
+        return PytestAccount(
+            testscollected=int(session.testscollected),
+            testsfailed=int(session.testsfailed),
+            shouldstop=str(session.shouldstop or ""),
+            shouldfail=str(session.shouldfail or ""),
+            interrupted=self.interrupted,
+            stats=stats,
+        )
 
 
 def _die_with_parent(parent: str) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from codemod.ab.arms import trees as _trees
 from codemod.ab.arms.structure import read_structure
-from codemod.ab.result.model import Changes, ClassChange, FileChange
+from codemod.ab.result.diff import Changes, ClassChange, FileChange
 
 _LABEL = re.compile(r"^\s+hw_classification\s*(?::[^=]*)?=\s*(?:[\w.]*\.)?HardwareClassification\.(\w+)")
 _WEIGHTS_ONLY = re.compile(r"weights_only\s*=\s*([\w.]+)")
@@ -153,7 +153,8 @@ def read_patch(patch: str, new_sources: dict[str, str], old_sources: dict[str, s
             current.added += 1
             cls = _class_at(spans_new, new_line)
             label = _LABEL.match(text)
-            edit = torch_load_edit(text)
+            # a comment is no edit (`apply --explain` writes one above the call it edits)
+            edit = None if text.lstrip().startswith("#") else torch_load_edit(text)
             if label and cls:
                 klass(cls).labels.append(label.group(1))
             elif edit:

@@ -1,21 +1,25 @@
 """What the diff between the arms does to a test file's structure, read from both versions
 with `ast`: the options of each `instantiate_device_type_tests(Cls, ...)` (and the devices
-they make the class for: a widened set is something the run may not exercise), the tests
-that moved to another class, and the imports added or extended (the whole statement).
+they make the class for: a widened set is something the run may not exercise), the device
+sets B narrows (lost coverage on machines with those devices, which this one may lack), the
+tests that moved to another class, and the imports added or extended (the whole statement).
 
 Part of "What changed" (`changes.py` reads the git diff; this module, its two sides).  The
-device set of an instantiation is `transforms.diagnosis.devices`' (the one source of the
-default device list).
+device set of an instantiation and of each test (its guards) is `transforms.diagnosis`'s
+(the one source of the default device list and of what a guard keeps).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from codemod.ab.result.model import FileChange, InstantiationChange, TestMove
-from transforms.core.facts import UNKNOWN
-from transforms.diagnosis.devices import instantiated_devices
+from codemod.ab.result.diff import DeviceNarrowing, FileChange, InstantiationChange, NarrowedBy, TestMove
+from transforms.core.analysis import analyse
+from transforms.core.facts import UNKNOWN, TestClassFacts
+from transforms.core.members import Member
+from transforms.diagnosis.devices import ACCELERATORS, GENERIC, OTHER, UNREAD, instantiated_devices, ordered
+from transforms.diagnosis.diagnose import ClassDiagnosis, diagnose
 
 _CALL = "instantiate_device_type_tests"
 # instantiate_device_type_tests(generic_test_class, scope, except_for, only_for, include_lazy, allow_mps, allow_xpu)
@@ -117,6 +121,87 @@ def instantiation_changes(old: ast.Module | None, new: ast.Module | None) -> lis
 
 
 # ---------------------------------------------------------------------------
+# device sets B narrows
+
+# The devices the linter's rules tie a label to (GENERIC runs once, on no device: never narrowed).
+LABEL_DEVICES: dict[str, tuple[str, ...]] = {
+    Member.ACCELERATOR: (*ACCELERATORS, OTHER),
+    Member.CPU: ("cpu",),
+    Member.CUDA: ("cuda",),
+    Member.MPS: ("mps",),
+    Member.XPU: ("xpu",),
+}
+
+
+def _known(devices: tuple[str, ...]) -> bool:
+    """A device set read from the source: instantiated, every option literal."""
+    return bool(devices) and UNREAD not in devices and devices != (GENERIC,)
+
+
+def _lost(before: tuple[str, ...], after: tuple[str, ...], told: Iterable[str] = ()) -> list[str]:
+    """The devices of `before` that `after` lacks, but those already `told`."""
+    return list(ordered(d for d in before if d not in after and d not in told))
+
+
+def narrowings(old: ast.Module, new: ast.Module) -> list[DeviceNarrowing]:
+    """Every class (and test) B runs on fewer devices than A: its instantiate options, a
+    device guard on a test, or its label moved to one the linter's rules tie to fewer devices."""
+    facts_a, facts_b = analyse(old), analyse(new)
+    diag_a = {d.name: d for d in diagnose(old, facts=facts_a)}
+    diag_b = {d.name: d for d in diagnose(new, facts=facts_b)}
+    out: list[DeviceNarrowing] = []
+    for name in sorted(set(diag_a) & set(diag_b)):
+        out += _class_narrowings(diag_a[name], diag_b[name])
+    for cls_a in facts_a.classes:
+        cls_b = facts_b.get(cls_a.name)
+        if cls_b is not None:
+            out += _label_narrowing(cls_a, cls_b)
+    return out
+
+
+def _class_narrowings(a: ClassDiagnosis, b: ClassDiagnosis) -> list[DeviceNarrowing]:
+    out = []
+    lost: list[str] = []
+    if _known(a.devices) and _known(b.devices):
+        lost = _lost(a.devices, b.devices)
+        if lost:
+            before, after = a.instantiation or "", b.instantiation or ""
+            out.append(
+                DeviceNarrowing(cls=a.name, by=NarrowedBy.INSTANTIATION, devices=lost, before=before, after=after)
+            )
+    tests_b = {t.name: t for t in b.tests}
+    for ta in a.tests:
+        tb = tests_b.get(ta.name)
+        if tb is None or not (_known(ta.devices) and _known(tb.devices)):
+            continue
+        gone = _lost(ta.devices, tb.devices, lost)
+        if gone:
+            guards = (", ".join(f"@{g}" for g in t.guards) or "no device guard" for t in (ta, tb))
+            out.append(
+                DeviceNarrowing(
+                    cls=a.name,
+                    test=ta.name,
+                    by=NarrowedBy.DECORATOR,
+                    devices=gone,
+                    before=next(guards),
+                    after=next(guards),
+                )
+            )
+    return out
+
+
+def _label_narrowing(a: TestClassFacts, b: TestClassFacts) -> list[DeviceNarrowing]:
+    was = a.label.member if a.label is not None and a.label.valid else None
+    now = b.label.member if b.label is not None and b.label.valid else None
+    if was not in LABEL_DEVICES or now not in LABEL_DEVICES or was == now:
+        return []
+    lost = _lost(LABEL_DEVICES[str(was)], LABEL_DEVICES[str(now)])
+    if not lost:
+        return []
+    return [DeviceNarrowing(cls=a.name, by=NarrowedBy.LABEL, devices=lost, before=str(was), after=str(now))]
+
+
+# ---------------------------------------------------------------------------
 # tests that moved to another class
 
 
@@ -186,6 +271,7 @@ def read_structure(fc: FileChange, old_source: str, new_source: str) -> bool:
     if old is None or new is None:
         return False
     fc.instantiations = instantiation_changes(old, new)
+    fc.narrowed = narrowings(old, new)
     fc.moves = moved_tests(old, new)
     fc.imports, fc.imports_extended = import_changes(old, new)
     return True

@@ -16,6 +16,8 @@ import copy
 import re
 from collections.abc import Callable, Iterable
 
+from codemod.ab.comparison import accounting
+from codemod.ab.result.diff import DeviceNarrowing, NarrowedBy, lost_devices
 from codemod.ab.result.model import (
     CATEGORIES,
     CATEGORY_RANK,
@@ -51,6 +53,7 @@ class OutcomeKind(StrEnum):
     TIMEOUT = "timeout"
     NOTRUN = "notrun"
     DESELECTED = "deselected"  # collected, not run by a session that went to its end
+    INCOMPLETE = "incomplete"  # started, never concluded
     ABSENT = "absent"  # the arm has no such test
 
 
@@ -65,6 +68,7 @@ KIND_OF = {
     OutcomeValue.TIMEOUT: OutcomeKind.TIMEOUT,
     OutcomeValue.NOT_RUN: OutcomeKind.NOTRUN,
     OutcomeValue.DESELECTED: OutcomeKind.DESELECTED,
+    OutcomeValue.INCOMPLETE: OutcomeKind.INCOMPLETE,
 }
 # Kinds that are a failure of the test (a crash and a timeout included).
 FAILING_KINDS = frozenset({OutcomeKind.FAIL, OutcomeKind.CRASH, OutcomeKind.TIMEOUT})
@@ -113,12 +117,19 @@ def _left_out_note(category: Category, a: Outcome | None, b: Outcome | None) -> 
     """The note of a test B no longer runs: how B leaves it out (and a crash or timeout in A)."""
     if category == Category.MISSING_IN_B:
         return "" if b is None else _not_run_in_b(b)
+    if category == Category.INCOMPLETE and b is not None:
+        return (_A_NOTES.get(a.outcome, "") if a else "") + f"incomplete in B: {b.message}"
     return (_A_NOTES.get(a.outcome, "") if a else "") + _not_run_in_b(b)
 
 
 C = Category
 K = OutcomeKind
-_NEW_IN_B_NOTES = {K.FAIL: "fails in B", K.CRASH: "fails in B", K.TIMEOUT: "fails in B"}
+_NEW_IN_B_NOTES = {
+    K.FAIL: "fails in B",
+    K.CRASH: "fails in B",
+    K.TIMEOUT: "fails in B",
+    K.INCOMPLETE: "incomplete in B",
+}
 # Kinds of a test that ran (to any end), and of one a B does not run.
 RAN = (K.PASS, K.FAIL, K.XFAIL, K.XPASS, K.CRASH, K.TIMEOUT)
 NOT_RUN = (K.SKIP, K.DESELECTED, K.NOTRUN, K.ABSENT)
@@ -134,6 +145,8 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     # coverage: a test that ran in A and does not run in B, however B leaves it out (the note,
     # added by `categorize`, says how)
     **{(a, b): (C.COVERAGE_LOST, "") for a in RAN for b in NOT_RUN},
+    # a test that ran in A and never concluded in B (the note says where it stopped and why)
+    **{(a, K.INCOMPLETE): (C.INCOMPLETE, "") for a in RAN},
     # absent from A
     **{(K.ABSENT, b): (C.ADDED_IN_B, _NEW_IN_B_NOTES.get(b, "")) for b in K if b is not K.ABSENT},
     (K.ABSENT, K.ABSENT): (C.SAME_SKIP, "absent from both arms"),
@@ -149,7 +162,8 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     (K.FAIL, K.XPASS): (C.FIXED, "passes in B (marked xfail)"),
     # skipped in A
     (K.SKIP, K.SKIP): (C.SAME_SKIP, ""),
-    (K.SKIP, K.NOTRUN): (C.INCONCLUSIVE, "skipped in A, never run in B (the file was stopped before it)"),
+    (K.SKIP, K.NOTRUN): (C.INCONCLUSIVE, "skipped in A, never run in B"),
+    (K.SKIP, K.INCOMPLETE): (C.INCONCLUSIVE, "skipped in A, incomplete in B"),
     (K.SKIP, K.DESELECTED): (C.MISSING_IN_B, ""),
     (K.SKIP, K.ABSENT): (C.MISSING_IN_B, ""),
     (K.SKIP, K.FAIL): (C.NEW_FAILURE, "skipped in A"),
@@ -174,7 +188,8 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     **{(K.TIMEOUT, b): (C.FIXED, "timeout in A") for b in (K.PASS, K.XPASS, K.XFAIL)},
     (K.TIMEOUT, K.FAIL): (C.DIFFERENT_FAILURE, "timeout in A"),
     # not run in A (its file was stopped before it)
-    (K.NOTRUN, K.NOTRUN): (C.INCONCLUSIVE, "run in neither arm (the file was stopped before it)"),
+    (K.NOTRUN, K.NOTRUN): (C.INCONCLUSIVE, "run in neither arm"),
+    (K.NOTRUN, K.INCOMPLETE): (C.INCONCLUSIVE, "not run in A, incomplete in B"),
     (K.NOTRUN, K.FAIL): (C.NEW_FAILURE, "not run in A"),
     (K.NOTRUN, K.SKIP): (C.SAME_SKIP, "not run in A"),
     (K.NOTRUN, K.DESELECTED): (C.MISSING_IN_B, ""),
@@ -184,9 +199,18 @@ MATRIX: dict[tuple[OutcomeKind, OutcomeKind], Cell | Callable[[Outcome, Outcome]
     (K.DESELECTED, K.DESELECTED): (C.SAME_SKIP, "deselected in both arms"),
     (K.DESELECTED, K.SKIP): (C.SAME_SKIP, "deselected in A"),
     (K.DESELECTED, K.ABSENT): (C.SAME_SKIP, "deselected in A, absent from B"),
-    (K.DESELECTED, K.NOTRUN): (C.INCONCLUSIVE, "deselected in A, never run in B (the file was stopped before it)"),
+    (K.DESELECTED, K.NOTRUN): (C.INCONCLUSIVE, "deselected in A, never run in B"),
+    (K.DESELECTED, K.INCOMPLETE): (C.INCONCLUSIVE, "deselected in A, incomplete in B"),
     (K.DESELECTED, K.FAIL): (C.NEW_FAILURE, "deselected in A"),
     **{(K.DESELECTED, b): (C.NEWLY_RUN, "deselected in A") for b in (K.PASS, K.XFAIL, K.XPASS)},
+    # incomplete in A: A has no outcome of it (as a test its file was stopped before)
+    (K.INCOMPLETE, K.INCOMPLETE): (C.INCONCLUSIVE, "incomplete in both arms"),
+    (K.INCOMPLETE, K.NOTRUN): (C.INCONCLUSIVE, "incomplete in A, never run in B"),
+    (K.INCOMPLETE, K.SKIP): (C.INCONCLUSIVE, "incomplete in A, skipped in B"),
+    (K.INCOMPLETE, K.FAIL): (C.NEW_FAILURE, "incomplete in A"),
+    (K.INCOMPLETE, K.DESELECTED): (C.MISSING_IN_B, ""),
+    (K.INCOMPLETE, K.ABSENT): (C.MISSING_IN_B, ""),
+    **{(K.INCOMPLETE, b): (C.NEWLY_RUN, "incomplete in A") for b in (K.PASS, K.XFAIL, K.XPASS)},
 }
 del C, K
 
@@ -198,8 +222,10 @@ def categorize(a: Outcome | None, b: Outcome | None) -> Cell:
         assert a is not None and b is not None  # the decided cells are failures in both arms
         cell = cell(a, b)
     cat, note = cell
-    if cat in (Category.COVERAGE_LOST, Category.MISSING_IN_B):
+    if cat in (Category.COVERAGE_LOST, Category.MISSING_IN_B, Category.INCOMPLETE):
         note = _left_out_note(cat, a, b)
+    if cat == Category.INCONCLUSIVE and b is not None and b.outcome == OutcomeValue.NOT_RUN and b.message:
+        note = f"{note}: {b.message}"  # why B never ran it: its file was stopped, its session ended...
     for side, o in (("A", a), ("B", b)):
         if o is not None and o.phase == Phase.COLLECT and o.outcome == OutcomeValue.SKIPPED and not note:
             note = f"module skipped in {side}: {o.message}" if o.message else f"module skipped in {side}"
@@ -237,10 +263,18 @@ def sort_rows(rows: list[TestComparison]) -> None:
     rows.sort(key=lambda r: (CATEGORY_RANK[r.category], r.nodeid))
 
 
-def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = None) -> list[TestComparison]:
+def compare_arms(
+    a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = None, paths: Iterable[str] = ()
+) -> list[TestComparison]:
+    """Every test's row; `paths`: the run's selection (a test of a file it names only by node
+    ids is never said to be the file's last: B did not run the rest of it).  A test of B stands
+    for one test of A: one that --map folds onto a test another test of A already has (the
+    same node id first) is lost coverage."""
+    partial = {file_of(p) for p in paths if "::" in p} - {p for p in paths if "::" not in p}
     oa = effective_outcomes(a, b)
     ob = effective_outcomes(b, a)
     pairs = _mapped_pairs(oa, mapping or {})  # A node id -> B node id
+    owner = _owners(oa, pairs)  # B node id -> the one A node id it stands for
     rows: list[TestComparison] = []
     seen_b = set()
     for nodeid in sorted(oa):
@@ -250,12 +284,17 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = No
             rows.append(TestComparison(nodeid=nodeid, category=Category.SAME_SKIP, a=oa[nodeid], b=None, note=note))
             continue
         bid = pairs.get(nodeid, nodeid) or nodeid
+        if owner[bid] != nodeid:  # folded onto a B test that stands for another test of A
+            cat, _ = categorize(oa[nodeid], None)
+            note = f"--map folds it onto {bid}, which stands for {owner[bid]} of A: not run in B"
+            rows.append(TestComparison(nodeid=nodeid, category=cat, a=oa[nodeid], b=None, note=note))
+            continue
         bo = ob.get(bid)
         seen_b.add(bid)
         cat, note = categorize(oa[nodeid], bo)
         if bo is None and pairs.get(nodeid) == "" and cat == Category.COVERAGE_LOST:
             note = "not generated in B (--map retires it), although it ran in A"
-        elif bo is None and not any(file_of(n) == file_of(bid) for n in ob):
+        elif bo is None and file_of(bid) not in partial and not any(file_of(n) == file_of(bid) for n in ob):
             note = f"{note}: B collects no test of {file_of(bid)}"
         row = TestComparison(nodeid=bid, category=cat, a=oa[nodeid], b=bo, note=note)
         if bid != nodeid:
@@ -269,6 +308,15 @@ def compare_arms(a: ArmResult, b: ArmResult, mapping: dict[str, str] | None = No
         rows.append(TestComparison(nodeid=nodeid, category=cat, a=None, b=ob[nodeid], note=note))
     sort_rows(rows)
     return rows
+
+
+def _owners(oa: dict[str, Outcome], pairs: dict[str, str]) -> dict[str, str]:
+    """B node id -> the A node id whose row it is: the same node id, else the first A node id
+    --map sends there."""
+    owner: dict[str, str] = {}
+    for nodeid in sorted(oa, key=lambda n: n in pairs):  # the unmapped first
+        owner.setdefault(pairs.get(nodeid, nodeid) or nodeid, nodeid)
+    return owner
 
 
 def count(rows: Iterable[TestComparison]) -> dict[Category, int]:
@@ -362,8 +410,10 @@ def map_nodeid(nodeid: str, mapping: dict[str, str]) -> str | None:
 
 def verdict(result: ABResult) -> tuple[Verdict, str]:
     """SAFE, REGRESSION or INCONCLUSIVE, and the reason; the reason also names what the run
-    could not show (the devices a widened device set adds that this machine lacks) and what
-    the census found (tests whose labels do not reach them at run time)."""
+    could not show (the devices a widened device set adds that this machine lacks), what the
+    census found (tests whose labels do not reach them at run time) and where pytest's own
+    account of an arm's session disagrees with the events (never SAFE then).  A device set B
+    narrows, which no --map entry explains, is lost coverage where those devices are."""
     a, b = result.arm("A"), result.arm("B")
     if a is None or not a.ran:
         return Verdict.INCONCLUSIVE, "arm A could not run" + (f": {a.error}" if a is not None and a.error else "")
@@ -374,15 +424,22 @@ def verdict(result: ABResult) -> tuple[Verdict, str]:
     if not a.outcomes and not b.outcomes:
         return Verdict.INCONCLUSIVE, "no test was collected in either arm (collection errors only)"
     extra = _not_shown(result)
+    disagree = accounting.summary([(arm.name, arm.accounting) for arm in (a, b) if arm.accounting])
     bad = {c: n for c, n in result.counts.items() if c in REGRESSING and n}
-    if bad:
+    lost = lost_devices(result.changes)
+    if bad or lost:
         ranked = sorted(bad.items(), key=lambda kv: CATEGORY_RANK[kv[0]])
-        return Verdict.REGRESSION, ", ".join(f"{n} {c}" for c, n in ranked) + extra
+        said = [f"{n} {c}" for c, n in ranked] + ([narrowed_text(lost)] if lost else [])
+        return Verdict.REGRESSION, ", ".join(said) + "".join("; " + d for d in disagree) + extra
     extra += _flaky_text(result)
+    unproven = "; ".join(disagree)
     for category, text in ((Category.NOT_RUN_HERE, _elsewhere_text), (Category.INCONCLUSIVE, _unknown_text)):
         rows = [t for t in result.tests if t.category == category]
         if rows or result.counts.get(category):
-            return Verdict.INCONCLUSIVE, text(rows, len(rows) or result.counts.get(category, 0)) + extra
+            why = text(rows, len(rows) or result.counts.get(category, 0))
+            return Verdict.INCONCLUSIVE, "; ".join(x for x in (unproven, why) if x) + extra
+    if unproven:
+        return Verdict.INCONCLUSIVE, unproven + extra
     failing = (Category.PRE_EXISTING, Category.SIMILAR_FAILURE, Category.DIFFERENT_FAILURE)
     fails = sum(result.counts.get(c, 0) for c in failing)
     return Verdict.SAFE, "no test regressed" + (f" ({fails} failing in both arms)" if fails else "") + extra
@@ -426,9 +483,21 @@ def _elsewhere_text(rows: list[TestComparison], n: int) -> str:
 
 def _unknown_text(rows: list[TestComparison], n: int) -> str:
     return (
-        f"{n} {_s(n, 'test', 'tests')} ran in neither arm (the file was stopped before "
-        f"{_s(n, 'it', 'them')}: -x/--maxfail, a crash or --file-timeout): " + _listed(rows)
+        f"{n} {_s(n, 'test', 'tests')} ran to an outcome in neither arm (the file was stopped before "
+        f"{_s(n, 'it', 'them')}: -x/--maxfail, a crash or --file-timeout; or a session ended during "
+        f"{_s(n, 'it', 'them')}): " + _listed(rows)
     )
+
+
+def narrowed_text(lost: list[tuple[str, DeviceNarrowing]]) -> str:
+    """The device sets B narrows: coverage lost where those devices are."""
+    parts = []
+    for file, n in lost[:3]:
+        what = f"{n.cls}.{n.test}" if n.test else n.cls
+        verb = {NarrowedBy.INSTANTIATION: "instantiated", NarrowedBy.DECORATOR: "run"}.get(n.by, "labelled")
+        parts.append(f"{what} ({file}) no longer {verb} for: {', '.join(n.devices)}")
+    more = f", and {len(lost) - 3} more" if len(lost) > 3 else ""
+    return "coverage-lost on other machines: " + "; ".join(parts) + more
 
 
 def exit_code(v: Verdict) -> int:

@@ -1,7 +1,8 @@
 """What the run shows about coverage beyond each test's category: every arm's totals and
 runtime classification census, the tests B moved to a device this machine lacks
-(`not-run-here`), the devices of a widened device set this machine lacks, and the files
-whose labels do not reach their tests at run time (`unclassified-at-runtime`).
+(`not-run-here`), the devices of a widened device set this machine lacks, the narrowed
+device sets a `--map` entry explains, and the files whose labels do not reach their tests
+at run time (`unclassified-at-runtime`).
 
 Pure functions over the result model (the test files' texts are passed in).
 """
@@ -14,12 +15,14 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from codemod.ab.comparison.compare import map_nodeid
+from codemod.ab.result.diff import Changes, DeviceNarrowing, FileChange, NarrowedBy
 from codemod.ab.result.model import (
+    DEVICE_SUFFIXES,
     INVALID_LABEL,
     UNCLASSIFIED,
     ArmResult,
     Category,
-    Changes,
     Environment,
     RuntimeFinding,
     TestComparison,
@@ -89,6 +92,85 @@ def not_exercised(changes: Changes | None, env: Environment) -> list[str]:
                 found += [d for d in inst.devices_after if not machine_has(d, env) and d not in found]
     order = {d: i for i, d in enumerate((*_NAMED, OTHER_ACCELERATORS))}
     return sorted(found, key=lambda d: (order.get(d, len(order)), d))
+
+
+def explain_narrowed(changes: Changes | None, mapping: dict[str, str], a: ArmResult | None) -> None:
+    """A narrowed device set is lost coverage unless `--map` says where its tests went: for
+    every device it drops, the tests of that device (named after arm A's tests of the class on
+    this machine, `TestFooCPU::test_x_cpu` -> `TestFooCUDA::test_x_cuda`) map to a class B
+    instantiates for that device.  A class `--map` renames is compared with the class it
+    becomes: what that one is not instantiated for is narrowed too."""
+    a_tests = list(a.outcomes) if a is not None else []
+    for fc in changes.files if changes is not None and mapping else []:
+        b_devices = {ic.cls: ic.devices_after for ic in fc.instantiations if ic.after}
+        fc.narrowed += _renamed(fc, mapping, b_devices)
+        for n in fc.narrowed:
+            n.mapped = _mapped(fc.path, n, mapping, a_tests, b_devices) or ""
+
+
+def _renamed(fc: FileChange, mapping: dict[str, str], b_devices: dict[str, list[str]]) -> list[DeviceNarrowing]:
+    """The classes B no longer instantiates under their name that --map renames to a class
+    instantiated for fewer devices."""
+    out = []
+    told = {n.cls for n in fc.narrowed}
+    for ic in fc.instantiations:
+        if not ic.before or ic.after or not ic.devices_before or ic.cls in told:
+            continue
+        lost, into = [], ""
+        for device in ic.devices_before:
+            new = map_nodeid(f"{fc.path}::{ic.cls}{device.upper()}::test_{device}", mapping)
+            target = _class_of(new, device)
+            if target is not None and device not in b_devices.get(target, [device]):
+                lost.append(device)
+                into = target
+        if lost:
+            after = f"{into}: {next((x.after for x in fc.instantiations if x.cls == into), '')}"
+            out.append(
+                DeviceNarrowing(cls=ic.cls, by=NarrowedBy.INSTANTIATION, devices=lost, before=ic.before, after=after)
+            )
+    return out
+
+
+def _class_of(nodeid: str | None, device: str) -> str | None:
+    """The generic class of a device test's node id (`TestFooCUDA` -> `TestFoo`)."""
+    parts = (nodeid or "").split("::")
+    if len(parts) < 3 or not parts[-2].endswith(device.upper()):
+        return None
+    return parts[-2][: -len(device)]
+
+
+def _mapped(
+    file: str, n: DeviceNarrowing, mapping: dict[str, str], a_tests: list[str], b_devices: dict[str, list[str]]
+) -> str | None:
+    """Where --map sends the narrowed tests ("OLD -> NEW" of the first), or None when it does
+    not send every device's tests to a class B instantiates for that device."""
+    said = []
+    for device in n.devices:
+        suffix = device.upper()
+        if suffix not in DEVICE_SUFFIXES:
+            return None  # other-accelerators: no node id names them
+        named = (_device_name(t, n, device) for t in a_tests if file_of(t) == file)
+        names = [x for x in named if x] or [f"{file}::{n.cls}{suffix}::{n.test or 'test'}_{device}"]
+        for old in names:
+            new = map_nodeid(old, mapping)
+            target = _class_of(new, device)
+            if new is None or target == n.cls or (target is not None and device not in b_devices.get(target, [device])):
+                return None
+            said.append(f"{old} -> {new}")
+    return said[0] if said else None
+
+
+def _device_name(nodeid: str, n: DeviceNarrowing, device: str) -> str | None:
+    """Arm A's test of the narrowed class on this machine, renamed for `device`."""
+    parts = nodeid.split("::")
+    here = device_of(nodeid)
+    if len(parts) < 3 or here is None or parts[-2] != n.cls + here.upper():
+        return None
+    name, bracket, rest = parts[-1].partition("[")
+    base = name[: -len(here) - 1]
+    if n.test and base != n.test and not base.startswith(n.test + "_"):
+        return None
+    return "::".join([*parts[:-2], n.cls + device.upper(), f"{base}_{device}{bracket}{rest}"])
 
 
 _LABEL_LINE = re.compile(r"^\s+hw_classification\s*(?::[^=\n]*)?=", re.M)

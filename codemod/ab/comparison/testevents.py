@@ -1,6 +1,11 @@
 """The events of one test, folded into its outcome: the worst phase wins (error > failed
 > ...), subtests and the exception of the deciding report kept, a test that stopped
-between phases said where (`next_phase`)."""
+between phases said where (`next_phase`).
+
+Only a report decides: a test is passed when its call report says so (and its subtests do),
+skipped or failed when a report says so; a test no report decides (a setup report and no
+call report: a session that ended during it, or that runs no call phase) is `incomplete`,
+never passed by default."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import TYPE_CHECKING
 from codemod.ab.result.model import Outcome, OutcomeValue, Phase
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
-    from codemod.target.plugin import ExcInfo, ReportEvent
+    from codemod.target.eventtypes import ExcInfo, ReportEvent
 
 
 class TestEvents:
@@ -71,7 +76,8 @@ def _rec_outcome(nodeid: str, rec: ReportEvent, result: OutcomeValue, phase: Pha
     )
 
 
-_NOT_PASSING = (OutcomeValue.PASSED, OutcomeValue.XPASSED, OutcomeValue.SKIPPED)
+# Outcomes a failing subtest turns into a failure.
+_NOT_FAILING = (OutcomeValue.PASSED, OutcomeValue.XPASSED, OutcomeValue.SKIPPED, OutcomeValue.INCOMPLETE)
 
 
 def build_outcome(acc: TestEvents) -> Outcome:
@@ -84,15 +90,16 @@ def build_outcome(acc: TestEvents) -> Outcome:
         out = _rec_outcome(acc.nodeid, call, _phase_result(call), Phase.CALL)
         if out.outcome == OutcomeValue.PASSED:
             out.message, out.traceback, out.exc_type, out.exc_chain = "", "", None, []
-    else:
-        out = Outcome(nodeid=acc.nodeid, outcome=OutcomeValue.PASSED, phase=Phase.CALL)
+    else:  # nothing decides it: it started and never concluded
+        phase = stopped_in(acc)
+        out = Outcome(nodeid=acc.nodeid, outcome=OutcomeValue.INCOMPLETE, phase=phase, message=no_decision(phase))
     out.subtests = [
         _rec_outcome(f"{acc.nodeid} {_subtest_desc(sub)}", sub, _phase_result(sub), Phase.CALL)
         for sub in acc.subtests
         if _phase_result(sub) != OutcomeValue.PASSED
     ]
     failing_subs = [s for s in out.subtests if s.outcome in (OutcomeValue.FAILED, OutcomeValue.ERROR)]
-    if failing_subs and (out.outcome in _NOT_PASSING or (out.outcome == OutcomeValue.FAILED and not out.exc_type)):
+    if failing_subs and (out.outcome in _NOT_FAILING or (out.outcome == OutcomeValue.FAILED and not out.exc_type)):
         n = len(failing_subs)
         out.outcome, out.phase, out.exc_type, out.exc_chain = OutcomeValue.FAILED, Phase.CALL, None, []
         out.message = f"{n} failed subtest{'s' if n != 1 else ''}: " + "; ".join(
@@ -110,6 +117,16 @@ def build_outcome(acc: TestEvents) -> Outcome:
             out = td
     out.duration = duration
     return out
+
+
+def stopped_in(acc: TestEvents) -> Phase:
+    """The phase a test that no report decides stopped in."""
+    return Phase.CALL if "setup" in acc.reports else Phase.SETUP
+
+
+def no_decision(phase: Phase) -> str:
+    """Why a test is incomplete when nothing more is known."""
+    return f"stopped in its {phase} phase: no report decides its outcome"
 
 
 def next_phase(acc: TestEvents) -> Phase:

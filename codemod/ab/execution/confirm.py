@@ -97,8 +97,8 @@ def _confirmable(r: TestComparison, a: ArmResult, b: ArmResult) -> bool:
         and r.b is not None
         and r.a.phase != Phase.COLLECT
         and r.b.phase != Phase.COLLECT
-        and r.a.outcome != OutcomeValue.NOT_RUN
-        and r.b.outcome != OutcomeValue.NOT_RUN
+        and r.a.outcome not in _NO_EVIDENCE
+        and r.b.outcome not in _NO_EVIDENCE
         and r.a.nodeid in a.outcomes
         and r.b.nodeid in b.outcomes
     )
@@ -174,7 +174,8 @@ def _confirm(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, rows: lis
 # ---------------------------------------------------------------------------
 # what the reruns say
 
-_NO_EVIDENCE = (OutcomeValue.NOT_RUN,)
+# A rerun that never reached an outcome says nothing either way.
+_NO_EVIDENCE = (OutcomeValue.NOT_RUN, OutcomeValue.INCOMPLETE)
 
 
 def _kinds(seq: Iterable[OutcomeValue]) -> list[OutcomeKind]:

@@ -233,6 +233,8 @@ class ArmRunner:
             message = f"the test process died ({sig}) during collection"
             events.file_failed(OutcomeValue.CRASHED, message, tail, signal=sig)
             return False
+        unaccounted = events.unaccounted(sig)
+        res.accounting += [unaccounted] if unaccounted is not None else []
         if not watch.progress:
             res.notes.append(Notice("file.died-between-tests", {"file": res.file, "status": sig}, arm=res.arm))
             return False

@@ -26,12 +26,13 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codemod.ab.arms.options import PACK_FROM
 from codemod.ab.arms.trees import DEFAULT_PYTHON_FILES, within
+from codemod.ab.comparison.accounting import Reconciled
 from codemod.ab.execution import processes
 from codemod.ab.execution.events import EventReader, FileEvents, FileRun, ProcessWatch, output_tail
 from codemod.ab.execution.filerun import COLLECT_TIMEOUT_MIN, ArmRunner, Kill
@@ -41,7 +42,7 @@ from codemod.ab.result.model import Outcome, OutcomeValue, file_of
 from codemod.ab.result.notices import Notice
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
-    from codemod.target.plugin import Event
+    from codemod.target.eventtypes import Event
 
 
 def packing(choice: bool | None, fork: bool, warm: bool, files: int) -> bool:
@@ -131,7 +132,8 @@ class PackRunner(ArmRunner):
     def run_pack(self, files: dict[str, list[str]], deselect: dict[str, tuple[str, ...]]) -> list[FileRun]:
         """The files (file -> its pytest arguments) in one session, resumed after crashes;
         one FileRun per file, in the order given."""
-        pack = _Pack({f: FileEvents(FileRun(arm=self.spec.name, file=f), deselect.get(f, ())) for f in files}, files)
+        shares = {f: FileEvents(FileRun(arm=self.spec.name, file=f), deselect.get(f, ()), False) for f in files}
+        pack = _Pack(shares, files)
         attempts = 0
         while pack.unfinished():
             attempts += 1
@@ -204,6 +206,8 @@ class PackRunner(ArmRunner):
         """Record why a pack's process ended early on the test it concerns; whether the
         rest of the pack runs in a new process (False: its files go on alone)."""
         acc = said.whole.current
+        if acc is None and killed is None and not said.elsewhere:
+            pack.unaccounted(said.everyone, processes.signame(rc))  # it died between tests
         if said.elsewhere or killed == Kill.COLLECT_TIMEOUT or acc is None:
             return False  # nothing to pin it on (nor a test running when it was stopped)
         file = file_of(acc.nodeid)
@@ -291,6 +295,8 @@ class _Pack:
             if not isinstance(nodeid, str):
                 for f, e in self.files.items():
                     e.consume(said.files[f], [ev])
+                if ev["ev"] == "end" and said.everyone.reconciled is not None:
+                    self.settle(said.everyone.reconciled)
                 continue
             f = file_of(nodeid)
             if f not in self.files:
@@ -302,6 +308,24 @@ class _Pack:
             self.last[f] = t
             self.files[f].consume(said.files[f], [ev])
 
+    def settle(self, reconciled: Reconciled) -> None:
+        """A session's reconciliation with pytest's account, handed to its files: each its own
+        tests' doubts, the first of the session's files its findings (which name them all)."""
+        named = {f for finding in reconciled.findings for f in finding.files}
+        owner = next((f for f in self.files if f in named), next(iter(self.files)))
+        for f, e in self.files.items():
+            doubts = {n: why for n, why in reconciled.doubts.items() if file_of(n) == f}
+            findings = reconciled.findings if f == owner else []
+            e.settle(replace(reconciled, findings=findings, doubts=doubts))
+
+    def unaccounted(self, everyone: FileEvents, status: str) -> None:
+        """The session ended between tests without pytest's account: said once, on the first
+        of its files, naming them all."""
+        finding = everyone.unaccounted(status)
+        if finding is not None:
+            owner = next((f for f in self.files if f in finding.files), next(iter(self.files)))
+            self.files[owner].res.accounting.append(finding)
+
     def went_alone(self, file: str, finished: dict[str, Outcome], alone: FileRun) -> None:
         """A file's result: what its pack finished, then what it did on its own."""
         res = self.files[file].res
@@ -309,6 +333,7 @@ class _Pack:
         alone.collection_errors = {**res.collection_errors, **alone.collection_errors}
         alone.collection_skips = {**res.collection_skips, **alone.collection_skips}
         alone.crashes = res.crashes + alone.crashes
+        alone.accounting = res.accounting + alone.accounting
         alone.processes += res.processes
         alone.notes = res.notes + alone.notes
         alone.duration += self.last.get(file, 0.0) - self.began.get(file, self.last.get(file, 0.0))

@@ -40,6 +40,7 @@ from codemod.ab.arms.options import RunOptions, UsageError, check_options, parse
 from codemod.ab.arms.sources import ArmSpec, Sources
 from codemod.ab.comparison import compare as _cmp
 from codemod.ab.comparison import coverage as _coverage
+from codemod.ab.comparison import merge as _merge
 from codemod.ab.comparison import signature as _sig
 from codemod.ab.execution import envprobe as _envprobe
 from codemod.ab.execution import interpreter as _interp
@@ -53,7 +54,7 @@ from codemod.ab.execution.filerun import PLUGIN_MODULE, ArmRunner
 from codemod.ab.execution.interpreter import ForkServer
 from codemod.ab.execution.packrun import PackRunner, packing, packs_per_arm, plan_packs
 from codemod.ab.execution.processes import Interrupted, SlotPool, kill_all_children, wait_all
-from codemod.ab.result.model import ABResult, ArmResult, Environment, file_of
+from codemod.ab.result.model import ABResult, ArmResult, Environment, RunIdentity, file_of
 from codemod.ab.result.notices import Notice
 from codemod.target import SOURCES as TARGET_FILES
 from codemod.util.reaper import orphans_reaped
@@ -151,19 +152,19 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         python=opts.python,
         shard=opts.shard,
+        base_ref=opts.base or None,
         mapping=dict(opts.mapping),
     )
     support = _support_files(work, "probe.py")
     with _outranked_by(checked):
         sources = _arms.resolve_sources(opts, cwd)
-        if opts.base:
-            result.base_ref = opts.base
         result.paths = list(sources.sel.paths)
         base_env = dict(os.environ)
         arm_env = _arm_environment(opts, base_env, sources, result, say)
         specs, arm_errors = _arms.prepare_arms(opts, sources, work, support, base_env, arm_env, result.warnings, say)
         _arms.name_walked_dirs(specs, sources.sel, work)
         files = _select_files(specs, arm_errors, sources.sel, shard, opts, say)
+        result.identity = _identity(specs, files, shard[1] if shard else 1, opts, result.tool_version)
         filtered = _label_filter(opts, specs, arm_errors, files, work)
         # warm interpreters: they import in the background while the interpreter check ends
         # and the probe and the --hw-classification check run
@@ -188,7 +189,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     # arms' files still run
     arms = jobs.results(["A", "B"], work)
     a, b = arms["A"], arms["B"]
-    rows = _cmp.compare_arms(a, b, opts.mapping)
+    rows = _cmp.compare_arms(a, b, opts.mapping, result.paths)
     if opts.confirm > 0 and a.ran and b.ran:
         confirm_discordant(rows, runners["A"], runners["B"], a, b, opts.confirm, pool, stop, say)
     result.tests = rows
@@ -231,7 +232,14 @@ def _conclude(result: ABResult, opts: RunOptions, b_root: Path) -> None:
         files = sorted({file_of(n) for n in b.outcomes})
         result.runtime = _coverage.runtime_findings(b, _coverage.read_sources(b_root, files))
     result.not_exercised = _coverage.not_exercised(result.changes, result.environment)
+    _coverage.explain_narrowed(result.changes, result.mapping, result.arm("A"))
     result.verdict, result.verdict_reason = _cmp.verdict(result)
+
+
+def _identity(specs: dict[str, ArmSpec], files: _Files, shards: int, opts: RunOptions, tool: str) -> RunIdentity:
+    """What makes this run's shards one run (`ab merge` checks it)."""
+    code = {n: (specs[n].commit, specs[n].tree or _merge.tree_digest(specs[n].root, files.by_arm[n])) for n in "AB"}
+    return _merge.identify(code, shards, tool, _merge.request_of(opts))
 
 
 def _label_filter(
@@ -448,6 +456,7 @@ class _Jobs:
             ar.collection_errors.update(fr.collection_errors)
             ar.collection_skips.update(fr.collection_skips)
             ar.crashes.extend(fr.crashes)
+            ar.accounting.extend(fr.accounting)
             ar.duration += fr.duration
             if fr.arm in ("A", "B"):
                 durations = self.result.file_durations
@@ -478,6 +487,8 @@ class _Jobs:
         """The arm's reproduction command: its files, from where its files come from."""
         spec = self.specs[name]
         run_files = [x for f in self.files.run for x in self.files.by_arm[name].get(f, [])]
+        if not run_files:
+            return ""  # nothing ran: pytest without paths would run every test of the checkout
         home = self.sources.arms["A" if name == "A" or spec.based_on == "A" else "B"].root
         return _arms.repro_command(
             spec,

@@ -13,17 +13,21 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from codemod.ab.result.diff import Changes
 from codemod.ab.result.notices import Notice
 from codemod.ab.result.schema import SchemaError, build, kind
 from transforms.core.strenum import StrEnum
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Older results still read: 2 added fields only (their defaults fill the gaps); 3 made
 # the runner's warnings structured notices (the plain strings of 1 and 2 read back as
 # verbatim notices); 4 added the arms' totals (computed from the outcomes when an older
 # result is read), the runtime classification census, coverage-lost / not-run-here, the
-# label filter, the test plan and the structure of the diff.
-READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)
+# label filter, the test plan and the structure of the diff; 5 added the outcome and
+# category `incomplete`, each arm's reconciliation with pytest's own account
+# (`accounting`), the run's identity (what `ab merge` checks) and the device sets B
+# narrows (fields only: an older result reads with none of them).
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 
 
 class OutcomeValue(StrEnum):
@@ -43,6 +47,11 @@ class OutcomeValue(StrEnum):
     # (collect_ignore, --ignore), or a session that runs nothing (--collect-only); the
     # message says which
     DESELECTED = "deselected"
+    # started, never concluded: no report decides it (a setup report and no call report: a
+    # session ended by pytest.exit() or a KeyboardInterrupt during it, a session that runs no
+    # call phase such as --setup-only), or pytest's own account of the session contradicts
+    # the events; the message says where it stopped and why
+    INCOMPLETE = "incomplete"
 
 
 # Outcomes that count as failing (a failure in the reports, a group for the cause table).
@@ -64,6 +73,8 @@ class Category(StrEnum):
     NEW_FAILURE = "new-failure"  # passed (or skipped) in A, fails/errors in B
     CRASH = "crash"  # crashed in B, not in A
     TIMEOUT = "timeout"  # timed out in B, not in A
+    # ran to an outcome in A; in B it started and never concluded (outcome incomplete)
+    INCOMPLETE = "incomplete"
     # ran in A (passed, failed, xfail, crashed...), does not run in B: skipped (any
     # mechanism), deselected, not collected, missing; the note says how
     COVERAGE_LOST = "coverage-lost"
@@ -95,6 +106,7 @@ REGRESSING = frozenset(
         Category.NEW_FAILURE,
         Category.CRASH,
         Category.TIMEOUT,
+        Category.INCOMPLETE,
         Category.COVERAGE_LOST,
         Category.MISSING_IN_B,
         Category.XPASS_TO_XFAIL,
@@ -229,7 +241,7 @@ class Totals:
     tests: run = passed + failed + xfailed + xpassed + the tests that errored (crashes and
     timeouts included); `errors` also counts each file that failed to collect and `skipped`
     each module-level skip, one each, as pytest counts them.  So collected + the skipped
-    modules = run + skipped + deselected + not_run."""
+    modules = run + skipped + deselected + not_run + incomplete."""
 
     collected: int = 0
     run: int = 0
@@ -241,6 +253,7 @@ class Totals:
     xpassed: int = 0
     deselected: int = 0
     not_run: int = 0  # its file was stopped before it
+    incomplete: int = 0  # started, never concluded (schema 5)
 
     @classmethod
     def of(cls, arm: ArmResult) -> Totals:
@@ -261,12 +274,44 @@ class Totals:
                 t.xpassed += 1
             elif o.outcome == OutcomeValue.DESELECTED:
                 t.deselected += 1
+            elif o.outcome == OutcomeValue.INCOMPLETE:
+                t.incomplete += 1
             else:
                 t.not_run += 1
         t.run = t.passed + t.failed + t.errors + t.xfailed + t.xpassed
         t.errors += len(arm.collection_errors)
         t.skipped += len(arm.collection_skips)
         return t
+
+
+class AccountIssue(StrEnum):
+    """What pytest's own account of one of an arm's sessions says that the events do not."""
+
+    # the session ended early: pytest.exit(), a KeyboardInterrupt, -x / --maxfail, or exit
+    # status 2 (interrupted), 3 (internal error) or 4 (usage error)
+    STOPPED = "stopped"
+    NO_TEST_RAN = "no-test-ran"  # it collected tests and ran no call phase (--setup-only, --collect-only...)
+    OUTCOMES_DIFFER = "outcomes-differ"  # tests pytest counted otherwise than the events say
+    COLLECTED_DIFFERS = "collected-differs"  # session.testscollected is not what the events collected
+    FAILURES_UNSEEN = "failures-unseen"  # session.testsfailed counts failures the events do not hold
+    NO_ACCOUNT = "no-account"  # the session ended without pytest's account (the plugin could not read it)
+    NO_REPORTER = "no-reporter"  # pytest ran without its terminal reporter (-p no:terminal): no counts to compare
+
+
+@dataclass(kw_only=True)
+class AccountFinding:
+    """One pytest session of an arm whose own account disagrees with the events (or that
+    ended early): the verdict is never SAFE while an arm A or B has one."""
+
+    issue: AccountIssue
+    files: list[str] = field(default_factory=list)  # the session's test files (a pack has several)
+    exit_status: int | None = None
+    stopped_by: str = ""  # what ended it: "pytest.exit: done", "KeyboardInterrupt", -x's reason...
+    # the figures that disagree, by name ("collected", "failures", or an outcome category):
+    # pytest's own, then the events'
+    pytest: dict[str, int] = field(default_factory=dict)
+    events: dict[str, int] = field(default_factory=dict)
+    tests: list[str] = field(default_factory=list)  # the tests it left incomplete
 
 
 @dataclass(kw_only=True)
@@ -295,6 +340,8 @@ class ArmResult:
     # schema 4: tests per runtime label (member name, UNCLASSIFIED, INVALID_LABEL); empty
     # when the run took no census (an older result)
     classification_counts: dict[str, int] = field(default_factory=dict)
+    # schema 5: the sessions whose own pytest account disagrees with the events
+    accounting: list[AccountFinding] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -362,64 +409,6 @@ class Environment:
 
 
 @dataclass(kw_only=True)
-class ClassChange:
-    """What the diff between the arms does inside one class."""
-
-    name: str
-    labels: list[str] = field(default_factory=list)  # `hw_classification = HardwareClassification.X` added
-    removed_labels: list[str] = field(default_factory=list)
-    torch_load: list[str] = field(default_factory=list)  # torch.load edits: "weights_only=False", "safe_globals([...])"
-
-
-@dataclass(kw_only=True)
-class InstantiationChange:
-    """An `instantiate_device_type_tests(Cls, ...)` whose options differ between the arms."""
-
-    cls: str
-    before: str = ""  # the call's options in A (`only_for=('cpu', 'cuda')`); "" = no call
-    after: str = ""  # ... in B
-    removed: list[str] = field(default_factory=list)  # options A has that B has not (or changed)
-    added: list[str] = field(default_factory=list)
-    devices_before: list[str] = field(default_factory=list)  # empty: not instantiated or unknown
-    devices_after: list[str] = field(default_factory=list)
-    widened: list[str] = field(default_factory=list)  # devices B adds
-
-
-@dataclass(kw_only=True)
-class TestMove:
-    """A test function that lives in another class in B."""
-
-    test: str
-    old_class: str
-    new_class: str
-
-
-@dataclass(kw_only=True)
-class FileChange:
-    path: str
-    added: int = 0
-    removed: int = 0
-    classes: list[ClassChange] = field(default_factory=list)
-    torch_load: list[str] = field(default_factory=list)  # torch.load edits outside any class
-    imports: list[str] = field(default_factory=list)  # import statements added (whole, from schema 4)
-    imports_extended: list[str] = field(
-        default_factory=list
-    )  # schema 4: existing imports extended (B's whole statement)
-    instantiations: list[InstantiationChange] = field(default_factory=list)  # schema 4
-    moves: list[TestMove] = field(default_factory=list)  # schema 4
-
-
-@dataclass(kw_only=True)
-class Changes:
-    """What differs between the arms, read from `git diff REF` (arms from git only)."""
-
-    ref: str = ""
-    stat: str = ""  # `git diff --stat` text
-    files: list[FileChange] = field(default_factory=list)
-    error: str = ""  # why the diff could not be read
-
-
-@dataclass(kw_only=True)
 class RuntimeFinding:
     """What the census shows that the source does not: a file that carries labels in B
     whose tests run unclassified (a label on a template the module deletes, classes built
@@ -471,6 +460,21 @@ class PlanRun:
 
 
 @dataclass(kw_only=True)
+class RunIdentity:
+    """What makes shards one run (`ab merge` takes the shards of exactly one): the code of
+    both arms, the tool, the number of shards, and `run_id`, a digest of all of it and of
+    what the run was asked (`request`: its paths and the options that change outcomes)."""
+
+    run_id: str
+    base_commit: str = ""  # arm A's commit ("" = not from git)
+    a_tree: str = ""  # arm A's tree id, or a digest of its files and their pytest configuration
+    b_tree: str = ""  # ... arm B's
+    tool_version: str = ""
+    shards: int = 1
+    request: str = ""  # a digest of the paths and options
+
+
+@dataclass(kw_only=True)
 class ABResult:
     schema_version: int = SCHEMA_VERSION
     tool_version: str = ""
@@ -483,6 +487,7 @@ class ABResult:
     duration: float = 0.0
     python: str = ""  # the target interpreter
     shard: str | None = None  # "I/N"
+    identity: RunIdentity | None = None  # schema 5 (None: an older result)
     env_unset: list[str] = field(default_factory=list)
     env_set: dict[str, str] = field(default_factory=dict)  # applied to every arm
     arms: list[ArmResult] = field(default_factory=list)

@@ -202,10 +202,6 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "torch `{torch}` / `{other_torch}`)",
         "zh": "各分片运行于不同的环境（python `{python}` / `{other_python}`，torch `{torch}` / `{other_torch}`）",
     },
-    "merge.bases-differ": {
-        "en": "shards compare different bases: `{base}` vs `{other_base}`",
-        "zh": "各分片比较的基准不同：`{base}` 与 `{other_base}`",
-    },
     "merge.merged-shards": {
         "en": "merged shards `{shards}`",
         "zh": "已合并分片 `{shards}`",

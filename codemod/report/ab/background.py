@@ -3,7 +3,8 @@ changed between the arms, and what the runner set and warned about."""
 
 from __future__ import annotations
 
-from codemod.ab.result.model import ABResult, InstantiationChange
+from codemod.ab.result.diff import DeviceNarrowing, InstantiationChange
+from codemod.ab.result.model import ABResult
 from codemod.report.ab.fmt import Fmt
 
 
@@ -73,6 +74,7 @@ def change_notes(result: ABResult, f: Fmt) -> list[str]:
     notes = []
     for fc in changes.files:
         notes += [_instantiation_note(fc.path, inst, f) for inst in fc.instantiations]
+        notes += [_narrowing_note(fc.path, n, f) for n in fc.narrowed]
         if fc.moves:
             moves = [
                 f.say("changes.move", test=f.code(m.test), old=f.code(m.old_class), new=f.code(m.new_class))
@@ -88,13 +90,26 @@ def change_notes(result: ABResult, f: Fmt) -> list[str]:
     plain = [
         fc.path
         for fc in changes.files
-        if not fc.classes and not fc.torch_load and not fc.instantiations and not fc.moves and not fc.imports_extended
+        if not (fc.classes or fc.torch_load or fc.instantiations or fc.moves or fc.imports_extended or fc.narrowed)
     ]
     if plain:
         notes.append(f.say("changes.other", files=f.codes(plain)))
     if not changes.files:
         notes.append(f.say("changes.none", ref=f.code(changes.ref)))
     return notes
+
+
+def _narrowing_note(path: str, n: DeviceNarrowing, f: Fmt) -> str:
+    """A class (or test) B runs on fewer devices, and the --map entry that explains it, if any."""
+    said = f.say(
+        "changes.narrowed",
+        what=f.code(f"{n.cls}.{n.test}" if n.test else n.cls),
+        file=f.code(path),
+        before=f.code(n.before or "-"),
+        after=f.code(n.after or "-"),
+        devices=f.codes(n.devices),
+    )
+    return said + (f.say("changes.narrowed_mapped", option=f.code("--map"), entry=f.code(n.mapped)) if n.mapped else "")
 
 
 def _instantiation_note(path: str, inst: InstantiationChange, f: Fmt) -> str:
@@ -129,7 +144,8 @@ def arm_description(arm, result: ABResult, f: Fmt) -> str:
     if source.startswith("git:"):
         return f.say("arm.git", ref=f.code(source[4:]))
     if source == "worktree":
-        return f.say("arm.worktree")
+        # the files run were a commit (a refactor's branch): not "uncommitted changes included"
+        return f.say("arm.worktree_commit", commit=f.code(arm.commit[:12])) if arm.commit else f.say("arm.worktree")
     if source.startswith("dir:"):
         return f.say("arm.dir", path=f.code(source[4:]))
     return f.text(arm.label)

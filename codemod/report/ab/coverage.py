@@ -18,13 +18,12 @@ ATTRIBUTE = "hw_classification"
 
 def totals_rows(result: ABResult) -> list[tuple[str, int | None, int | None, str]]:
     """(field, A's count, B's count, the difference "+2" / "-1" / "0") per field; `not_run`
-    only when an arm has some."""
+    and `incomplete` only when an arm has some."""
     a, b = result.arm("A"), result.arm("B")
     ta: Totals | None = a.totals if a is not None else None
     tb: Totals | None = b.totals if b is not None else None
     fields = list(TOTAL_FIELDS)
-    if (ta and ta.not_run) or (tb and tb.not_run):
-        fields.append("not_run")
+    fields += [name for name in ("not_run", "incomplete") if getattr(ta, name, 0) or getattr(tb, name, 0)]
     rows = []
     for name in fields:
         x = getattr(ta, name) if ta is not None else None

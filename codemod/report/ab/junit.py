@@ -89,6 +89,10 @@ def _outcome_element(case: ET.Element, o: Outcome | None, c: TestComparison, roo
         )
         el.text = _x(_traceback(o, roots))
         return "failures"
+    if kind == OutcomeValue.INCOMPLETE:  # no outcome: never a pass nor a skip
+        el = ET.SubElement(case, "error", message=_x(o.message or kind), type="ab.incomplete")
+        el.text = _x(_traceback(o, roots))
+        return "errors"
     if kind in (OutcomeValue.ERROR, OutcomeValue.CRASHED):
         etype = o.exc_type or (f"crash ({o.signal})" if o.signal else kind)
         el = ET.SubElement(case, "error", message=_x(_message(o)), type=_x(etype))

@@ -143,7 +143,10 @@ def _function(result: ABResult, arm: ArmResult, ident: str) -> list[str]:
     env = " ".join(_env_words(result, arm))
     extra = "".join(" " + shlex.quote(a) for a in arm.extra_args)
     lines.append("    local status=0")
-    for _f, args in files_of(result, arm).items():
+    files = files_of(result, arm)
+    if not files:
+        lines.append("    " + _say(f"arm {arm.name}: no test file ran in this arm"))
+    for _f, args in files.items():
         selected = " ".join(shlex.quote(safe_arg(a)) for a in args)
         lines.append(f'    env {env} "$PYTHON" -m pytest {" ".join(PYTEST_ARGS)} {selected}{extra} || status=1')
     if cleanup:
@@ -211,7 +214,13 @@ def render(result: ABResult) -> str:
 
 
 def reproduction_intro(result: ABResult, f: Fmt) -> str:
-    return f.say("repro.intro", script=f.code(REPRO_SCRIPT), python=f.code("PYTHON=/path/to/python"))
+    return f.say(
+        "repro.intro",
+        script=f.code(REPRO_SCRIPT),
+        fixed=f.pairs(REPRO_VARS),
+        mktemp=f.code("mktemp -d"),
+        python=f.code("PYTHON=/path/to/python"),
+    )
 
 
 def reproduction_parts(result: ABResult, f: Fmt):

@@ -7,7 +7,7 @@ import shlex
 
 from codemod.ab.result.model import CATEGORIES, REGRESSING, ABResult, Category, Outcome, TestComparison, Verdict
 from codemod.report.ab.coverage import census_lines, filter_lines, runtime_lines, totals_rows
-from codemod.report.ab.facts import QUIET, compact_signature, failure_groups, middle_truncate
+from codemod.report.ab.facts import QUIET, compact_signature, failure_groups, middle_truncate, visible_controls
 from codemod.report.ab.fmt import Fmt
 
 
@@ -24,6 +24,13 @@ class PlainFmt(Fmt):
         return s
 
 
+def one_line(text: str) -> str:
+    """A value from the result on one terminal line: its control characters (NUL, BEL, ESC,
+    newlines) shown as escapes, as the other views show them; no escape sequence of a test's
+    message or a file name reaches the terminal."""
+    return visible_controls(text, strip_ansi=False).replace("\n", "\\n").replace("\r", "\\r")
+
+
 def lead_lines(result: ABResult) -> list[str]:
     """The counts of A and B side by side, the census, its findings, the label filter."""
     f = PlainFmt("en")
@@ -36,8 +43,8 @@ def lead_lines(result: ABResult) -> list[str]:
     census = census_lines(result, f)
     if census:
         out.append("Census (hw_classification at run time): " + "; ".join(census))
-    out += runtime_lines(result, f)
-    filtered = filter_lines(result, f)
+    out += [one_line(line) for line in runtime_lines(result, f)]
+    filtered = [one_line(line) for line in filter_lines(result, f)]
     out += filtered[:1] + ["  " + line for line in filtered[1:]]
     return out
 
@@ -50,7 +57,7 @@ def _c(text: str, code: str, color: bool) -> str:
 
 
 def _short(text: str | None, n: int) -> str:
-    text = (text or "").replace("\n", " ")
+    text = one_line((text or "").replace("\n", " "))
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -118,7 +125,7 @@ def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) ->
     """One line per test or per group of identical failures (its members listed below it);
     node ids cut in the middle so that the distinguishing tail (the test name) stays."""
     groups = failure_groups(rows)
-    labels = [r[0].nodeid if len(r) == 1 else f"{len(r)} tests:" for r in groups]
+    labels = [one_line(r[0].nodeid) if len(r) == 1 else f"{len(r)} tests:" for r in groups]
     wcat = max(len(g[0].category) for g in groups)
     wid = min(70, max(len(x) for x in labels))
     wa = min(24, max(len(_cell(g[0].a)) for g in groups))
@@ -145,7 +152,7 @@ def _rows(rows: list[TestComparison], color: bool, max_rows: int, width: int) ->
         if len(group) > 1:
             indent = " " * (4 + wcat)
             for member in group[:GROUP_MEMBERS]:
-                out.append(indent + middle_truncate(member.nodeid, max(20, width - len(indent))))
+                out.append(indent + middle_truncate(one_line(member.nodeid), max(20, width - len(indent))))
             if len(group) > GROUP_MEMBERS:
                 out.append(indent + f"... and {len(group) - GROUP_MEMBERS} more")
     hidden = sum(len(g) for g in groups[shown:])
@@ -162,10 +169,10 @@ def render(
     v = result.verdict
     out.append(
         _c(f"decouple ab: {v}", "1;" + _VERDICT_COLOUR[v], color)
-        + (f" - {result.verdict_reason}" if result.verdict_reason else "")
+        + (f" - {one_line(result.verdict_reason)}" if result.verdict_reason else "")
     )
     arms = "   ".join(f"{a.name}: {a.label}" + ("" if a.ran else f" (DID NOT RUN: {a.error})") for a in result.arms)
-    out.append(arms)
+    out.append(one_line(arms))
     meta = [f"normaliser {result.normaliser_version}", f"{result.duration:.1f}s"]
     if result.shard:
         meta.append(f"shard {result.shard}")
@@ -183,29 +190,34 @@ def render(
         out.append("Diagnostics:")
         for d in result.diagnostics:
             vars_ = " ".join(f"{k}={v}" for k, v in d.variables.items())
-            out.append(f"  {d.name} (on {d.based_on}: {vars_}): {d.statement}")
+            out.append(one_line(f"  {d.name} (on {d.based_on}: {vars_}): {d.statement}"))
     out.append("")
-    out.append("Environment: " + environment_line(result))
+    out.append(one_line("Environment: " + environment_line(result)))
     if result.env_unset or result.env_set:
         out.append(
-            "Arm environment: unset "
-            + " ".join(result.env_unset)
-            + "; set "
-            + " ".join(f"{k}={v}" for k, v in result.env_set.items())
+            one_line(
+                "Arm environment: unset "
+                + " ".join(result.env_unset)
+                + "; set "
+                + " ".join(f"{k}={v}" for k, v in result.env_set.items())
+            )
         )
     if result.warnings:
         # the terminal summary is English throughout (the reports have --lang)
         out.append("Warnings:")
-        out.extend(f"  - {w.text('en')}" for w in result.warnings)
-    cmds = [a for a in result.arms if a.command]
+        out.extend(f"  - {one_line(w.text('en'))}" for w in result.warnings)
+    ran = [a for a in result.arms if a.ran]
     if repro:
-        names = " ".join(a.name for a in result.arms if a.ran)
-        out.append(f"Reproduce: bash {shlex.quote(repro)} [ARM...]   (arms: {names}; one pytest process per file)")
-    elif cmds:
+        names = " ".join(a.name for a in ran)
+        out.append(
+            one_line(f"Reproduce: bash {shlex.quote(repro)} [ARM...]   (arms: {names}; one pytest process per file)")
+        )
+    elif ran:
         out.append("Reproduce:")
-        for a in cmds:
+        for a in ran:
             where = f" ({a.source})" if a.source else ""
-            out.append(f"  {a.name}{where}: {a.command}")
+            # an arm that ran no file has no command: a pytest without paths would run every test
+            out.append(one_line(f"  {a.name}{where}: {a.command or 'no test file ran in this arm'}"))
     return printable("\n".join(out) + "\n")
 
 

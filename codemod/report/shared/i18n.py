@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codemod.report.shared import i18n_coverage
+from codemod.report.shared import i18n_accounting, i18n_coverage
 
 LANGS = ("en", "zh")
 
@@ -338,6 +338,10 @@ STRINGS: dict[str, dict[str, _Entry]] = {
     },
     "arm.git": {"en": "the files as committed at {ref}", "zh": "{ref} 版本中已提交的文件"},
     "arm.worktree": {"en": "the work tree, uncommitted changes included", "zh": "工作区中的文件（含未提交的改动）"},
+    "arm.worktree_commit": {
+        "en": "the work tree at commit {commit} (no uncommitted change among the files run)",
+        "zh": "提交 {commit} 的工作区文件（所运行的文件中没有未提交的改动）",
+    },
     "arm.dir": {"en": "directory {path}", "zh": "目录 {path}"},
     "arm.diag": {"en": "arm {base}'s files with {vars}", "zh": "{base} 组的文件，另设 {vars}"},
     "h.changes": {"en": "What changed", "zh": "改动内容"},
@@ -415,10 +419,12 @@ STRINGS: dict[str, dict[str, _Entry]] = {
     # ---- reproduction --------------------------------------------------------------
     "repro.intro": {
         "en": "{script}, written next to this report, runs each arm's pytest commands as the runner ran them: one "
-        "process per test file, the same environment, the git ref rather than a temporary copy "
-        "({python} overrides the interpreter).",
-        "zh": "与本报告一同写出的 {script} 按运行器的方式执行各组的 pytest 命令：每个测试文件一个进程，环境相同，"
-        "使用 git 引用而非临时副本（可用 {python} 指定解释器）。",
+        "process per test file, the same environment plus {fixed} (a rerun writes no bytecode); an arm from a "
+        "commit is extracted from that commit into a temporary folder ({mktemp}, removed afterwards), an arm from "
+        "the work tree or a directory runs there ({python} overrides the interpreter).",
+        "zh": "与本报告一同写出的 {script} 按运行器的方式执行各组的 pytest 命令：每个测试文件一个进程，环境相同，另设 "
+        "{fixed}（复跑时不写字节码）；来自某个提交的组会从该提交解压到临时目录（{mktemp}，结束后删除），来自工作区或"
+        "目录的组直接在原处运行（可用 {python} 指定解释器）。",
     },
     "repro.arm": {"en": "Arm {arm}: {label}", "zh": "{arm} 组：{label}"},
     "repro.env": {"en": "Extra environment: {pairs}", "zh": "额外环境变量：{pairs}"},
@@ -457,6 +463,7 @@ STRINGS: dict[str, dict[str, _Entry]] = {
 
 
 STRINGS.update(i18n_coverage.STRINGS)
+STRINGS.update(i18n_accounting.STRINGS)
 
 
 def check_lang(lang: str) -> str:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 STRINGS: dict[str, dict[str, str | dict[str, str]]] = {
     # ---- categories and outcomes ----------------------------------------------------
+    "cat.incomplete": {"en": "incomplete in B", "zh": "B 组中未完成"},
     "cat.coverage-lost": {"en": "coverage lost", "zh": "覆盖丢失"},
     "cat.not-run-here": {"en": "not run here (device missing)", "zh": "本机未运行（缺少设备）"},
     "out.deselected": {"en": "deselected", "zh": "未选中"},
+    "out.incomplete": {"en": "incomplete", "zh": "未完成"},
     # ---- the counts side by side ------------------------------------------------------
     "h.totals": {"en": "Counts, A and B side by side", "zh": "A、B 两组数量对比"},
     "col.totals": {"en": "Tests", "zh": "测试"},
@@ -24,6 +26,7 @@ STRINGS: dict[str, dict[str, str | dict[str, str]]] = {
     "tot.xpassed": {"en": "xpassed", "zh": "意外通过"},
     "tot.deselected": {"en": "deselected", "zh": "未选中"},
     "tot.not_run": {"en": "not run", "zh": "未运行"},
+    "tot.incomplete": {"en": "incomplete", "zh": "未完成"},
     # ---- the census --------------------------------------------------------------------
     "census.intro": {
         "en": "The {attr} each test's class carries when it runs (the census):",
