@@ -36,6 +36,7 @@ from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
 from codemod.refactor.selection import DEFAULT_ALLOWLIST
+from codemod.report.findings.text import plural
 from codemod.util.files import signals_held
 from codemod.util.jsonfile import read_json, read_option_json
 
@@ -74,10 +75,6 @@ def _grouped(word: str, items: list[tuple[str, str]]) -> list[str]:
     return lines
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def _report(outcome: pipeline.Outcome, current: str) -> None:
     for rec in outcome.branches:
         verdict = rec.verdict_summary or rec.verdict or "A/B not run"
@@ -91,13 +88,13 @@ def _report(outcome: pipeline.Outcome, current: str) -> None:
         if rec.verdict in ("REGRESSION", "INCONCLUSIVE"):
             click.echo(f"    {rec.verdict}: the branch is kept for inspection (git checkout {rec.branch})")
     if outcome.skipped:
-        click.echo(f"{_count(len(outcome.skipped), 'file', 'files')} skipped (reasons in the batch summary)")
+        click.echo(f"{plural(len(outcome.skipped), 'file')} skipped (reasons in the batch summary)")
     if outcome.excluded:
         n = len(outcome.excluded)
-        click.echo(f"{_count(n, 'file', 'files')} excluded by a pattern (listed in the batch summary)")
+        click.echo(f"{plural(n, 'file')} excluded by a pattern (listed in the batch summary)")
     if outcome.earlier:
         n = len(outcome.earlier)
-        click.echo(f"{_count(n, 'branch', 'branches')} of earlier runs not looked at (listed in the batch summary)")
+        click.echo(f"{plural(n, 'branch', 'branches')} of earlier runs not looked at (listed in the batch summary)")
     if outcome.out_dir and os.path.isdir(outcome.out_dir):
         click.echo(f"batch summary: {os.path.join(outcome.out_dir, 'batch.md')}")
     click.echo(f"you are still on {current}; nothing was pushed")
