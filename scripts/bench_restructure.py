@@ -13,6 +13,7 @@ keeps every test's devices) and what stays manual under `auto`, with the reason.
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
 import os
@@ -74,9 +75,8 @@ def main(folder: str = HERE) -> int:
     elapsed = time.perf_counter() - started
     share = by_all / manual_before if manual_before else 0.0
     print(f"classes needing manual work before: {manual_before}")
-    print(
-        f"resolved by --restructure auto:    {by_auto} ({by_auto / max(manual_before, 1):.0%}; keeps every test's devices)"
-    )
+    auto_share = by_auto / max(manual_before, 1)
+    print(f"resolved by --restructure auto:    {by_auto} ({auto_share:.0%}; keeps every test's devices)")
     print(f"resolved with every step named:    {by_all} ({share:.0%}; goal >= 70%)")
     print("still manual after --restructure auto:")
     for name, cls, why in remaining:
@@ -86,4 +86,6 @@ def main(folder: str = HERE) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("fixture_dir", nargs="?", default=HERE, help="the *.in.py fixtures (default: %(default)s)")
+    sys.exit(main(ap.parse_args().fixture_dir))
