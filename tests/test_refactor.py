@@ -561,3 +561,27 @@ def test_vendored_folders_are_excluded_unless_no_default_excludes(repo):
     assert "would create branch" not in out
     code, out = decouple("refactor", "test/cpython", "--dry-run", "--no-default-excludes")
     assert code == 0 and "would create branch hw-classification/cpython-test_vendored" in out, out
+
+
+def test_a_move_keeps_the_tests_that_stayed_with_longer_names_through_the_commit():
+    # test_add moved; test_add_scalar stayed: the map from the commit (what a resume and pr-body read)
+    # must not move test_add_scalar's instances with it (they would be "missing in B")
+    import re
+
+    from codemod.refactor import plan
+
+    move = plan.Moved(transform="split-class", test="test_add", old_class="TestMixed", new_class="TestMixedAccelerator",
+                      old_instantiated=True, new_instantiated=True, before=("cpu", "cuda"), after=("cpu", "cuda"),
+                      kept_longer=("test_add_scalar",))
+    files = [plan.FilePlan("test/test_mixed.py", moves=[move])]
+    message = plan.commit_message(files, "c" * 40)
+    assert "; stays: test_add_scalar" in message
+    facts = plan.parse_commit_message(message)
+    assert facts.files[0].moves == [move]
+    patterns = [re.compile(old.removeprefix("re:")) for old in plan.test_map(facts.files)]
+    assert any(p.search("test/test_mixed.py::TestMixedCPU::test_add_cpu") for p in patterns)
+    assert not any(p.search("test/test_mixed.py::TestMixedCPU::test_add_scalar_cpu") for p in patterns)
+    forgotten = plan.Moved(**{**move.__dict__, "kept_longer": ()})
+    without = plan.test_map([plan.FilePlan("test/test_mixed.py", moves=[forgotten])])
+    assert any(re.search(old.removeprefix("re:"), "test/test_mixed.py::TestMixedCPU::test_add_scalar_cpu")
+               for old in without)  # the fact the commit now carries is what keeps it out

@@ -76,6 +76,8 @@ class Moved:
     new_instantiated: bool
     before: tuple[str, ...]
     after: tuple[str, ...]
+    # the tests that stayed whose names extend this one's: the A/B map must not move them too
+    kept_longer: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
@@ -184,6 +186,7 @@ def from_result(path: str, fr: FileResult) -> FilePlan:
                     new_instantiated=bool(m["new_instantiated"]),
                     before=tuple(m["before"]),
                     after=tuple(m["after"]),
+                    kept_longer=tuple(m.get("kept_longer", ())),
                 )
                 for m in x.data.get("moves", [])
             ]
@@ -363,7 +366,8 @@ _MANUAL = re.compile(
 _RESTRUCTURED = re.compile(r"^- restructured: (?P<message>.*)$")
 _MOVED = re.compile(
     r"^- moved (?P<test>\S+): (?P<old>\S+)(?P<oi> \(instantiated\))? -> (?P<new>\S+)"
-    r"(?P<ni> \(instantiated\))? by (?P<transform>\S+); devices (?P<before>\S*) -> (?P<after>\S*)$"
+    r"(?P<ni> \(instantiated\))? by (?P<transform>\S+); devices (?P<before>\S*) -> (?P<after>\S*)"
+    r"(?:; stays: (?P<kept>\S+))?$"
 )
 _GRADUATED = re.compile(r"^- graduated from (?P<allowlist>.+)$")
 _NO_TEST_CLASS = "- no test class: nothing to label"
@@ -387,6 +391,7 @@ def commit_message(files: list[FilePlan], base: str) -> str:
             f"- moved {m.test}: {m.old_class}{' (instantiated)' if m.old_instantiated else ''} -> "
             f"{m.new_class}{' (instantiated)' if m.new_instantiated else ''} by {m.transform}; "
             f"devices {','.join(m.before)} -> {','.join(m.after)}"
+            + (f"; stays: {','.join(m.kept_longer)}" if m.kept_longer else "")
             for m in p.moves
             if m.changes
         ]
@@ -444,6 +449,7 @@ def parse_commit_message(message: str) -> CommitFacts | None:
                     new_instantiated=bool(m["ni"]),
                     before=tuple(x for x in m["before"].split(",") if x),
                     after=tuple(x for x in m["after"].split(",") if x),
+                    kept_longer=tuple(x for x in (m["kept"] or "").split(",") if x),
                 )
             )
         elif m := _GRADUATED.match(line):
