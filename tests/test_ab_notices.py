@@ -21,7 +21,7 @@ from codemod.report.ab import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "tests" / "fixtures" / "ab_results"
-PLACEHOLDER = re.compile(r"\{(\w+)\}")
+PLACEHOLDER = re.compile(r"\{(\w+)(?:\|[^|{}]*\|[^|{}]*)?\}")  # `{n|one|many}`: the count n
 CODE_SPAN = re.compile(r"`([^`]*)`")
 
 
@@ -121,6 +121,16 @@ def test_render_formats_code_spans_and_escapes_prose():
     n = Notice("file.gave-up-resuming", {"file": "a_b.py", "processes": "4"}, arm="x_y")
     shown = n.render("en", lambda s: s.replace("_", "\\_"), lambda s: f"<{s}>")
     assert shown == "arm x\\_y: <a_b.py>: gave up resuming after 4 processes"
+
+
+def test_a_count_takes_its_noun_in_english_and_stays_a_number_in_chinese():
+    one, two = (Notice("run.packed", {"processes": n}) for n in ("1", "2"))
+    assert one.text().startswith("--pack: each arm's files ran in 1 pytest session of several files each,")
+    assert two.text().startswith("--pack: each arm's files ran in 2 pytest sessions of several files each,")
+    assert two.text("zh").startswith("--pack：每组的文件分成 2 个 pytest 会话运行")
+    # the noun goes through the format's escaping; a value that is no count takes the plural
+    shown = Notice("warm.no-fork-packed", {}).render("en", lambda s: s.replace(" ", "_"), str)
+    assert "ran_in_?_pytest_sessions_of" in shown
 
 
 def test_a_legacy_warning_is_verbatim_in_every_language():

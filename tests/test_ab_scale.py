@@ -179,7 +179,7 @@ def test_packed_sessions_give_each_file_the_outcomes_of_a_run_of_it_alone(tmp_pa
                              reasons=[Notice("fork-unsafe.backend-imported", {"module": "torch_npu"}, arm="A+B")])
     assert warning.text() == (
         "no warm interpreter (arm A+B: torch_npu was imported (an out-of-tree device backend initialises on import)): "
-        "each arm's files ran in 1 pytest session(s) of several files each, as plain pytest runs them (the tests of "
+        "each arm's files ran in 1 pytest session of several files each, as plain pytest runs them (the tests of "
         "one session share its process)")
     assert not [w for w in alone.warnings if w.code.startswith("warm.")]   # --no-fork: a process per file
     assert _summary(packed) == _summary(alone)
@@ -273,7 +273,7 @@ def test_pack_packs_the_files_with_a_warm_interpreter_too(tmp_path):
     assert set(_rows(r).values()) == {"same-pass"} and len(r.tests) == 5, \
         [(t.nodeid, t.category, t.b and t.b.message) for t in r.tests]
     assert r.warnings == [Notice("run.packed", {"processes": "2"})]
-    assert str(r.warnings[0]).startswith("--pack: each arm's files ran in 2 pytest session(s) of several files")
+    assert str(r.warnings[0]).startswith("--pack: each arm's files ran in 2 pytest sessions of several files")
     packs: dict[tuple[str, str], set[str]] = {}
     for line in pids.read_text().split("\n"):
         if line:

@@ -49,6 +49,7 @@ from differential.linter_model import (
     takes_device,
 )
 from transforms.core.analysis import analyse
+from transforms.core.words import plural
 from transforms.label import HwLabel
 from transforms.rules.generations import GENERATIONS, lint_module
 from transforms.rules.identify import identify
@@ -162,7 +163,7 @@ def test_tool_agrees_with_the_model_on_generated_files(seed, gen):
         problems = compare(source, truth, gen, stats)
         if problems:
             failures.append(f"--- seed {seed} file {i}\n{source}\n" + "\n".join(problems))
-    assert not failures, f"{len(failures)} file(s) differ; first:\n{failures[0]}"
+    assert not failures, f"{plural(len(failures), 'file differs', 'files differ')}; first:\n{failures[0]}"
     # The generator reaches every corner it is meant to (else the test proves little).
     assert stats["classes"] > FILES
     assert stats["rejected labels"] == 0

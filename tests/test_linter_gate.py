@@ -101,7 +101,7 @@ def test_rejected_file_is_neither_written_nor_graduated(tmp_path):
     out = r.output
     # The linter's own message, on the mirror laid out like the checkout, with an empty allowlist.
     assert "[stand_in] chosen for rejection: test/test_b.py allowlist=[]" in out
-    assert "linter gate (tools/linter/adapters/test_linter.py): 2 file(s) checked" in out
+    assert "linter gate (tools/linter/adapters/test_linter.py): 2 files checked" in out
     assert "1 rejected by the linter (not written nor graduated): test/test_b.py" in out
 
 
@@ -159,7 +159,7 @@ def test_no_linter_found_is_said_once(tmp_path):
     (tmp_path / "test_d.py").write_text(GENERIC)
     r = cli("apply", "--check", "test_c.py", "test_d.py", "-j", "1", cwd=tmp_path)
     assert r.output.count("linter gate") == 1
-    assert "linter gate: no tools/linter/adapters/test_linter.py above 2 file(s): not gated" in r.output
+    assert "linter gate: no tools/linter/adapters/test_linter.py above 2 files: not gated" in r.output
 
 
 def test_explicit_linter_path_and_missing_path(tmp_path):
@@ -168,7 +168,7 @@ def test_explicit_linter_path_and_missing_path(tmp_path):
     other.mkdir()
     (other / "test_x.py").write_text(GENERIC)
     r = cli("apply", "--check", "--linter", str(linter), str(other / "test_x.py"), "-j", "1", cwd=other)
-    assert "1 file(s) checked" in r.output  # a file outside the checkout is mirrored under _outside/
+    assert "1 file checked" in r.output  # a file outside the checkout is mirrored under _outside/
     r = cli("apply", "--check", "--linter", str(tmp_path / "nope.py"), "test", "-j", "1", cwd=tmp_path)
     assert r.exit_code == 2 and "no such file" in r.output
 
@@ -237,13 +237,13 @@ def test_standard_input_is_encoded_as_read_not_as_the_file_of_that_name(tmp_path
     buffer = "# costs 5 \u20ac\n" + GENERIC  # the euro sign has no latin-1 byte
     r = cli("apply", "--check", "-", "--stdin-filename", "test/test_a.py", cwd=tmp_path, stdin=buffer.encode())
     assert r.exit_code == 1, r.output
-    assert "linter gate (tools/linter/adapters/test_linter.py): 1 file(s) checked, 1 agree" in r.output
+    assert "linter gate (tools/linter/adapters/test_linter.py): 1 file checked, 1 agree" in r.output
 
 
 def test_standard_input_outside_any_checkout_is_said_not_gated(tmp_path):
     r = cli("apply", "--check", "-", cwd=tmp_path, stdin=GENERIC)
     assert r.exit_code == 1
-    assert "linter gate: no tools/linter/adapters/test_linter.py above 1 file(s): not gated" in r.output
+    assert "linter gate: no tools/linter/adapters/test_linter.py above 1 file: not gated" in r.output
 
 
 # --------------------------------------------------------------------------- files the linter does not judge
@@ -261,8 +261,8 @@ def test_a_file_the_linter_skips_is_not_judged_nor_written_nor_graduated(tmp_pat
     assert LABEL in (tmp_path / "test" / "test_a.py").read_text()
     assert (tmp_path / "tools" / "test_c.py").read_text() == GENERIC  # not written
     assert json.loads(allowlist.read_text()) == ["tools/test_c.py"]  # only the judged file graduated
-    assert "1 file(s) checked, 1 agree with the tool" in r.output
-    assert "linter gate: 1 file(s) not judged by the linter (not written nor graduated): tools/test_c.py" in r.output
+    assert "1 file checked, 1 agree with the tool" in r.output
+    assert "linter gate: 1 file not judged by the linter (not written nor graduated): tools/test_c.py" in r.output
     assert "[gate/not-judged]" in r.output
     r = cli("classify", "--format", "json", "tools/test_c.py", "test/test_a.py", "-j", "1", cwd=tmp_path)
     gate = json.loads(r.output)["linter_gate"]
@@ -341,3 +341,15 @@ def test_checkouts_of_different_generations_cannot_share_a_run(tmp_path):
     r = cli("classify", "--linter", "off", "--rules", "gen2", "gen1_shape/test_a.py", "gen2_shape/test_a.py",
             cwd=tmp_path)
     assert r.exit_code == 0
+
+
+def test_counts_are_singular_for_one_file_and_plural_for_two(tmp_path):
+    # the gate's line through the real command: "1 file", "2 files", never "file(s)"
+    for name in ("test_c.py", "test_d.py"):
+        (tmp_path / name).write_text(GENERIC)
+    one = cli("apply", "--check", "test_c.py", "-j", "1", cwd=tmp_path)
+    two = cli("apply", "--check", "test_c.py", "test_d.py", "-j", "1", cwd=tmp_path)
+    assert "linter gate: no tools/linter/adapters/test_linter.py above 1 file: not gated" in one.output
+    assert "linter gate: no tools/linter/adapters/test_linter.py above 2 files: not gated" in two.output
+    assert "1 file:" in one.output and "2 files:" in two.output  # the summary line's count too
+    assert "(s)" not in one.output + two.output

@@ -79,7 +79,7 @@ def test_a_broken_existing_label_names_the_label_and_the_rule(repo):
     assert code == 1, out
     line = next(x for x in out.splitlines() if x.startswith("skip test/test_broken.py"))
     assert "torch.load" not in line, line
-    assert "TestWrongValue (its existing label GENERIC breaks the linter's [instantiation], [device_param] rule(s):" in line
+    assert "TestWrongValue (its existing label GENERIC breaks the linter's [instantiation], [device_param] rules:" in line
     assert "TestNotAMember (its existing label breaks the linter's [hw_classification] rule: " in line
     assert "not a HardwareClassification member: 'GENERIC'" in line
 

@@ -375,14 +375,14 @@ def test_a_second_run_comes_from_the_cache_and_says_the_same(tree, tmp_path, res
     total = json.loads(first.read_text())["totals"]["files"]
     assert len(_store_entries(result_cache)) == total  # in the engine's store, one entry per file
     r2 = cli("survey", "-j", "2", "--json", str(second), cwd=root)
-    assert f"cache: {total} of {total} file(s) unchanged since an earlier survey" in r2.output
+    assert f"cache: {total} of {total} files unchanged since an earlier survey" in r2.output
     assert first.read_bytes() == second.read_bytes()
     # One file changes: only it is analysed again, and its new status shows.
     generic = next(p for p, k in tree.kinds.items() if k == "generic")
     path = root / generic
     path.write_text(path.read_text() + f"\n{REJECT_MARK}\n")
     r3 = cli("survey", "-j", "2", "--json", str(second), cwd=root)
-    assert f"cache: {total - 1} of {total} file(s)" in r3.output
+    assert f"cache: {total - 1} of {total} files" in r3.output
     assert _by_path(json.loads(second.read_text()))[generic]["status"] == "manual"
     # A damaged entry, another key's, or a whole entry of the store that is not a survey: a miss.
     not_a_survey = json.dumps({"path": "someone else's"}).encode()
@@ -442,12 +442,12 @@ def test_the_cache_keeps_the_generations_apart(tree, tmp_path):
     # auto comes to gen2 here: served from gen2's entries, the same files; the JSON names the setting.
     total = gen2["totals"]["files"]
     output, auto, _ = survey()
-    assert f"cache: {total} of {total} file(s)" in output
+    assert f"cache: {total} of {total} files" in output
     assert auto["files"] == gen2["files"] and auto["generation"]["setting"] == "auto"
     # [tool.decouple] rules is honoured (and served from gen1's entries); --rules overrides it.
     (root / "pyproject.toml").write_text('[tool.decouple]\nrules = "gen1"\n')
     output, configured, values = survey()
-    assert f"cache: {total} of {total} file(s)" in output and configured["files"] == gen1["files"]
+    assert f"cache: {total} of {total} files" in output and configured["files"] == gen1["files"]
     assert configured["generation"]["setting"] == "gen1" and all(set(v) == {"GENERIC"} for v in values.values())
     output, _, values = survey("--rules", "gen2")
     assert all(set(v) == {"CUDA"} for v in values.values())

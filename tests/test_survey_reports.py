@@ -130,7 +130,7 @@ def test_terminal_summary():
     assert "1 suggested batch of up to 4 files:\n  1. " in text_few and "(1 commit)" in text_few
     assert "  test/distributed/fsdp: 18 (10 ready, 4 restructure, 2 manual, 2 error)" in text
     assert "allowlist history: 60 entries on 2026-01-01, 48 on 2026-04-01 (4 commits)" in text
-    assert "cache: 40 of 48 file(s) unchanged since an earlier survey" in text
+    assert "cache: 40 of 48 files unchanged since an earlier survey" in text
     assert f"\nrules: {RULES}\n" in text
 
 

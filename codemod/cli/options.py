@@ -18,6 +18,7 @@ from codemod.engine.discovery import DEFAULT_EXCLUDES, exclude_patterns
 from codemod.util.config import Config, ConfigError
 from codemod.util.config import load_config as _load_config
 from transforms.core.strenum import StrEnum
+from transforms.core.words import noun
 from transforms.rules.generations import GENERATIONS
 from transforms.torch_load import MODES
 
@@ -64,7 +65,7 @@ def build(cls: type[T], params: Mapping[str, Any]) -> T:
     options = _build(cls, params, used)
     unused = sorted(set(params) - used)
     if unused:
-        raise TypeError(f"{cls.__name__} has no field for the parameter(s) {', '.join(unused)}")
+        raise TypeError(f"{cls.__name__} has no field for the {noun(len(unused), 'parameter')} {', '.join(unused)}")
     return options
 
 

@@ -36,9 +36,9 @@ from codemod.refactor import pipeline, prbody, provenance
 from codemod.refactor import plan as _plan
 from codemod.refactor.gitrepo import GitError, open_repo
 from codemod.refactor.selection import DEFAULT_ALLOWLIST
-from codemod.report.findings.text import plural
 from codemod.util.files import signals_held
 from codemod.util.jsonfile import read_json, read_option_json
+from transforms.core.words import plural
 
 
 def _print_plan(outcome: pipeline.Outcome, plans: dict) -> None:

@@ -70,6 +70,7 @@ from codemod.discover.records import Findings, Outcome, allowlist_json, read_rou
 from codemod.engine.torch_probe import TargetInfo, probe
 from codemod.target import SOURCES as TARGET_FILES
 from codemod.util.reaper import orphans_reaped
+from transforms.core.words import noun, plural
 
 if TYPE_CHECKING:
     from codemod.ab.execution.interpreter import ForkServer
@@ -323,7 +324,7 @@ def _one_round(
         }
     )
     args = ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", *rounds.pytest_args, *run_targets]
-    rounds.log(f"round {it}: {len(run_targets)} target(s)")
+    rounds.log(f"round {it}: {plural(len(run_targets), 'target')}")
     rc, out, err, timed_out = _run_round(rounds, server, args, env, Path(tmp, f"round{it}.log"))
     if timed_out:
         found.errors.append(f"round {it}: pytest timed out after {rounds.timeout:.0f}s")
@@ -373,8 +374,9 @@ def _result(rounds: _Rounds, found: Findings, iterations: int, status: int) -> t
         # Discovery ran to the end, but no allowlist makes these tests pass: incomplete
         # (exit 1), so a script does not take the allowlist as the whole answer.
         found.errors.append(
-            f"{len(stuck)} test(s) still fail under weights_only=True for a reason no allowlist "
-            f"fixes (they need weights_only=False): {', '.join(stuck[:5])}" + (", ..." if len(stuck) > 5 else "")
+            f"{plural(len(stuck), 'test still fails', 'tests still fail')} under weights_only=True for a reason no "
+            f"allowlist fixes ({noun(len(stuck), 'it needs', 'they need')} weights_only=False): {', '.join(stuck[:5])}"
+            + (", ..." if len(stuck) > 5 else "")
         )
         status = max(status, 1)
         result["complete"] = False
@@ -382,9 +384,10 @@ def _result(rounds: _Rounds, found: Findings, iterations: int, status: int) -> t
 
 
 def summary(result: dict[str, Any]) -> str:
+    iterations = result.get("iterations")
+    rounds = plural(iterations, "round") if isinstance(iterations, int) else f"rounds: {iterations}"
     lines = [
-        f"discover-globals: torch {result.get('torch_version')} ({result.get('python')}), "
-        f"{result.get('iterations')} round(s), "
+        f"discover-globals: torch {result.get('torch_version')} ({result.get('python')}), {rounds}, "
         f"{'complete' if result.get('complete') else 'INCOMPLETE'}"
     ]
     for nodeid, t in sorted(result.get("tests", {}).items()):

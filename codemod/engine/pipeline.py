@@ -33,6 +33,7 @@ from codemod.engine.process import process_raw, run_files, write_staged
 from codemod.engine.result import FAILED, FileResult, Mode, RulesChoice, RunResult
 from codemod.util.files import MAX_SOURCE_BYTES, RawSource, SourceError
 from transforms.core.base import Transform
+from transforms.core.words import plural
 from transforms.rules.generations import generation
 
 STDIN = "-"  # the path that reads one file from standard input
@@ -125,7 +126,7 @@ def run_selected(req: CodemodRun, selection: Selected) -> RunResult:
         result.stale = selection.stale
         result.warnings.append(stale_warning(result.stale))
     if selection.found.excluded:
-        result.warnings.append(f"{len(selection.found.excluded)} file(s) excluded by glob")
+        result.warnings.append(f"{plural(len(selection.found.excluded), 'file')} excluded by glob")
     # lint judges as upstream's linter does, which skips what the checkout's allowlist names
     result.on_allowlist = on_allowlist(files, selection.allowlist, checkout=req.mode == Mode.LINT)
     if req.graduate and selection.allowlist is not None:

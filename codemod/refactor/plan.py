@@ -25,6 +25,7 @@ from codemod.engine.result import ALREADY, FAILED, SKIPPED, FileResult, FileStat
 from codemod.refactor.gitrepo import Repo
 from codemod.util.files import SourceError, read_source
 from transforms.core.base import Finding, Severity, Transform
+from transforms.core.words import noun, plural
 from transforms.rules.generations import generation
 
 TRACKING_ISSUE = "pytorch/pytorch#185590"
@@ -218,8 +219,9 @@ def _broken_label(x: Finding) -> ManualClass:
         ).removeprefix(f"{x.cls}: ")
         return ManualClass(cls=x.cls or "?", line=x.line, reason=reason, fits="fix the label by hand")
     value = violations[0].get("value", "?")
-    rules = ", ".join(dict.fromkeys(f"[{v.get('rule', '?')}]" for v in violations))
-    reason = f"its existing label {value} breaks the linter's {rules} rule(s): " + "; ".join(
+    names = dict.fromkeys(f"[{v.get('rule', '?')}]" for v in violations)
+    rules = ", ".join(names)
+    reason = f"its existing label {value} breaks the linter's {rules} {noun(len(names), 'rule')}: " + "; ".join(
         _one_line(v.get("message", "")) for v in violations
     )
     return ManualClass(
@@ -237,11 +239,11 @@ def _unexplained(fr: FileResult, n: int) -> ManualClass:
         return ManualClass(
             cls="torch.load",
             line=loads[0].line,
-            reason=f"{n} call(s) left for manual work: " + _one_line(loads[0].message),
+            reason=f"{plural(n, 'call')} left for manual work: " + _one_line(loads[0].message),
         )
     rules = sorted({x.rule for x in fr.findings if x.severity != Severity.INFO})
     return ManualClass(
-        cls="(file)", line=0, reason=f"{n} item(s) left for manual work ({', '.join(rules) or 'no finding'})"
+        cls="(file)", line=0, reason=f"{plural(n, 'item')} left for manual work ({', '.join(rules) or 'no finding'})"
     )
 
 

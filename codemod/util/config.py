@@ -15,6 +15,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from transforms.core.words import noun
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10
@@ -66,7 +68,9 @@ def load_config(start: str = ".") -> Config:
     section = data.get("tool", {}).get("decouple", {})
     unknown = set(section) - KNOWN_KEYS
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [tool.decouple]: {', '.join(sorted(unknown))}")
+        raise ConfigError(
+            f"{path}: unknown {noun(len(unknown), 'key')} in [tool.decouple]: {', '.join(sorted(unknown))}"
+        )
     base = os.path.dirname(path)
     cfg = Config(path=path)
     if "exclude" in section:

@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from transforms.core.analysis import analyse, may_have_test_class
 from transforms.core.base import Finding, Severity, TransformResult
+from transforms.core.words import plural
 from transforms.diagnosis.diagnose import ClassDiagnosis, Widening, diagnose
 from transforms.label.classify import Status, infer
 from transforms.restructure.call_args import drop_only_for, inline_only_for, keyword_args
@@ -226,7 +227,7 @@ class Restructure:
             findings.append(
                 Finding(
                     rule="restructure/moves",
-                    message=f"{len(real)} test(s) restructured",
+                    message=f"{plural(len(real), 'test')} restructured",
                     line=1,
                     data={"moves": [_move_json(m) for m in real]},
                 )

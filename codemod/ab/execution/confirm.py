@@ -18,6 +18,7 @@ from codemod.ab.execution.filerun import ArmRunner
 from codemod.ab.execution.processes import SlotPool, wait_all
 from codemod.ab.result.model import ArmResult, Category, Outcome, OutcomeValue, Phase, TestComparison, file_of
 from transforms.core.strenum import StrEnum
+from transforms.core.words import plural
 
 # categories whose tests get confirmed by alternating reruns
 DISCORDANT = frozenset(
@@ -70,7 +71,10 @@ def confirm_discordant(
     if not todo:
         return
     groups = _by_file(todo)
-    say(f"confirming {len(todo)} discordant test(s) in {len(groups)} file(s), {k} alternating rerun(s) each")
+    say(
+        f"confirming {plural(len(todo), 'discordant test')} in {plural(len(groups), 'file')}, "
+        f"{plural(k, 'alternating rerun')} each"
+    )
     # urgent: ahead of the diagnostic arms' files still queued
     wait_all([pool.submit(_confirm, ra, rb, a, b, rs, k, urgent=True) for rs in groups.values()], stop)
     # alone, both arms agree although they differed in the file: rerun the file (up
@@ -78,7 +82,8 @@ def confirm_discordant(
     # from a flaky test (does not)
     suspects = [r for r in todo if rerun_state(r) == RerunState.ORDER_SUSPECT]
     if suspects:
-        say(f"rerunning the file around {len(suspects)} test(s) that differ only in the file")
+        differ = plural(len(suspects), "test that differs", "tests that differ")
+        say(f"rerunning the file around {differ} only in the file")
         futs = [
             pool.submit(_confirm_in_file, ra, rb, a, b, fa, fb, rs, urgent=True)
             for (fa, fb), rs in _by_file(suspects).items()
@@ -225,7 +230,7 @@ def settle_flaky(row: TestComparison) -> None:
     seq_a: list[str] = [a.outcome, *a.reruns]
     seq_b: list[str] = [b.outcome, *b.reruns]
     if dropped:
-        _add_note(row, f"{dropped} confirmation rerun(s) did not run (ignored)")
+        _add_note(row, f"{plural(dropped, 'confirmation rerun')} did not run (ignored)")
     if state == RerunState.UNCONFIRMED:
         _add_note(row, "unconfirmed: the test could not be rerun alone")
         return

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from codemod.ab.arms.options import DiagSpec, RunOptions
 from codemod.ab.comparison import causes as _causes
 from codemod.ab.result.model import ABResult, BaseArm, CauseStatus, ExperimentKind
+from transforms.core.words import plural
 
 MAX_EXPERIMENTS = 3
 MAX_TESTS_PER_GROUP = 20
@@ -84,7 +85,7 @@ def diagnose(
             specs.append(DiagSpec(name=name, based_on=base, variables=dict(exp.variables)))
             paths.extend(n for n in nodeids if n not in paths)
         say(
-            f"diagnose: rerunning {len(paths)} failing test(s) with {len(specs)} diagnostic arm(s): "
+            f"diagnose: rerunning {plural(len(paths), 'failing test')} with {plural(len(specs), 'diagnostic arm')}: "
             + ", ".join(
                 f"{s.name} ({' '.join(f'{k}={v}' for k, v in s.variables.items())} on {s.based_on})" for s in specs
             )

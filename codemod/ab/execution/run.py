@@ -58,6 +58,7 @@ from codemod.ab.result.model import ABResult, ArmResult, Environment, RunIdentit
 from codemod.ab.result.notices import Notice
 from codemod.target import SOURCES as TARGET_FILES
 from codemod.util.reaper import orphans_reaped
+from transforms.core.words import plural
 
 TEMP_PREFIX = "decouple-ab-"
 
@@ -325,7 +326,7 @@ def _select_files(
         sizes = _shard.size_in([specs[x].root for x in ("A", "B") if x not in arm_errors])
         pieces = _shard.select(run, i, n, opts.durations, sizes)
         run = [p.file for p in pieces]
-    say(f"{len(run)} test file(s)" + (f" in shard {opts.shard}" if shard else ""))
+    say(plural(len(run), "test file") + (f" in shard {opts.shard}" if shard else ""))
     return _Files(by_arm=by_arm, run=run, pieces=pieces)
 
 
@@ -525,7 +526,7 @@ def _say_file(arm: str, fr: FileRun, say: Callable[[str], None]) -> None:
         counts[o.outcome] = counts.get(o.outcome, 0) + 1
     bits = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
     if fr.collection_errors:
-        bits = (bits + ", " if bits else "") + f"{len(fr.collection_errors)} collection error(s)"
+        bits = (bits + ", " if bits else "") + plural(len(fr.collection_errors), "collection error")
     say(f"[{arm}] {fr.file}: {bits or 'no tests'} ({fr.duration:.1f}s)")
 
 

@@ -10,6 +10,8 @@ Template conventions (shared with the cause table, `codemod.ab.comparison.causes
     stays as it is in every language, and the Markdown/HTML reports format it as code;
   - `{name}` outside backticks is a parameter shown as text (a number, or a legacy
     warning's verbatim text);
+  - `{name|one|many}` (English) is a count and its noun: `1 pytest session`, `2 pytest sessions`
+    (`transforms.core.words`); the other languages write `{name}` and count without a plural;
   - `{reasons}` is filled with the notice's own `reasons` (nested notices: why a warm
     interpreter was given up, for instance), joined by the language's list separator.
 
@@ -22,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
+
+from transforms.core.words import noun
 
 LANGS = ("en", "zh")
 
@@ -95,15 +99,15 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "（否则测试在该处运行 git 会找到那个仓库，且 B 组会复制自身）",
     },
     "run.packed": {
-        "en": "`--pack`: each arm's files ran in {processes} pytest session(s) of several files each, as plain "
-        "pytest runs them (the tests of one session share its process)",
+        "en": "`--pack`: each arm's files ran in {processes|pytest session|pytest sessions} of several files each, "
+        "as plain pytest runs them (the tests of one session share its process)",
         "zh": "`--pack`：每组的文件分成 {processes} 个 pytest 会话运行，每个会话包含多个文件，"
         "与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
     },
     "run.packed-many": {
-        "en": "{files} files: each arm's files ran in {processes} pytest session(s) of several files each, forked "
-        "from the warm interpreter, as plain pytest runs them (the tests of one session share its process; "
-        "`--no-pack` runs a process per file)",
+        "en": "{files} files: each arm's files ran in {processes|pytest session|pytest sessions} of several files "
+        "each, forked from the warm interpreter, as plain pytest runs them (the tests of one session share its "
+        "process; `--no-pack` runs a process per file)",
         "zh": "{files} 个文件：每组的文件分成 {processes} 个 pytest 会话运行（由热解释器 fork），每个会话包含多个文件，"
         "与直接运行 pytest 相同（同一会话中的测试共用一个进程；`--no-pack` 则每个文件一个进程）",
     },
@@ -117,14 +121,15 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "zh": "未使用热解释器（{reasons}）：每个文件都在全新进程中运行",
     },
     "warm.no-fork-packed": {
-        "en": "no warm interpreter: this platform has no `fork()`; each arm's files ran in {processes} pytest "
-        "session(s) of several files each, as plain pytest runs them (the tests of one session share its process)",
+        "en": "no warm interpreter: this platform has no `fork()`; each arm's files ran in "
+        "{processes|pytest session|pytest sessions} of several files each, as plain pytest runs them (the tests of one "
+        "session share its process)",
         "zh": "未使用热解释器：此平台没有 `fork()`；每组的文件分成 {processes} 个 pytest 会话运行，"
         "每个会话包含多个文件，与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
     },
     "warm.given-up-packed": {
-        "en": "no warm interpreter ({reasons}): each arm's files ran in {processes} pytest session(s) of several "
-        "files each, as plain pytest runs them (the tests of one session share its process)",
+        "en": "no warm interpreter ({reasons}): each arm's files ran in {processes|pytest session|pytest sessions} of "
+        "several files each, as plain pytest runs them (the tests of one session share its process)",
         "zh": "未使用热解释器（{reasons}）：每组的文件分成 {processes} 个 pytest 会话运行，每个会话包含多个文件，"
         "与直接运行 pytest 相同（同一会话中的测试共用一个进程）",
     },
@@ -221,7 +226,7 @@ FRAMES: dict[str, dict[str, str]] = {
 }
 
 _CODE_SPAN = re.compile(r"`([^`]*)`")
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_PLACEHOLDER = re.compile(r"\{(?P<name>\w+)(?:\|(?P<one>[^|{}]*)\|(?P<many>[^|{}]*))?\}")
 
 
 def _as_is(s: str) -> str:
@@ -233,8 +238,14 @@ def _substitute(template: str, values: dict[str, str], escape: Callable[[str], s
     (already formatted; a placeholder without a value shows as "?" rather than failing a
     report).  Escaping the pieces apart keeps a placeholder intact whatever the escape does
     to its characters (Markdown escapes `_`)."""
-    pieces = _PLACEHOLDER.split(template)
-    return "".join(values.get(p, "?") if i % 2 else escape(p) for i, p in enumerate(pieces))
+    out, at = [], 0
+    for m in _PLACEHOLDER.finditer(template):
+        value = values.get(m["name"], "?")
+        if m["one"] is not None:  # a count and its noun; what is not a count takes the plural
+            value += escape(" " + noun(int(value) if value.isdigit() else 0, m["one"], m["many"]))
+        out += [escape(template[at : m.start()]), value]
+        at = m.end()
+    return "".join(out) + escape(template[at:])
 
 
 @dataclass

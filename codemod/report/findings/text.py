@@ -6,6 +6,7 @@ import os
 
 from codemod.engine.result import ALREADY, CHANGED, FAILED, NEEDS_MANUAL, SKIPPED, UNCHANGED, Mode, RunResult
 from transforms.core.base import Severity
+from transforms.core.words import plural
 
 # Finding rules that describe one class's decision, with the word the table shows.
 _DECISIONS = {
@@ -17,11 +18,6 @@ _DECISIONS = {
     "hw/forced": "forced",
     "hw/refused": "refused",
 }
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """`1 file`, `2 files` (`many`: the plural when it is not `one` + s)."""
-    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _rel(path: str) -> str:
@@ -154,7 +150,7 @@ def rules_summary(result: RunResult) -> str:
 
 
 def gate_summary(result: RunResult) -> str:
-    """The linter gate's line(s): what judged the outputs, how many it rejected and why."""
+    """The linter gate's lines: what judged the outputs, how many it rejected and why."""
     gate = result.linter_gate
     if gate is None:
         return ""
@@ -163,7 +159,7 @@ def gate_summary(result: RunResult) -> str:
         linters = ", ".join(_rel(p) for p in gate.linters)
         rejected = gate.rejected
         out += (
-            f"\nlinter gate ({linters}): {gate.checked} file(s) checked, {gate.agree} agree with "
+            f"\nlinter gate ({linters}): {plural(gate.checked, 'file')} checked, {gate.agree} agree with "
             f"the tool, {gate.disagree} disagree"
         )
         if rejected:
@@ -171,11 +167,13 @@ def gate_summary(result: RunResult) -> str:
             out += f"; {len(rejected)} rejected by the linter ({verb}): " + ", ".join(_rel(p) for p in rejected)
     if gate.not_judged:
         verb = "not written nor graduated" if result.mode == Mode.WRITE else "not to be written"
-        out += f"\nlinter gate: {len(gate.not_judged)} file(s) not judged by the linter ({verb}): " + ", ".join(
+        out += f"\nlinter gate: {plural(len(gate.not_judged), 'file')} not judged by the linter ({verb}): " + ", ".join(
             _rel(p) for p in gate.not_judged
         )
     if gate.unjudged:
-        out += f"\nlinter gate: no tools/linter/adapters/test_linter.py above {gate.unjudged} file(s): not gated"
+        out += (
+            f"\nlinter gate: no tools/linter/adapters/test_linter.py above {plural(gate.unjudged, 'file')}: not gated"
+        )
     return out
 
 

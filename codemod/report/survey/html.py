@@ -19,6 +19,7 @@ from codemod.report.shared.table import TABLE_JS, table_css
 from codemod.report.survey.charts import COLOURS, burndown, folder_bars, legend
 from codemod.report.survey.text import MEANING, batch_plan, percent, rules_line, what, widening_note
 from codemod.survey.model import NO_OWNER, STATUSES, FileSurvey, Survey
+from transforms.core.words import plural
 
 _CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --soft: #f6f8fa; }
@@ -233,7 +234,8 @@ def _header(survey: Survey) -> list[str]:
         notes.append(f"{totals['stale']} allowlist entries name files that do not exist")
     if totals["torch_load_files"]:
         notes.append(
-            f"{totals['torch_load_files']} file(s) call torch.load, {totals['needs_discovery']} need discover-globals"
+            f"{plural(totals['torch_load_files'], 'file calls', 'files call')} torch.load, "
+            f"{totals['needs_discovery']} need discover-globals"
         )
     if notes:
         out.append(f'<p class="muted">{_e("; ".join(notes))}.</p>')

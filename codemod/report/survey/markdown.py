@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from codemod.report.shared.markdown import md_cell, md_code
 from codemod.report.survey.text import MEANING, batch_plan, percent, rules_line, what, widening_note
 from codemod.survey.model import STATUSES, FileSurvey, Survey, SurveyStatus
+from transforms.core.words import plural
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -126,16 +127,17 @@ def render(survey: Survey) -> str:
         )
     if totals["could_widen"]:
         notes.append(
-            f"{totals['could_widen']} file(s) could be widened by a step `--restructure auto` never runs: "
+            f"{plural(totals['could_widen'], 'file')} could be widened by a step `--restructure auto` never runs: "
             "proposed apart, not counted in their plan."
         )
     if totals["excluded"]:
-        notes.append(f"{totals['excluded']} allowlisted file(s) excluded by a pattern (not surveyed).")
+        notes.append(f"{plural(totals['excluded'], 'allowlisted file')} excluded by a pattern (not surveyed).")
     if totals["stale"]:
         notes.append(f"{totals['stale']} allowlist entries name files that do not exist.")
     if totals["torch_load_files"]:
         notes.append(
-            f"{totals['torch_load_files']} file(s) call torch.load; {totals['needs_discovery']} need "
+            f"{plural(totals['torch_load_files'], 'file calls', 'files call')} torch.load; "
+            f"{totals['needs_discovery']} need "
             "`decouple discover-globals` before `--torch-load auto` can choose."
         )
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])

@@ -4,8 +4,9 @@ suggested batches, and how the run went (the rules generation, cache, linter gat
 from __future__ import annotations
 
 from codemod.engine.result import GateSummary, Mode, RunResult
-from codemod.report.findings.text import plural, rules_summary
+from codemod.report.findings.text import rules_summary
 from codemod.survey.model import STATUSES, BatchPlan, FileSurvey, Survey, SurveyStatus
+from transforms.core.words import plural
 
 MEANING = {
     SurveyStatus.READY: "labels alone make the linter pass (or it passes already): one `decouple refactor` away",
@@ -70,7 +71,8 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
         extra.append(plural(totals["stale"], *gone))
     if totals["torch_load_files"]:
         extra.append(
-            f"{totals['torch_load_files']} file(s) call torch.load ({totals['needs_discovery']} need "
+            f"{plural(totals['torch_load_files'], 'file calls', 'files call')} torch.load "
+            f"({totals['needs_discovery']} need "
             "`decouple discover-globals` for --torch-load auto to choose)"
         )
     if totals["graduate_only"]:
@@ -110,9 +112,10 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
         lines.append(rules_line(survey))
     for g in gates or []:
         if g.checked:
-            line = f"linter gate: {g.checked} file(s) checked, {g.agree} agree with the tool, {g.disagree} disagree"
+            checked = plural(g.checked, "file")
+            line = f"linter gate: {checked} checked, {g.agree} agree with the tool, {g.disagree} disagree"
             lines.append(line + (f"; {len(g.rejected)} rejected by the linter" if g.rejected else ""))
     if cached:
-        lines.append(f"cache: {cached} of {total} file(s) unchanged since an earlier survey")
+        lines.append(f"cache: {cached} of {plural(total, 'file')} unchanged since an earlier survey")
     lines += [f"warning: {w}" for w in survey.warnings]
     return "\n".join(lines) + "\n"

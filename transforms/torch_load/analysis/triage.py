@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass
 
 from transforms.core.base import Finding, TransformResult
+from transforms.core.words import plural
 from transforms.torch_load.analysis.modes import LOAD_NAMES
 
 _MODULES = ("torch", "torch.serialization")
@@ -140,7 +141,7 @@ class TorchLoadCensus:
             "starred": sum(c.starred and not (c.explicit or c.pickle_module) for c in found.calls),
             "others": found.others,
         }
-        message = f"{len(found.calls)} torch.load call(s) found by name"
+        message = f"{plural(len(found.calls), 'torch.load call')} found by name"
         line = found.calls[0].line if found.calls else 1
         return TransformResult(text=text, findings=[Finding(rule=CENSUS_RULE, message=message, line=line, data=data)])
 
