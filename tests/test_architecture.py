@@ -236,7 +236,8 @@ def test_no_folder_holds_more_than_about_twelve_modules():
         if path.name != "__init__.py":
             sizes[folder_of(module)] = sizes.get(folder_of(module), 0) + 1
     assert {f: n for f, n in sizes.items() if n > MAX_MODULES_PER_FOLDER} == {}
-    assert sizes["codemod.target"] == 7
+    # the counter sees every module of a folder (the target folder's, counted on disk)
+    assert sizes["codemod.target"] == len([p for p in STANDALONE if not p.endswith("__init__.py")])
 
 
 def test_the_checks_can_fail():
