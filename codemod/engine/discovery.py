@@ -309,10 +309,17 @@ def named_few(items: list[str]) -> str:
     return ", ".join(items[:NAMED]) + more
 
 
+def stale_entries(n: int) -> str:
+    """`1 allowlist entry names a file that does not exist`, `2 allowlist entries name files ...`."""
+    if n == 1:
+        return "1 allowlist entry names a file that does not exist"
+    return f"{n:,} allowlist entries name files that do not exist"
+
+
 def stale_warning(stale: list[str]) -> str:
     """The warning about allowlist entries whose file is gone (all of them: --verbose, or
     `stale` in --format json)."""
-    return f"{len(stale):,} allowlist entries name files that do not exist: {named_few(stale)}"
+    return f"{stale_entries(len(stale))}: {named_few(stale)}"
 
 
 def read_allowlist(path: str) -> Allowlist:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 
+from codemod.engine.discovery import stale_entries
 from codemod.report.shared.table import TABLE_JS, table_css
 from codemod.report.survey.charts import COLOURS, burndown, folder_bars, legend
 from codemod.report.survey.text import MEANING, batch_plan, percent, rules_line, what, widening_note
@@ -200,10 +201,7 @@ def _left_out(survey: Survey) -> list[str]:
         )
     if survey.stale:
         items = "".join(f"<li><code>{_e(p)}</code></li>" for p in survey.stale)
-        out.append(
-            f"<details><summary>{len(survey.stale)} allowlist entries name files that do not exist</summary>"
-            f"<ul>{items}</ul></details>"
-        )
+        out.append(f"<details><summary>{stale_entries(len(survey.stale))}</summary><ul>{items}</ul></details>")
     return out + ["</section>"]
 
 
@@ -231,7 +229,7 @@ def _header(survey: Survey) -> list[str]:
     if totals["excluded"]:
         notes.append(f"{totals['excluded']} excluded by a pattern")
     if totals["stale"]:
-        notes.append(f"{totals['stale']} allowlist entries name files that do not exist")
+        notes.append(stale_entries(totals["stale"]))
     if totals["torch_load_files"]:
         notes.append(
             f"{plural(totals['torch_load_files'], 'file calls', 'files call')} torch.load, "

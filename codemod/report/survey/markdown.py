@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from codemod.engine.discovery import stale_entries
 from codemod.report.shared.markdown import md_cell, md_code
 from codemod.report.survey.text import MEANING, batch_plan, percent, rules_line, what, widening_note
 from codemod.survey.model import STATUSES, FileSurvey, Survey, SurveyStatus
@@ -133,7 +134,7 @@ def render(survey: Survey) -> str:
     if totals["excluded"]:
         notes.append(f"{plural(totals['excluded'], 'allowlisted file')} excluded by a pattern (not surveyed).")
     if totals["stale"]:
-        notes.append(f"{totals['stale']} allowlist entries name files that do not exist.")
+        notes.append(stale_entries(totals["stale"]) + ".")
     if totals["torch_load_files"]:
         notes.append(
             f"{plural(totals['torch_load_files'], 'file calls', 'files call')} torch.load; "

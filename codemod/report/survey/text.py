@@ -3,6 +3,7 @@ suggested batches, and how the run went (the rules generation, cache, linter gat
 
 from __future__ import annotations
 
+from codemod.engine.discovery import stale_entries
 from codemod.engine.result import GateSummary, Mode, RunResult
 from codemod.report.findings.text import rules_summary
 from codemod.survey.model import STATUSES, BatchPlan, FileSurvey, Survey, SurveyStatus
@@ -67,8 +68,7 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
     if totals["excluded"]:
         extra.append(f"{totals['excluded']} excluded by a pattern")
     if totals["stale"]:
-        gone = ("allowlist entry names a file that does not exist", "allowlist entries name files that do not exist")
-        extra.append(plural(totals["stale"], *gone))
+        extra.append(stale_entries(totals["stale"]))
     if totals["torch_load_files"]:
         extra.append(
             f"{plural(totals['torch_load_files'], 'file calls', 'files call')} torch.load "
