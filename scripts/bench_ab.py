@@ -372,6 +372,8 @@ def main() -> int:
     ap.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
                     help="with --scale: decouple ab --pack / --no-pack (default: neither)")
     args = ap.parse_args()
+    # the runs start in temporary folders: a relative --python (.venv/bin/python) would name nothing there
+    args.python = os.path.abspath(shutil.which(args.python) or args.python)
     if args.torch:
         return torch_bench(args)
     if args.scale:
