@@ -488,6 +488,44 @@ def test_the_base_commits_linter_gates_what_is_committed_and_graduated(repo):
     assert "test/test_beta.py" in git(repo, "diff", "--name-only", "ungated^", "ungated").split()
 
 
+# A class whose test needs CUDA, with no device parameter and no instantiation: gen1's rules
+# leave it GENERIC (CUDA would need instantiate_device_type_tests); gen2's rules make it CUDA.
+CUDA_NEEDING_FILE = '''\
+import torch
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+
+class TestStreams(TestCase):
+    def test_event(self):
+        event = torch.cuda.Event()
+        event.record()
+'''
+
+
+def test_the_branch_holds_the_edits_the_plan_made_under_the_base_commits_rules(repo):
+    """The plan (and the gate) follow the generation of the base commit's linter; the commit
+    must hold those very edits, not the newest generation's (a gen1 checkout once got gen2's
+    CUDA label, which its linter rejects, committed and graduated)."""
+    fixture = os.path.join(os.path.dirname(__file__), "fixtures", "linters", "gen1_shape.py")
+    with open(fixture, encoding="utf-8") as f:
+        write(repo, "tools/linter/adapters/test_linter.py", f.read())
+    write(repo, "test/test_streams.py", CUDA_NEEDING_FILE)
+    entries = json.loads(open(ALLOWLIST).read()) + ["test/test_streams.py"]
+    write(repo, ALLOWLIST, json.dumps(sorted(entries), indent=2) + "\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a gen1 checkout")
+    code, dry = decouple("refactor", "test/test_streams.py", "--dry-run", "--linter", "off")
+    assert code == 0, dry
+    assert "+    hw_classification = HardwareClassification.GENERIC" in dry
+    code, out = decouple("refactor", "test/test_streams.py", "--no-ab", "--linter", "off")
+    assert code == 0, out
+    branch = "hw-classification/test_streams"
+    written = blob(repo, branch, "test/test_streams.py").decode()
+    assert "hw_classification = HardwareClassification.GENERIC" in written
+    assert "HardwareClassification.CUDA" not in written
+    assert "Decouple-Rules: gen1" in git(repo, "log", "-1", "--format=%B", branch).splitlines()
+
+
 def test_a_linter_that_cannot_run_is_exit_2_and_no_branch(repo):
     write(repo, "tools/linter/adapters/test_linter.py", "print('not json')\n")
     git(repo, "add", "-A")

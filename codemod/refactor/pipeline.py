@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codemod.ab.result.model import ABResult
+from codemod.engine import rules_choice
 from codemod.engine.discovery import graduate, read_allowlist
 from codemod.engine.process import run_files
 from codemod.engine.result import FAILED, UNCHANGED, Mode
@@ -106,15 +107,28 @@ class Outcome:
 # --- one group ---------------------------------------------------------------------------------
 
 
+def _planned_rules(plans: dict[str, _plan.FilePlan], files: list[str]) -> str:
+    """The generation of the linter's rules the plan (and its gate) applied to `files`: the
+    edits committed must be the ones planned and gated, not the newest generation's."""
+    names = {plans[f].rules if f in plans else "" for f in files}
+    if len(names) != 1 or "" in names:
+        raise RefactorError(f"{', '.join(files)}: the plan names no single generation of the linter's rules")
+    return names.pop()
+
+
 def _edit_group(
-    wt: Worktree, files: list[str], allowlist_rel: str | None, opts: Options
+    wt: Worktree, files: list[str], allowlist_rel: str | None, opts: Options, rules: str
 ) -> tuple[list[_plan.FilePlan], list[str]]:
-    """Write the edits and graduate the allowlist in the scratch tree: (plans, changed paths)."""
+    """Write the edits, under the generation `rules` the plan applied, and graduate the
+    allowlist in the scratch tree: (plans, changed paths)."""
     full = {os.path.join(wt.root, *f.split("/")): f for f in files}
-    results = run_files(list(full), opts.transforms, Mode.WRITE, opts.jobs)
+    transforms = rules_choice.with_rules(opts.transforms, rules)
+    results = run_files(list(full), transforms, Mode.WRITE, opts.jobs)
     for r in results:
         _plan.accept_as_is(r)  # as the plan did: a file with no test class is graduated as it is
     plans = {full[r.path]: _plan.from_result(full[r.path], r) for r in results}
+    for p in plans.values():
+        p.rules = rules  # the commit's Decouple-Rules trailer
     failed = [f"{full[r.path]}: {r.reason}" for r in results if r.status == FAILED]
     if failed:
         raise RefactorError("cannot edit " + "; ".join(failed))
@@ -278,7 +292,9 @@ def run(repo: Repo, opts: Options) -> Outcome:
                     continue
                 wt.switch(rec.head)  # detached: the branch may be checked out in your own tree
             else:
-                file_plans, changed = _edit_group(wt, rec.files, plan.allowlist_rel, opts)
+                file_plans, changed = _edit_group(
+                    wt, rec.files, plan.allowlist_rel, opts, _planned_rules(plans, rec.files)
+                )
                 if not changed:
                     outcome.skipped += [
                         SkippedFile(path=f, reason="nothing to change", status=UNCHANGED) for f in rec.files
