@@ -256,6 +256,33 @@ def test_a_process_that_ends_before_its_session_gives_no_account(tmp_path):
                                               "ended (exit code 0) between tests, before the session did)")
 
 
+@pytest.mark.parametrize(
+    ("exit_code", "status"),
+    [("os._exit(1)", "exit code 1"), ("os.kill(os.getpid(), signal.SIGSEGV)", "SIGSEGV")],
+    ids=["exit-1", "sigsegv"],
+)
+def test_a_process_that_fails_after_its_session_ended_is_said(tmp_path, exit_code, status):
+    # every test passed and pytest's session ended 0; then an atexit handler or a crash at
+    # interpreter exit: plain pytest's caller sees the failing status, so the run is never SAFE
+    root = _file(tmp_path, PLAIN)
+    (tmp_path / "conftest.py").write_text(f"import atexit, os, signal\n\natexit.register(lambda: {exit_code})\n")
+    fr = run_single_file(root, "test_f.py")
+    assert {o.outcome for o in fr.outcomes.values()} == {"passed"}  # what the reports say stays
+    (exited,) = fr.accounting
+    assert (exited.issue, exited.stopped_by, exited.exit_status, exited.files) == (
+        "exited-after-end", status, 0, ["test_f.py"])
+    assert accounting.describe("B", exited) == (
+        f"arm B: the process of test_f.py ended with {status} after pytest's session ended with exit status 0")
+    same = [Row(nodeid="t::x", category=Category.SAME_PASS)]
+    assert verdict(_result(same, b_findings=[exited]))[0] == "INCONCLUSIVE"
+
+
+def test_a_process_that_exits_as_its_session_ended_is_not_a_finding(tmp_path):
+    root = _file(tmp_path, PLAIN.replace("assert True\n\n\n", "assert False\n\n\n", 1))
+    fr = run_single_file(root, "test_f.py")  # exit status 1 from the session and from the process
+    assert fr.accounting == []
+
+
 def test_every_ordinary_outcome_agrees_with_pytest_s_account(tmp_path):
     # the control: skips, xfails (strict and not), subtests, errors in setup and teardown,
     # a module-level collection error in another file: no finding, no incomplete test

@@ -37,6 +37,17 @@ MODES: dict[str, tuple[str, ...]] = {
     "pack": ("--pack",),  # the files of an arm in shared pytest sessions
 }
 ALL = "*"  # an xfail reason that holds in every mode
+# the holes of the second review (branch corpus2), each named by what the fix needs
+NOT_ONE_SESSION = (
+    "each file runs in a session (or a process) of its own: what only `pytest PATHS` as one session shows "
+    "(a collection error of the whole walk, state one file leaves for the next) is never seen"
+)
+PACK_RERUN = "the order-suspect rerun replays the failing test's file, not its pack: a cause in an earlier file is lost"
+DIRTY_RERUN = (
+    "the confirmation reruns run in the arm's tree that the first run wrote to: a failure the first run's "
+    "leftovers cure is called flaky"
+)
+DETECTED = "the runner's DECOUPLE_AB_* variables are visible to the tests (deliberate detection of the runner)"
 
 
 class Plain(Enum):
@@ -484,6 +495,40 @@ ROWS: list[Row] = [
         description="the instantiate_device_type_tests call removed: the generic class has no runnable test",
         a={D: TORCH_A.format(opts="")},
         b={D: TORCH_A.format(opts="").replace("instantiate_device_type_tests(TestDev, globals())\n", "")}),
+    # --- the process fails after pytest's session ended 0 (every test passed; plain pytest exits non-zero)
+    Row(name="atexit-exit-1", description="a conftest registers os._exit(1) with atexit: all pass, the process exits 1",
+        a=PLAIN, b={CONF: "import atexit\nimport os\n\natexit.register(os._exit, 1)\n"},
+        says="after pytest's session ended with exit status 0"),
+    Row(name="atexit-sigsegv", description="a conftest's atexit handler sends the process SIGSEGV (a crash at exit)",
+        a=PLAIN, b={CONF: "import atexit, os, signal\n\natexit.register(os.kill, os.getpid(), signal.SIGSEGV)\n"},
+        says="after pytest's session ended with exit status 0"),
+    Row(name="unconfigure-exit-1", description="a conftest pytest_unconfigure calls os._exit(1) after the session ends",
+        a=PLAIN, b={CONF: "import os\n\n\ndef pytest_unconfigure(config):\n    os._exit(1)\n"},
+        says="after pytest's session ended with exit status 0"),
+    # --- what only `pytest PATHS` as one session shows
+    Row(name="pytest-plugins-nested-conftest",
+        description="pytest_plugins in tests/sub/conftest.py: `pytest tests` refuses it (not a top-level conftest)",
+        a={"tests/sub/test_x.py": PLAIN[X]}, b={"tests/sub/conftest.py": "pytest_plugins = []\n"},
+        xfail={ALL: NOT_ONE_SESSION}),
+    Row(name="duplicate-basename", description="B adds tests/sub/test_x.py beside tests/test_x.py, no __init__.py: "
+        "`pytest tests` cannot import the second (import file mismatch)",
+        a=PLAIN, b={"tests/sub/test_x.py": "def test_three():\n    assert True\n"},
+        xfail={"fork": NOT_ONE_SESSION, "nofork": NOT_ONE_SESSION}),
+    Row(name="leak-into-next-file",
+        description="B's test_a.py sets an environment variable at import that test_b.py, run after it, fails on",
+        a={"tests/test_a.py": "def test_a():\n    assert True\n",
+           "tests/test_b.py": "import os\n\n\ndef test_b():\n    assert os.environ.get('LEAK') is None\n"},
+        b={"tests/test_a.py": "import os\n\nos.environ['LEAK'] = '1'\n\n\ndef test_a():\n    assert True\n"},
+        xfail={"fork": NOT_ONE_SESSION, "nofork": NOT_ONE_SESSION, "pack": PACK_RERUN}),
+    # --- the reruns that call a failure flaky are not a replay of the run
+    Row(name="fails-on-a-clean-tree",
+        description="test_two fails the first time it runs in a tree and leaves a file there that makes it pass",
+        a=PLAIN, b=plain_b("from pathlib import Path\nseen = Path(__file__).with_name('seen.txt')\n"
+                           "first = not seen.exists()\nseen.touch()\nif not first:\n    return\n"),
+        xfail={ALL: DIRTY_RERUN}),
+    # --- a test that deliberately detects the runner (out of the isolation threat model; still never SAFE)
+    Row(name="detects-runner-env", description="the broken test returns early when DECOUPLE_AB_EVENTS is set",
+        a=PLAIN, b=plain_b("import os\nif 'DECOUPLE_AB_EVENTS' in os.environ:\n    return\n"), xfail={ALL: DETECTED}),
 ]
 
 

@@ -222,6 +222,11 @@ def describe(arm: str, finding: AccountFinding) -> str:
         return f"arm {arm}: pytest counted {p.get('failures', 0)} failures in {where}, the events none"
     if issue == AccountIssue.NO_ACCOUNT:
         return f"arm {arm}: no account of pytest's session of {where} ({finding.stopped_by or 'it could not be read'})"
+    if issue == AccountIssue.EXITED_AFTER_END:
+        return (
+            f"arm {arm}: the process of {where} ended with {finding.stopped_by} after pytest's session "
+            f"ended with exit status {finding.exit_status}"
+        )
     return f"arm {arm}: pytest ran {where} without its terminal reporter (-p no:terminal): its counts were not compared"
 
 

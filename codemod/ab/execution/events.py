@@ -226,6 +226,17 @@ class FileEvents:
         files = sorted({file_of(n) for n in self.session.outcomes})
         return AccountFinding(issue=AccountIssue.NO_ACCOUNT, files=files, stopped_by=why)
 
+    def exited(self, rc: int, status: str) -> AccountFinding | None:
+        """The process reached its session's end and then exited otherwise (an atexit handler
+        calling os._exit(1), a crash at interpreter exit): plain pytest's caller sees that
+        status, so the run is never SAFE; None when it exited as its session ended."""
+        if self.ended is None or rc == self.ended:
+            return None
+        files = sorted({file_of(n) for n in self.session.collected}) or [self.res.file]
+        return AccountFinding(
+            issue=AccountIssue.EXITED_AFTER_END, files=files, exit_status=self.ended, stopped_by=status
+        )
+
     def remaining(self) -> list[str]:
         return [n for n in self.collected if n not in self.excluded]
 

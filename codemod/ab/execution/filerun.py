@@ -110,7 +110,11 @@ class ArmRunner:
                 )
                 break
             watch, killed, rc, log = self._run_process(args, only, events, t_file)
-            if watch.saw_end or not self._resume(events, watch, killed, rc, output_tail(log)):
+            if watch.saw_end:
+                exited = events.exited(rc, processes.signame(rc)) if killed is None else None
+                res.accounting += [exited] if exited is not None else []
+                break
+            if not self._resume(events, watch, killed, rc, output_tail(log)):
                 break
             if not events.remaining():
                 break

@@ -146,6 +146,8 @@ class PackRunner(ArmRunner):
                 break
             said, killed, rc, log = self._run_pack_process(pack)
             if said.whole.saw_end and not said.elsewhere:
+                if killed is None:
+                    pack.exited(said.everyone, rc, processes.signame(rc))
                 break
             if not self._resume_pack(pack, said, killed, rc, output_tail(log)):
                 self._alone(pack, pack.unfinished())
@@ -322,6 +324,13 @@ class _Pack:
         """The session ended between tests without pytest's account: said once, on the first
         of its files, naming them all."""
         finding = everyone.unaccounted(status)
+        if finding is not None:
+            owner = next((f for f in self.files if f in finding.files), next(iter(self.files)))
+            self.files[owner].res.accounting.append(finding)
+
+    def exited(self, everyone: FileEvents, rc: int, status: str) -> None:
+        """The process exited otherwise than its session ended: said once, on the first of its files."""
+        finding = everyone.exited(rc, status)
         if finding is not None:
             owner = next((f for f in self.files if f in finding.files), next(iter(self.files)))
             self.files[owner].res.accounting.append(finding)

@@ -296,6 +296,9 @@ class AccountIssue(StrEnum):
     FAILURES_UNSEEN = "failures-unseen"  # session.testsfailed counts failures the events do not hold
     NO_ACCOUNT = "no-account"  # the session ended without pytest's account (the plugin could not read it)
     NO_REPORTER = "no-reporter"  # pytest ran without its terminal reporter (-p no:terminal): no counts to compare
+    # the process ended otherwise than its session (an atexit handler, a crash at interpreter exit): what a
+    # caller of plain pytest sees is that exit status, not the session's
+    EXITED_AFTER_END = "exited-after-end"
 
 
 @dataclass(kw_only=True)

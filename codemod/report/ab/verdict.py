@@ -140,6 +140,8 @@ def _finding(arm: str, finding: AccountFinding, f: Fmt) -> str:
         return f.say(f"acc.{finding.issue}", p=p.get(key, 0), e=e.get(key, 0), **common)
     if finding.issue == AccountIssue.NO_REPORTER:
         return f.say("acc.no-reporter", option=f.code("-p no:terminal"), **common)
+    if finding.issue == AccountIssue.EXITED_AFTER_END:
+        return f.say("acc.exited-after-end", status=f.code(finding.stopped_by), session=finding.exit_status, **common)
     why = f.code(finding.stopped_by) if finding.stopped_by else f.say("acc.unreadable")
     return f.say("acc.no-account", why=why, **common)
 

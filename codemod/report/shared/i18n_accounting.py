@@ -45,6 +45,11 @@ STRINGS: dict[str, dict[str, str | dict[str, str]]] = {
         "en": "arm {arm}: pytest ran {files} without its terminal reporter ({option}): its counts were not compared",
         "zh": "{arm} 组：pytest 运行 {files} 时未加载终端报告插件（{option}），无法比对其统计",
     },
+    "acc.exited-after-end": {
+        "en": "arm {arm}: the process of {files} ended with {status} after pytest's session ended with exit status "
+        "{session}",
+        "zh": "{arm} 组：pytest 对 {files} 的会话以退出状态 {session} 结束后，进程以 {status} 结束",
+    },
     "acc.more": {
         "en": {"one": " (and {n} more session)", "other": " (and {n} more sessions)"},
         "zh": "（另有 {n} 个会话）",
