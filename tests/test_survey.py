@@ -11,6 +11,7 @@ run separately.
 from __future__ import annotations
 
 import json
+import re
 import os
 import pty
 import select
@@ -327,7 +328,10 @@ def test_the_summary_names_totals_batches_and_history(surveyed):
     assert "graduate only: the linter accepts them as they are" in output
     assert "files could be widened by a step --restructure auto never runs (drop-only-for)" in output
     assert "allowlist history: " in output and "(4 commits)" in output
-    assert "linter gate: " in output and "rejected by the linter" in output
+    # one line per pass of the gate, named: labels alone, then the files restructured
+    assert re.search(r"^linter gate \(labels\): \d+ files? checked", output, re.M), output
+    assert re.search(r"^linter gate \(--restructure auto\): \d+ files? checked", output, re.M), output
+    assert "rejected by the linter" in output
 
 
 def test_a_dirty_tree_is_surveyed_as_the_work_tree_and_says_so(tree, surveyed, tmp_path):

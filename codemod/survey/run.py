@@ -86,7 +86,8 @@ class SurveyRun:
     survey: Survey
     analysed: int = 0  # files the engine looked at (the others came from the cache)
     cached: int = 0
-    gate: list[GateSummary] = field(default_factory=list)  # the gate's runs (labels, restructure)
+    # the gate's runs, by the pass that ran it: labels alone, then --restructure auto
+    gate: dict[str, GateSummary] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -204,7 +205,7 @@ def _analyse(req: SurveyRequest, todo: list[_Entry], rules: str, out: SurveyRun)
     paths = [os.path.normpath(e.path) for e in todo]
     labels, gate = _engine(req, paths, req.labels, rules, "survey: labels")
     if gate is not None:
-        out.gate.append(gate)
+        out.gate["labels"] = gate
     # The triage below is the transform's under that generation, as the engine will run it.
     restructured_transforms = rules_choice.with_rules(req.restructured, rules)
     restructure = next(t for t in restructured_transforms if isinstance(t, Restructure))
@@ -213,7 +214,7 @@ def _analyse(req: SurveyRequest, todo: list[_Entry], rules: str, out: SurveyRun)
     if second:
         restructured, gate = _engine(req, second, restructured_transforms, rules, "survey: --restructure auto")
         if gate is not None:
-            out.gate.append(gate)
+            out.gate["--restructure auto"] = gate
     surveys = []
     for p, e in zip(paths, todo, strict=True):
         surveys.append(

@@ -58,7 +58,7 @@ def rules_line(survey: Survey) -> str:
     return rules_summary(RunResult(mode=Mode.CLASSIFY, generation=survey.generation)).strip()
 
 
-def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = None) -> str:
+def summary(survey: Survey, cached: int = 0, gates: dict[str, GateSummary] | None = None) -> str:
     totals = survey.totals()
     total = totals["files"]
     lines = [f"survey of {what(survey)}: {plural(total, 'file')}"]
@@ -110,10 +110,11 @@ def summary(survey: Survey, cached: int = 0, gates: list[GateSummary] | None = N
         )
     if survey.generation is not None:
         lines.append(rules_line(survey))
-    for g in gates or []:
+    for survey_pass, g in (gates or {}).items():
         if g.checked:
             checked = plural(g.checked, "file")
-            line = f"linter gate: {checked} checked, {g.agree} agree with the tool, {g.disagree} disagree"
+            agreement = f"{g.agree} agree with the tool, {g.disagree} disagree"
+            line = f"linter gate ({survey_pass}): {checked} checked, {agreement}"
             lines.append(line + (f"; {len(g.rejected)} rejected by the linter" if g.rejected else ""))
     if cached:
         lines.append(f"cache: {cached} of {plural(total, 'file')} unchanged since an earlier survey")
