@@ -353,3 +353,20 @@ def test_counts_are_singular_for_one_file_and_plural_for_two(tmp_path):
     assert "linter gate: no tools/linter/adapters/test_linter.py above 2 files: not gated" in two.output
     assert "1 file:" in one.output and "2 files:" in two.output  # the summary line's count too
     assert "(s)" not in one.output + two.output
+
+
+@pytest.mark.parametrize("command", ["classify", "lint", "apply"])
+def test_a_relative_python_is_the_one_where_the_command_started(tmp_path, command):
+    # the gate runs the linter in the checkout's mirror: `--python ../py` from test/ must still be
+    # the interpreter next to the checkout (it named nothing there before: "cannot run ../py")
+    make_checkout(tmp_path, files=("test_a.py",))
+    (tmp_path / "env").symlink_to(sys.prefix)  # this environment, beside the checkout
+    relative = os.path.join("..", "env", os.path.relpath(sys.executable, sys.prefix))  # ../env/bin/python
+    extra = ["--format", "text", "--include-allowlisted"] if command == "lint" else []
+    r = cli(command, "test_a.py", "--python", relative, "-j", "1", *extra, cwd=tmp_path / "test")
+    assert "cannot run" not in r.output and "No module named" not in r.output, r.output
+    if command == "lint":
+        assert r.exit_code == 1 and "TestA" in r.output, r.output  # judged: the class needs its label
+    else:
+        assert r.exit_code == 0, r.output
+        assert "test_linter.py): 1 file checked, 1 agree with the tool" in r.output, r.output

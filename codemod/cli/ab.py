@@ -26,6 +26,7 @@ from codemod.cli.options import (
     confirm_option,
     diag_option,
     env_option,
+    interpreter_path,
     load_config,
     stack,
     timeout_option,
@@ -348,6 +349,7 @@ class AbRunOptions:
     "--python",
     "python",
     metavar="PATH",
+    callback=interpreter_path,
     default=None,
     help="Target interpreter (default: [tool.decouple] python, else the one running decouple). Must import pytest.",
 )

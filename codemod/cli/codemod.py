@@ -28,6 +28,7 @@ from codemod.cli.options import (
     format_option,
     gate_options,
     globals_option,
+    interpreter_path,
     label_options,
     linter_option,
     load_config,
@@ -267,6 +268,7 @@ def lint(**params: Any) -> None:
     "--python",
     "python",
     metavar="PATH",
+    callback=interpreter_path,
     help="Target interpreter (default: [tool.decouple] python, else this one). It is probed "
     "for its torch version (torch-load) and for HardwareClassification.",
 )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from codemod.cli.options import interpreter_path
 from codemod.discover.rounds import Refusal, discover, summary
 from codemod.util.files import signals_held
 
@@ -18,6 +19,7 @@ from codemod.util.files import signals_held
     "--python",
     "python",
     metavar="PATH",
+    callback=interpreter_path,
     default=None,
     help="Interpreter that runs the tests (default: the one running decouple).",
 )

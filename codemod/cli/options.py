@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 import sys
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,16 @@ from transforms.torch_load import MODES
 
 T = TypeVar("T")
 Decorator = Callable[[T], T]
+
+
+def interpreter_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """`--python`'s value, a path made absolute where the command started: the interpreter runs
+    in other folders (the linter gate in the checkout, the arms in their roots), where a relative
+    path (`.venv/bin/python`) names nothing. abspath, not realpath: a venv's python is a link, and
+    only the link makes it the venv. A bare name (`python3`) is looked up on PATH where it runs."""
+    if value and (os.sep in value or (os.altsep and os.altsep in value)):
+        return os.path.abspath(os.path.expanduser(value))
+    return value
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -239,6 +250,7 @@ gate_options = stack(
         "--python",
         "python",
         metavar="PATH",
+        callback=interpreter_path,
         help="Interpreter that runs the linter gate (default: [tool.decouple] python, else this one).",
     ),
 )

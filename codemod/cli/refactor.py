@@ -22,6 +22,7 @@ from codemod.cli.options import (
     explain_option,
     fail,
     globals_option,
+    interpreter_path,
     label_options,
     load_config,
     nothing_to_do,
@@ -218,7 +219,9 @@ def _left_out(data: Any, batches: list[list[str]]) -> dict[str, str]:
 @globals_option
 @explain_option
 @restructure_option
-@click.option("--python", metavar="PATH", help="Target interpreter for the A/B run and torch probes.")
+@click.option(
+    "--python", metavar="PATH", callback=interpreter_path, help="Target interpreter for the A/B run and torch probes."
+)
 @env_option
 @diag_option
 @timeout_option

@@ -25,6 +25,7 @@ from codemod.cli.options import (
     build,
     fail,
     globals_option,
+    interpreter_path,
     linter_option,
     load_config,
     nothing_to_do,
@@ -184,6 +185,7 @@ def _request(opts: SurveyOptions, cfg) -> tuple[survey_run.SurveyRequest, list[s
     "--python",
     "python",
     metavar="PATH",
+    callback=interpreter_path,
     help="Target interpreter (default: [tool.decouple] python, else this one): probed for its torch "
     "with --torch-load, and runs the linter gate.",
 )
