@@ -4,15 +4,20 @@ Every test whose outcome differs between the arms is rerun without the rest of i
 file, `k` rounds; each round reruns all of a file's discordant tests in one process
 per arm, arm A then arm B.  When alone both arms agree although they differed in
 the file, the file is rerun up to the test once per arm, to tell an order-dependent
-difference (reproduces) from a flaky test (does not).  The outcomes go to the rows'
-``reruns`` / ``suite_reruns``; `rerun_state` and `settle_flaky` judge them (pure).
+difference (reproduces) from a flaky test (does not).  Every rerun is a replay: it
+runs in a tree as the arm was before its first run (`replay`), never in the root the
+first run wrote to.  The outcomes go to the rows' ``reruns`` / ``suite_reruns``;
+`rerun_state` and `settle_flaky` judge them (pure).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
+from codemod.ab.arms.replay import Replays
 from codemod.ab.comparison.compare import FAILING_KINDS, KIND_OF, OutcomeKind, kind, sort_rows
 from codemod.ab.execution.filerun import ArmRunner
 from codemod.ab.execution.processes import SlotPool, wait_all
@@ -55,10 +60,24 @@ class RerunState(StrEnum):
 # the reruns
 
 
+@dataclass(frozen=True, kw_only=True)
+class Replayer:
+    """How an arm's tests are rerun: its runner, in its replay trees."""
+
+    runner: ArmRunner
+    trees: Replays
+
+    @contextlib.contextmanager
+    def fresh(self) -> Iterator[ArmRunner]:
+        """The runner on a tree as the arm was before its first run."""
+        with self.trees.tree() as spec:
+            yield self.runner.elsewhere(spec)
+
+
 def confirm_discordant(
     rows: list[TestComparison],
-    ra: ArmRunner,
-    rb: ArmRunner,
+    ra: Replayer,
+    rb: Replayer,
     a: ArmResult,
     b: ArmResult,
     k: int,
@@ -66,7 +85,8 @@ def confirm_discordant(
     stop: threading.Event,
     say: Callable[[str], None],
 ) -> None:
-    """Rerun the discordant tests among `rows`; `rows` is sorted again when any was."""
+    """Rerun the discordant tests among `rows`, each rerun a replay; `rows` is sorted again
+    when any was."""
     todo = [r for r in rows if _confirmable(r, a, b)]
     if not todo:
         return
@@ -124,14 +144,15 @@ def _by_file(rows: list[TestComparison]) -> dict[tuple[str, str], list[TestCompa
     return out
 
 
-def _rerun_together(runner: ArmRunner, arm: ArmResult, nodeids: list[str]) -> dict[str, OutcomeValue]:
-    """Rerun the given tests of one file in one process; node id -> outcome."""
+def _rerun_together(replayer: Replayer, arm: ArmResult, nodeids: list[str]) -> dict[str, OutcomeValue]:
+    """Rerun the given tests of one file in one process, in a fresh tree; node id -> outcome."""
     # node ids are relative to the arm root (the plugin rewrites pytest's
     # rootdir-relative ids), i.e. valid arguments from the cwd of run_file;
     # given in the file's collection order
     order = {n: i for i, n in enumerate(arm.outcomes)}
     ids = sorted(set(nodeids), key=lambda n: order.get(n, len(order)))
-    fr = runner.run_file(file_of(ids[0]), ids, only=set(ids))
+    with replayer.fresh() as runner:
+        fr = runner.run_file(file_of(ids[0]), ids, only=set(ids))
     out = {}
     for nodeid in ids:
         o = fr.outcomes.get(nodeid)
@@ -154,17 +175,18 @@ def _file_prefix(arm: ArmResult, file: str, upto: set[str]) -> set[str]:
 
 
 def _confirm_in_file(
-    ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, fa: str, fb: str, rows: list[TestComparison]
+    ra: Replayer, rb: Replayer, a: ArmResult, b: ArmResult, fa: str, fb: str, rows: list[TestComparison]
 ) -> None:
-    for runner, arm, f, side in ((ra, a, fa, 0), (rb, b, fb, 1)):
+    for replayer, arm, f, side in ((ra, a, fa, 0), (rb, b, fb, 1)):
         outcomes = [_both(r)[side] for r in rows]
-        fr = runner.run_file(f, [f], only=_file_prefix(arm, f, {o.nodeid for o in outcomes}))
+        with replayer.fresh() as runner:
+            fr = runner.run_file(f, [f], only=_file_prefix(arm, f, {o.nodeid for o in outcomes}))
         for o in outcomes:
             got = fr.outcomes.get(o.nodeid)
             o.suite_reruns.append(got.outcome if got is not None else OutcomeValue.NOT_RUN)
 
 
-def _confirm(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, rows: list[TestComparison], k: int) -> None:
+def _confirm(ra: Replayer, rb: Replayer, a: ArmResult, b: ArmResult, rows: list[TestComparison], k: int) -> None:
     """`k` rounds, alternating A and B; each round reruns all of the file's
     discordant tests in one process per arm."""
     pairs = [_both(r) for r in rows]
