@@ -15,7 +15,7 @@ from codemod.ab.comparison import compare as C
 from codemod.ab.comparison.compare import diagnostic_summary, exit_code, map_nodeid, parse_mapping, verdict
 from codemod.ab.arms.replay import Replays
 from codemod.ab.arms.sources import ArmSpec
-from codemod.ab.execution.confirm import Replayer, confirm_discordant, rerun_state, settle_flaky
+from codemod.ab.execution.confirm import PackPrefix, Replayer, confirm_discordant, packs_upto, rerun_state, settle_flaky
 from codemod.ab.execution.events import FileRun
 from codemod.ab.execution.processes import SlotPool
 from codemod.ab.result.model import ABResult, ArmResult, Outcome, OutcomeValue, RunIdentity
@@ -565,8 +565,9 @@ def _spec(tmp_path, name="B"):
 
 
 def _tree_of(root):
-    return {p.relative_to(root).as_posix(): (os.readlink(p) if p.is_symlink() else p.read_text() if p.is_file() else "/")
-            for p in sorted(root.rglob("*"))}
+    def content(p):
+        return os.readlink(p) if p.is_symlink() else p.read_text() if p.is_file() else "/"
+    return {p.relative_to(root).as_posix(): content(p) for p in sorted(root.rglob("*"))}
 
 
 def test_a_replay_tree_is_the_arm_before_its_first_run_every_time(tmp_path):
@@ -649,3 +650,53 @@ def test_confirmation_reruns_replay_a_fresh_tree_so_leftovers_cure_nothing(tmp_p
     assert row.category == "new-failure"  # not flaky: every rerun fails as on a clean tree
     assert spec_b.root not in roots_b[1:] and spec_a.root not in roots_a
     assert all(r.is_relative_to(spec_b.workdir / "replays") for r in roots_b[1:])
+
+
+def test_packs_upto_names_each_file_after_the_first_of_its_pack_with_what_ran_before_it():
+    files = {"t/a.py": ["t/a.py"], "t/c.py": ["t/c.py::x"], "t/d.py": ["t/d.py"]}  # the arm has no t/b.py
+    deselect = {"t/a.py": (), "t/b.py": (), "t/c.py": ("t/c.py::y",), "t/d.py": ()}
+    packed = packs_upto([["t/a.py", "t/b.py", "t/c.py"], ["t/d.py"]], files, deselect)
+    assert list(packed) == ["t/c.py"]
+    assert packed["t/c.py"].files == {"t/a.py": ["t/a.py"], "t/c.py": ["t/c.py::x"]}
+    assert packed["t/c.py"].deselect == {"t/a.py": (), "t/c.py": ("t/c.py::y",)}
+
+
+class _Leaky(_Passing):
+    """B's t/b.py::x fails only in a session where t/a.py ran before it (a variable set at import)."""
+
+    def run_file(self, file, args, only=None, deselect=()):
+        return self.run_pack({file: args}, {})[0]
+
+    def run_pack(self, files, deselect):
+        self.roots.append(self.spec.root)
+        leaked = self.spec.name == "B" and "t/a.py" in files
+        out = []
+        for f in files:
+            run = FileRun(arm=self.spec.name, file=f)
+            run.outcomes = {f"{f}::x": O("failed" if leaked and f == "t/b.py" else "passed")}
+            out.append(run)
+        return out
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_an_order_suspect_test_of_a_pack_is_rerun_after_the_files_before_it(tmp_path, packed):
+    nodeid = "t/b.py::x"
+    a, b = _arm("A", {nodeid: O("passed")}), _arm("B", {nodeid: O("failed")})
+    rows = C.compare_arms(a, b, {}, ["t"])
+    replayers = []
+    for name in "AB":
+        spec = _spec(tmp_path, name)
+        prefix = {"t/b.py": PackPrefix(files={"t/a.py": ["t/a.py"], "t/b.py": ["t/b.py"]}, deselect={})}
+        replayers.append(Replayer(runner=_Leaky(spec, []), trees=Replays.snapshot(spec), packed=prefix if packed else {}))
+    pool = SlotPool(2, "test-confirm")
+    try:
+        confirm_discordant(rows, *replayers, a, b, 2, pool, threading.Event(), lambda _: None)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    row = rows[0]
+    assert row.a.reruns == row.b.reruns == ["passed", "passed"]  # alone: the same in both arms
+    if packed:  # its pack replayed: the failure reproduces, order-dependent, not flaky
+        assert row.b.suite_reruns == ["failed"] and row.category == "new-failure"
+        assert "ran in a pack after t/a.py" in row.note and "order-dependent" in row.note
+    else:  # its file alone does not reproduce it
+        assert row.b.suite_reruns == ["passed"] and row.category == "flaky"

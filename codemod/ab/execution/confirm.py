@@ -4,7 +4,8 @@ Every test whose outcome differs between the arms is rerun without the rest of i
 file, `k` rounds; each round reruns all of a file's discordant tests in one process
 per arm, arm A then arm B.  When alone both arms agree although they differed in
 the file, the file is rerun up to the test once per arm, to tell an order-dependent
-difference (reproduces) from a flaky test (does not).  Every rerun is a replay: it
+difference (reproduces) from a flaky test (does not); a file that ran in a pack after
+other files is rerun after them, in one session, as it ran.  Every rerun is a replay: it
 runs in a tree as the arm was before its first run (`replay`), never in the root the
 first run wrote to.  The outcomes go to the rows' ``reruns`` / ``suite_reruns``;
 `rerun_state` and `settle_flaky` judge them (pure).
@@ -15,11 +16,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from codemod.ab.arms.replay import Replays
 from codemod.ab.comparison.compare import FAILING_KINDS, KIND_OF, OutcomeKind, kind, sort_rows
-from codemod.ab.execution.filerun import ArmRunner
+from codemod.ab.execution.packrun import PackRunner
 from codemod.ab.execution.processes import SlotPool, wait_all
 from codemod.ab.result.model import ArmResult, Category, Outcome, OutcomeValue, Phase, TestComparison, file_of
 from transforms.core.strenum import StrEnum
@@ -61,17 +62,42 @@ class RerunState(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PackPrefix:
+    """The files of a pack from its first up to one of them, as the arm ran them."""
+
+    files: dict[str, list[str]]  # file -> its pytest arguments, in the pack's order
+    deselect: dict[str, tuple[str, ...]]  # file -> the node ids its piece leaves out
+
+
+@dataclass(frozen=True, kw_only=True)
 class Replayer:
     """How an arm's tests are rerun: its runner, in its replay trees."""
 
-    runner: ArmRunner
+    runner: PackRunner
     trees: Replays
+    # each file that ran in a pack after other files: its pack up to it (what its
+    # order-suspect rerun replays)
+    packed: dict[str, PackPrefix] = field(default_factory=dict)
 
     @contextlib.contextmanager
-    def fresh(self) -> Iterator[ArmRunner]:
+    def fresh(self) -> Iterator[PackRunner]:
         """The runner on a tree as the arm was before its first run."""
         with self.trees.tree() as spec:
             yield self.runner.elsewhere(spec)
+
+
+def packs_upto(
+    packs: list[list[str]], files: dict[str, list[str]], deselect: dict[str, tuple[str, ...]]
+) -> dict[str, PackPrefix]:
+    """Each of an arm's `files` (file -> its pytest arguments) that ran in one of `packs` after
+    other files: its pack from the first file up to it."""
+    out: dict[str, PackPrefix] = {}
+    for pack in packs:
+        mine = [f for f in pack if f in files]
+        for end in range(2, len(mine) + 1):
+            upto = mine[:end]
+            out[upto[-1]] = PackPrefix(files={g: files[g] for g in upto}, deselect={g: deselect[g] for g in upto})
+    return out
 
 
 def confirm_discordant(
@@ -179,11 +205,19 @@ def _confirm_in_file(
 ) -> None:
     for replayer, arm, f, side in ((ra, a, fa, 0), (rb, b, fb, 1)):
         outcomes = [_both(r)[side] for r in rows]
+        pack = replayer.packed.get(f)
         with replayer.fresh() as runner:
-            fr = runner.run_file(f, [f], only=_file_prefix(arm, f, {o.nodeid for o in outcomes}))
+            if pack is None:
+                fr = runner.run_file(f, [f], only=_file_prefix(arm, f, {o.nodeid for o in outcomes}))
+            else:  # the files before it in its session may be the cause: replay them too
+                fr = runner.run_pack(pack.files, pack.deselect)[-1]
         for o in outcomes:
             got = fr.outcomes.get(o.nodeid)
             o.suite_reruns.append(got.outcome if got is not None else OutcomeValue.NOT_RUN)
+    if fb in rb.packed:
+        before = ", ".join(list(rb.packed[fb].files)[:-1])
+        for r in rows:
+            _add_note(r, f"ran in a pack after {before}: the rerun of its file replayed them before it")
 
 
 def _confirm(ra: Replayer, rb: Replayer, a: ArmResult, b: ArmResult, rows: list[TestComparison], k: int) -> None:

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from codemod.ab.arms.sources import ArmSpec
 from codemod.ab.execution import processes
@@ -44,6 +44,8 @@ class Kill(StrEnum):
 # ---------------------------------------------------------------------------
 # the processes of one file
 
+_Runner = TypeVar("_Runner", bound="ArmRunner")
+
 
 class ArmRunner:
     """Runs files of one arm; thread-safe (one call per worker thread)."""
@@ -68,7 +70,7 @@ class ArmRunner:
     def _next(self) -> int:
         return next(self._seq)  # (atomic: one C call)
 
-    def elsewhere(self, spec: ArmSpec) -> ArmRunner:
+    def elsewhere(self: _Runner, spec: ArmSpec) -> _Runner:
         """This runner on `spec` (the arm moved to a replay tree), numbering its processes'
         files in the arm's scratch folder with this one."""
         other = copy.copy(self)
