@@ -5,12 +5,19 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
+import threading
+from pathlib import Path
 
 import pytest
 
 from codemod.ab.comparison import compare as C
 from codemod.ab.comparison.compare import diagnostic_summary, exit_code, map_nodeid, parse_mapping, verdict
-from codemod.ab.execution.confirm import rerun_state, settle_flaky
+from codemod.ab.arms.replay import Replays
+from codemod.ab.arms.sources import ArmSpec
+from codemod.ab.execution.confirm import PackPrefix, Replayer, confirm_discordant, packs_upto, rerun_state, settle_flaky
+from codemod.ab.execution.events import FileRun
+from codemod.ab.execution.processes import SlotPool
 from codemod.ab.result.model import ABResult, ArmResult, Outcome, OutcomeValue, RunIdentity
 from codemod.ab.result.model import TestComparison as Comparison
 from codemod.ab.result.notices import Notice
@@ -541,3 +548,155 @@ def test_per_arm_tmpdir_paths_compare_equal():
     roots = (ROOT_A, ROOT_B, "/tmp/decouple-ab-k2")
     assert signatures(a, roots) == signatures(b, roots)
     assert "<tmp>" in signatures(a, roots)[0]
+
+
+# -- the confirmation reruns are replays ------------------------------------------
+
+
+def _spec(tmp_path, name="B"):
+    workdir = tmp_path / name
+    root = workdir / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a")
+    (root / "sub" / "b.txt").write_text("b")
+    (root / "link").symlink_to("a.txt")
+    env = {"PWD": str(root), "TMPDIR": str(workdir / "tmp"), "KEEP": "1"}
+    return ArmSpec(name=name, label=name, source="dir", root=root, workdir=workdir, env=env)
+
+
+def _tree_of(root):
+    def content(p):
+        return os.readlink(p) if p.is_symlink() else p.read_text() if p.is_file() else "/"
+    return {p.relative_to(root).as_posix(): content(p) for p in sorted(root.rglob("*"))}
+
+
+def test_a_replay_tree_is_the_arm_before_its_first_run_every_time(tmp_path):
+    spec = _spec(tmp_path)
+    before = _tree_of(spec.root)
+    trees = Replays.snapshot(spec)
+    (spec.root / "a.txt").write_text("the first run wrote here")  # what a replay must not see
+    (spec.root / "seen.txt").write_text("")
+    with trees.tree() as moved:
+        first = moved.root
+        assert first != spec.root and first.is_relative_to(spec.workdir)
+        assert _tree_of(first) == before
+        assert moved.env["PWD"] == str(first) and moved.env["KEEP"] == "1"
+        tmp = Path(moved.env["TMPDIR"])
+        assert tmp.is_dir() and not any(tmp.iterdir()) and tmp.is_relative_to(spec.workdir)
+        # the rerun changes, adds, removes and replaces what it likes
+        (first / "a.txt").write_text("changed, same size!"[:1])
+        (first / "seen.txt").write_text("")
+        (first / "new" / "deep").mkdir(parents=True)
+        (first / "sub" / "b.txt").unlink()
+        (first / "link").unlink()
+        (first / "link").write_text("no longer a link")
+        (first / "sub").chmod(0o700)
+        (tmp / "left.txt").write_text("")
+    with trees.tree() as moved:
+        assert moved.root == first  # the same tree, put back
+        assert _tree_of(first) == before
+        assert not any(Path(moved.env["TMPDIR"]).iterdir())
+        with trees.tree() as other:  # a rerun at the same time gets a tree of its own
+            assert other.root != first and _tree_of(other.root) == before
+    assert _tree_of(trees.pristine) == before
+
+
+class _SelfCuring:
+    """A runner whose test fails the first time it runs in a tree and leaves a file that makes it pass."""
+
+    def __init__(self, spec, roots):
+        self.spec, self.roots = spec, roots
+
+    def elsewhere(self, spec):
+        return type(self)(spec, self.roots)
+
+    def run_file(self, file, args, only=None, deselect=()):
+        self.roots.append(self.spec.root)
+        seen = self.spec.root / "seen.txt"
+        outcome = "passed" if seen.exists() else "failed"
+        seen.touch()
+        run = FileRun(arm=self.spec.name, file=file)
+        run.outcomes = {n: O(outcome) for n in args}
+        return run
+
+
+class _Passing(_SelfCuring):
+    def run_file(self, file, args, only=None, deselect=()):
+        self.roots.append(self.spec.root)
+        run = FileRun(arm=self.spec.name, file=file)
+        run.outcomes = {n: O("passed") for n in args}
+        return run
+
+
+def test_confirmation_reruns_replay_a_fresh_tree_so_leftovers_cure_nothing(tmp_path):
+    spec_a, spec_b = _spec(tmp_path, "A"), _spec(tmp_path, "B")
+    trees_a, trees_b = Replays.snapshot(spec_a), Replays.snapshot(spec_b)
+    roots_a, roots_b = [], []
+    runner_b = _SelfCuring(spec_b, roots_b)
+    nodeid = "t.py::x"
+    a = _arm("A", {nodeid: O("passed")})
+    b = _arm("B", {nodeid: runner_b.run_file("t.py", [nodeid]).outcomes[nodeid]})  # the first run: fails
+    assert (spec_b.root / "seen.txt").exists()  # and leaves its cure in the arm's root
+    rows = C.compare_arms(a, b, {}, ["t.py"])
+    assert [r.category for r in rows] == ["new-failure"]
+    pool = SlotPool(2, "test-confirm")
+    try:
+        confirm_discordant(rows, Replayer(runner=_Passing(spec_a, roots_a), trees=trees_a),
+                           Replayer(runner=runner_b, trees=trees_b), a, b, 2, pool, threading.Event(), lambda _: None)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    row = rows[0]
+    assert row.b.reruns == ["failed", "failed"] and row.a.reruns == ["passed", "passed"]
+    assert row.category == "new-failure"  # not flaky: every rerun fails as on a clean tree
+    assert spec_b.root not in roots_b[1:] and spec_a.root not in roots_a
+    assert all(r.is_relative_to(spec_b.workdir / "replays") for r in roots_b[1:])
+
+
+def test_packs_upto_names_each_file_after_the_first_of_its_pack_with_what_ran_before_it():
+    files = {"t/a.py": ["t/a.py"], "t/c.py": ["t/c.py::x"], "t/d.py": ["t/d.py"]}  # the arm has no t/b.py
+    deselect = {"t/a.py": (), "t/b.py": (), "t/c.py": ("t/c.py::y",), "t/d.py": ()}
+    packed = packs_upto([["t/a.py", "t/b.py", "t/c.py"], ["t/d.py"]], files, deselect)
+    assert list(packed) == ["t/c.py"]
+    assert packed["t/c.py"].files == {"t/a.py": ["t/a.py"], "t/c.py": ["t/c.py::x"]}
+    assert packed["t/c.py"].deselect == {"t/a.py": (), "t/c.py": ("t/c.py::y",)}
+
+
+class _Leaky(_Passing):
+    """B's t/b.py::x fails only in a session where t/a.py ran before it (a variable set at import)."""
+
+    def run_file(self, file, args, only=None, deselect=()):
+        return self.run_pack({file: args}, {})[0]
+
+    def run_pack(self, files, deselect):
+        self.roots.append(self.spec.root)
+        leaked = self.spec.name == "B" and "t/a.py" in files
+        out = []
+        for f in files:
+            run = FileRun(arm=self.spec.name, file=f)
+            run.outcomes = {f"{f}::x": O("failed" if leaked and f == "t/b.py" else "passed")}
+            out.append(run)
+        return out
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_an_order_suspect_test_of_a_pack_is_rerun_after_the_files_before_it(tmp_path, packed):
+    nodeid = "t/b.py::x"
+    a, b = _arm("A", {nodeid: O("passed")}), _arm("B", {nodeid: O("failed")})
+    rows = C.compare_arms(a, b, {}, ["t"])
+    replayers = []
+    for name in "AB":
+        spec = _spec(tmp_path, name)
+        prefix = {"t/b.py": PackPrefix(files={"t/a.py": ["t/a.py"], "t/b.py": ["t/b.py"]}, deselect={})}
+        replayers.append(Replayer(runner=_Leaky(spec, []), trees=Replays.snapshot(spec), packed=prefix if packed else {}))
+    pool = SlotPool(2, "test-confirm")
+    try:
+        confirm_discordant(rows, *replayers, a, b, 2, pool, threading.Event(), lambda _: None)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    row = rows[0]
+    assert row.a.reruns == row.b.reruns == ["passed", "passed"]  # alone: the same in both arms
+    if packed:  # its pack replayed: the failure reproduces, order-dependent, not flaky
+        assert row.b.suite_reruns == ["failed"] and row.category == "new-failure"
+        assert "ran in a pack after t/a.py" in row.note and "order-dependent" in row.note
+    else:  # its file alone does not reproduce it
+        assert row.b.suite_reruns == ["passed"] and row.category == "flaky"

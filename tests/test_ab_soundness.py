@@ -42,11 +42,6 @@ NOT_ONE_SESSION = (
     "each file runs in a session (or a process) of its own: what only `pytest PATHS` as one session shows "
     "(a collection error of the whole walk, state one file leaves for the next) is never seen"
 )
-PACK_RERUN = "the order-suspect rerun replays the failing test's file, not its pack: a cause in an earlier file is lost"
-DIRTY_RERUN = (
-    "the confirmation reruns run in the arm's tree that the first run wrote to: a failure the first run's "
-    "leftovers cure is called flaky"
-)
 DETECTED = "the runner's DECOUPLE_AB_* variables are visible to the tests (deliberate detection of the runner)"
 
 
@@ -519,13 +514,12 @@ ROWS: list[Row] = [
         a={"tests/test_a.py": "def test_a():\n    assert True\n",
            "tests/test_b.py": "import os\n\n\ndef test_b():\n    assert os.environ.get('LEAK') is None\n"},
         b={"tests/test_a.py": "import os\n\nos.environ['LEAK'] = '1'\n\n\ndef test_a():\n    assert True\n"},
-        xfail={"fork": NOT_ONE_SESSION, "nofork": NOT_ONE_SESSION, "pack": PACK_RERUN}),
+        xfail={"fork": NOT_ONE_SESSION, "nofork": NOT_ONE_SESSION}),
     # --- the reruns that call a failure flaky are not a replay of the run
     Row(name="fails-on-a-clean-tree",
         description="test_two fails the first time it runs in a tree and leaves a file there that makes it pass",
         a=PLAIN, b=plain_b("from pathlib import Path\nseen = Path(__file__).with_name('seen.txt')\n"
-                           "first = not seen.exists()\nseen.touch()\nif not first:\n    return\n"),
-        xfail={ALL: DIRTY_RERUN}),
+                           "first = not seen.exists()\nseen.touch()\nif not first:\n    return\n")),
     # --- a test that deliberately detects the runner (out of the isolation threat model; still never SAFE)
     Row(name="detects-runner-env", description="the broken test returns early when DECOUPLE_AB_EVENTS is set",
         a=PLAIN, b=plain_b("import os\nif 'DECOUPLE_AB_EVENTS' in os.environ:\n    return\n"), xfail={ALL: DETECTED}),

@@ -4,17 +4,23 @@ Every test whose outcome differs between the arms is rerun without the rest of i
 file, `k` rounds; each round reruns all of a file's discordant tests in one process
 per arm, arm A then arm B.  When alone both arms agree although they differed in
 the file, the file is rerun up to the test once per arm, to tell an order-dependent
-difference (reproduces) from a flaky test (does not).  The outcomes go to the rows'
-``reruns`` / ``suite_reruns``; `rerun_state` and `settle_flaky` judge them (pure).
+difference (reproduces) from a flaky test (does not); a file that ran in a pack after
+other files is rerun after them, in one session, as it ran.  Every rerun is a replay: it
+runs in a tree as the arm was before its first run (`replay`), never in the root the
+first run wrote to.  The outcomes go to the rows' ``reruns`` / ``suite_reruns``;
+`rerun_state` and `settle_flaky` judge them (pure).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
+from codemod.ab.arms.replay import Replays
 from codemod.ab.comparison.compare import FAILING_KINDS, KIND_OF, OutcomeKind, kind, sort_rows
-from codemod.ab.execution.filerun import ArmRunner
+from codemod.ab.execution.packrun import PackRunner
 from codemod.ab.execution.processes import SlotPool, wait_all
 from codemod.ab.result.model import ArmResult, Category, Outcome, OutcomeValue, Phase, TestComparison, file_of
 from transforms.core.strenum import StrEnum
@@ -55,10 +61,49 @@ class RerunState(StrEnum):
 # the reruns
 
 
+@dataclass(frozen=True, kw_only=True)
+class PackPrefix:
+    """The files of a pack from its first up to one of them, as the arm ran them."""
+
+    files: dict[str, list[str]]  # file -> its pytest arguments, in the pack's order
+    deselect: dict[str, tuple[str, ...]]  # file -> the node ids its piece leaves out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replayer:
+    """How an arm's tests are rerun: its runner, in its replay trees."""
+
+    runner: PackRunner
+    trees: Replays
+    # each file that ran in a pack after other files: its pack up to it (what its
+    # order-suspect rerun replays)
+    packed: dict[str, PackPrefix] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def fresh(self) -> Iterator[PackRunner]:
+        """The runner on a tree as the arm was before its first run."""
+        with self.trees.tree() as spec:
+            yield self.runner.elsewhere(spec)
+
+
+def packs_upto(
+    packs: list[list[str]], files: dict[str, list[str]], deselect: dict[str, tuple[str, ...]]
+) -> dict[str, PackPrefix]:
+    """Each of an arm's `files` (file -> its pytest arguments) that ran in one of `packs` after
+    other files: its pack from the first file up to it."""
+    out: dict[str, PackPrefix] = {}
+    for pack in packs:
+        mine = [f for f in pack if f in files]
+        for end in range(2, len(mine) + 1):
+            upto = mine[:end]
+            out[upto[-1]] = PackPrefix(files={g: files[g] for g in upto}, deselect={g: deselect[g] for g in upto})
+    return out
+
+
 def confirm_discordant(
     rows: list[TestComparison],
-    ra: ArmRunner,
-    rb: ArmRunner,
+    ra: Replayer,
+    rb: Replayer,
     a: ArmResult,
     b: ArmResult,
     k: int,
@@ -66,7 +111,8 @@ def confirm_discordant(
     stop: threading.Event,
     say: Callable[[str], None],
 ) -> None:
-    """Rerun the discordant tests among `rows`; `rows` is sorted again when any was."""
+    """Rerun the discordant tests among `rows`, each rerun a replay; `rows` is sorted again
+    when any was."""
     todo = [r for r in rows if _confirmable(r, a, b)]
     if not todo:
         return
@@ -124,14 +170,15 @@ def _by_file(rows: list[TestComparison]) -> dict[tuple[str, str], list[TestCompa
     return out
 
 
-def _rerun_together(runner: ArmRunner, arm: ArmResult, nodeids: list[str]) -> dict[str, OutcomeValue]:
-    """Rerun the given tests of one file in one process; node id -> outcome."""
+def _rerun_together(replayer: Replayer, arm: ArmResult, nodeids: list[str]) -> dict[str, OutcomeValue]:
+    """Rerun the given tests of one file in one process, in a fresh tree; node id -> outcome."""
     # node ids are relative to the arm root (the plugin rewrites pytest's
     # rootdir-relative ids), i.e. valid arguments from the cwd of run_file;
     # given in the file's collection order
     order = {n: i for i, n in enumerate(arm.outcomes)}
     ids = sorted(set(nodeids), key=lambda n: order.get(n, len(order)))
-    fr = runner.run_file(file_of(ids[0]), ids, only=set(ids))
+    with replayer.fresh() as runner:
+        fr = runner.run_file(file_of(ids[0]), ids, only=set(ids))
     out = {}
     for nodeid in ids:
         o = fr.outcomes.get(nodeid)
@@ -154,17 +201,26 @@ def _file_prefix(arm: ArmResult, file: str, upto: set[str]) -> set[str]:
 
 
 def _confirm_in_file(
-    ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, fa: str, fb: str, rows: list[TestComparison]
+    ra: Replayer, rb: Replayer, a: ArmResult, b: ArmResult, fa: str, fb: str, rows: list[TestComparison]
 ) -> None:
-    for runner, arm, f, side in ((ra, a, fa, 0), (rb, b, fb, 1)):
+    for replayer, arm, f, side in ((ra, a, fa, 0), (rb, b, fb, 1)):
         outcomes = [_both(r)[side] for r in rows]
-        fr = runner.run_file(f, [f], only=_file_prefix(arm, f, {o.nodeid for o in outcomes}))
+        pack = replayer.packed.get(f)
+        with replayer.fresh() as runner:
+            if pack is None:
+                fr = runner.run_file(f, [f], only=_file_prefix(arm, f, {o.nodeid for o in outcomes}))
+            else:  # the files before it in its session may be the cause: replay them too
+                fr = runner.run_pack(pack.files, pack.deselect)[-1]
         for o in outcomes:
             got = fr.outcomes.get(o.nodeid)
             o.suite_reruns.append(got.outcome if got is not None else OutcomeValue.NOT_RUN)
+    if fb in rb.packed:
+        before = ", ".join(list(rb.packed[fb].files)[:-1])
+        for r in rows:
+            _add_note(r, f"ran in a pack after {before}: the rerun of its file replayed them before it")
 
 
-def _confirm(ra: ArmRunner, rb: ArmRunner, a: ArmResult, b: ArmResult, rows: list[TestComparison], k: int) -> None:
+def _confirm(ra: Replayer, rb: Replayer, a: ArmResult, b: ArmResult, rows: list[TestComparison], k: int) -> None:
     """`k` rounds, alternating A and B; each round reruns all of the file's
     discordant tests in one process per arm."""
     pairs = [_both(r) for r in rows]

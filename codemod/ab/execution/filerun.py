@@ -9,12 +9,14 @@ a new process.  What its processes said is read and folded by ``events``.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import os
 import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from codemod.ab.arms.sources import ArmSpec
 from codemod.ab.execution import processes
@@ -42,6 +44,8 @@ class Kill(StrEnum):
 # ---------------------------------------------------------------------------
 # the processes of one file
 
+_Runner = TypeVar("_Runner", bound="ArmRunner")
+
 
 class ArmRunner:
     """Runs files of one arm; thread-safe (one call per worker thread)."""
@@ -61,13 +65,17 @@ class ArmRunner:
         self.file_timeout = file_timeout
         self.stop = stop
         self.server = server  # the arm's warm interpreter; None = a fresh process per run
-        self._seq = 0
-        self._lock = threading.Lock()
+        self._seq = itertools.count(1)  # numbers the processes' event files and logs
 
     def _next(self) -> int:
-        with self._lock:
-            self._seq += 1
-            return self._seq
+        return next(self._seq)  # (atomic: one C call)
+
+    def elsewhere(self: _Runner, spec: ArmSpec) -> _Runner:
+        """This runner on `spec` (the arm moved to a replay tree), numbering its processes'
+        files in the arm's scratch folder with this one."""
+        other = copy.copy(self)
+        other.spec = spec
+        return other
 
     def _start(self, argv: list[str], env: dict[str, str], log: Path, notes: list[Notice]) -> Any:
         """A pytest process: forked by the warm interpreter, or a fresh `python -m pytest`

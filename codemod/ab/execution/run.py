@@ -37,6 +37,7 @@ from codemod.ab.arms import shard as _shard
 from codemod.ab.arms import sources as _arms
 from codemod.ab.arms import trees as _trees
 from codemod.ab.arms.options import RunOptions, UsageError, check_options, parse_shard
+from codemod.ab.arms.replay import Replays
 from codemod.ab.arms.sources import ArmSpec, Sources
 from codemod.ab.comparison import compare as _cmp
 from codemod.ab.comparison import coverage as _coverage
@@ -47,7 +48,7 @@ from codemod.ab.execution import interpreter as _interp
 from codemod.ab.execution import labelfilter as _filter
 from codemod.ab.execution import processes
 from codemod.ab.execution import testplan as _testplan
-from codemod.ab.execution.confirm import confirm_discordant
+from codemod.ab.execution.confirm import Replayer, confirm_discordant, packs_upto
 from codemod.ab.execution.envprobe import PROBE_MODULE
 from codemod.ab.execution.events import FileRun
 from codemod.ab.execution.filerun import PLUGIN_MODULE, ArmRunner
@@ -171,6 +172,8 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
         # and the probe and the --hw-classification check run
         t_warm = time.monotonic()
         launched = _interp.launch(opts.fork, opts.python, specs, files.by_arm, support, servers, say)
+        # (while they import) what the confirmation reruns replay, before anything runs in the arms
+        replays = {n: Replays.snapshot(specs[n]) for n in ("A", "B") if n not in arm_errors} if opts.confirm > 0 else {}
     info = _interpreter_info(checked, opts.python, say)
     # the diff between the git arms, read while the warm interpreters import (an idle core)
     changes = processes.aside("changes", _changes.git_changes, str(cwd), opts.base, result.paths) if opts.base else None
@@ -192,7 +195,7 @@ def _run(opts: RunOptions, work: Path, pool: SlotPool, stop: threading.Event, se
     a, b = arms["A"], arms["B"]
     rows = _cmp.compare_arms(a, b, opts.mapping, result.paths)
     if opts.confirm > 0 and a.ran and b.ran:
-        confirm_discordant(rows, runners["A"], runners["B"], a, b, opts.confirm, pool, stop, say)
+        confirm_discordant(rows, *jobs.replayers(runners, replays), a, b, opts.confirm, pool, stop, say)
     result.tests = rows
     arms.update(jobs.results([n for n in specs if n not in arms], work))
     result.arms = [arms[n] for n in specs]
@@ -420,6 +423,7 @@ class _Jobs:
         self.opts, self.sources, self.specs, self.arm_errors = opts, sources, specs, arm_errors
         self.files, self.stop, self.result = files, stop, result
         self.jobs: list[_Job] = []
+        self.packs: list[list[str]] = []  # the packs the files ran in
 
     def start(
         self, pool: SlotPool, runners: dict[str, PackRunner], say: Callable[[str], None], packs: list[list[str]]
@@ -427,6 +431,7 @@ class _Jobs:
         """Queue every piece (or pack of pieces) in every arm that has its files, in job
         order: each file in A and B side by side (they run under the same conditions),
         then the diagnostic arms' files."""
+        self.packs = packs
         packed = {f for pack in packs for f in pack}
         pieces = {p.file: p for p in self.files.pieces}
         for arms in ([n for n in runners if n in ("A", "B")], [n for n in runners if n not in ("A", "B")]):
@@ -443,6 +448,13 @@ class _Jobs:
                     if args is not None and piece.file not in packed:
                         future = pool.submit(_run_piece, runners[name], piece, args, say)
                         self.jobs.append(_Job(arm=name, future=future))
+
+    def replayers(self, runners: dict[str, PackRunner], trees: dict[str, Replays]) -> tuple[Replayer, Replayer]:
+        """How A's and B's tests are rerun (`confirm`)."""
+        deselect = {p.file: p.deselect for p in self.files.pieces}
+        packed = {n: packs_upto(self.packs, self.files.by_arm[n], deselect) for n in "AB"}
+        a, b = (Replayer(runner=runners[n], trees=trees[n], packed=packed[n]) for n in "AB")
+        return a, b
 
     def results(self, names: Iterable[str], work: Path) -> dict[str, ArmResult]:
         """Wait for the jobs of the arms `names`: their results, in arm order, with
