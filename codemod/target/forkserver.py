@@ -328,6 +328,11 @@ def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no co
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
+        # the capture plugin, imported here once for all, keeps this session's variables and takes
+        # them out of the environment before the session starts, as its import does in a fresh process
+        plugin = sys.modules.get(PLUGIN_MODULE)
+        if plugin is not None:
+            plugin.take_variables()
         # what the interpreter reads from these at start-up (the server may
         # serve several arms, each with its own bytecode prefix)
         sys.pycache_prefix = os.environ.get("PYTHONPYCACHEPREFIX") or None
