@@ -20,9 +20,10 @@ have given:
 
 ``DECOUPLE_AB_PACK`` is the path of a file that lists the pack's files (one a line,
 relative to the invocation directory); the plugin takes it out of ``os.environ`` when pytest
-imports it (before any conftest.py or test module), so a test does not see it.  The plugin answers only while pytest collects:
-the capture plugin asks the same hook afterwards for what ``pytest DIR`` of a selected
-directory would have left out, and must hear the user's own hooks then.
+imports it (before any conftest.py or test module), so a test does not see it.  The plugin
+answers only while pytest collects: the capture plugin asks the same hook afterwards for what
+``pytest DIR`` of a selected directory would have left out, and must hear the user's own hooks
+then.
 
 The runner names only files whose names pytest's default ``python_files`` patterns match
 (``test_*.py``, ``*_test.py``); a file the configured patterns do not match is not
@@ -37,6 +38,7 @@ import pathlib
 import pytest
 
 _LISTED = os.environ.pop("DECOUPLE_AB_PACK", None)
+
 
 class _PackWalk:
     def __init__(self, files: set, dirs: set):
