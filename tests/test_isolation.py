@@ -308,11 +308,58 @@ def test_a_test_sees_no_path_of_the_tools_cache(tmp_path, result_cache, monkeypa
         assert not [v for v in values if str(result_cache) in v]
         assert "DECOUPLE_CACHE_DIR" not in seen["env"]
         # what the runner's own variables name lies in the run's temporary root, deleted with it
-        ours = {k: v for k, v in seen["env"].items() if k.startswith("DECOUPLE_")}
-        assert ours and all(v.startswith(run_root) or not os.path.isabs(v) for v in ours.values()), ours
+        assert not [k for k in seen["env"] if k.startswith("DECOUPLE_")]  # the runner's own: its plugins took them
         assert seen["prefix"].startswith(run_root)
         assert seen["env"]["GIT_CEILING_DIRECTORIES"] == os.path.realpath(run_root)
         assert not Path(run_root).exists()
+
+
+# Where a test's code sees the environment: a conftest.py and a test module as they are imported, a
+# test, and a process a test starts. Each appends the runner's variables it sees to its arm's file.
+SEES_RUNNER_VARIABLES = """import json
+import os
+import subprocess
+import sys
+
+
+def record(where, names=None):
+    if names is None:
+        names = [k for k in os.environ if k.startswith("DECOUPLE_")]
+    arm = os.path.basename(os.path.dirname(os.getcwd()))  # RUN/arms/<arm>/root
+    with open(os.environ["AB_OUT"] + "." + arm, "a") as fh:
+        fh.write(json.dumps({"where": where, "seen": names}) + "\\n")
+
+
+def record_a_child(where):
+    code = "import os; print(' '.join(k for k in os.environ if k.startswith('DECOUPLE_')))"
+    record(where, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split())
+"""
+RUNNER_VARIABLE_FILES = {
+    "tests/seen.py": SEES_RUNNER_VARIABLES,
+    "tests/conftest.py": "import seen\n\nseen.record('conftest')\n",
+    # the first test ends its process: the rest of the file runs in a new one, told what to leave out
+    "tests/test_one.py": "import os\n\nimport seen\n\nseen.record('module')\n\n\n"
+                         "def test_ends_its_process():\n    os._exit(3)\n\n\n"
+                         "def test_sees():\n    seen.record('test')\n    seen.record_a_child('child')\n",
+    "tests/test_two.py": "import seen\n\n\ndef test_sees():\n    seen.record('test')\n",
+}
+
+
+@pytest.mark.parametrize("fork, pack", [(True, False), (False, False), (True, True)], ids=["fork", "no-fork", "pack"])
+def test_a_test_sees_none_of_the_runners_variables(tmp_path, fork, pack):
+    for arm in ("a", "b"):
+        for rel, text in RUNNER_VARIABLE_FILES.items():
+            (tmp_path / arm / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / arm / rel).write_text(text)
+    out = tmp_path / "seen"
+    r = run_ab(RunOptions(paths=["tests"], a_root=str(tmp_path / "a"), b_root=str(tmp_path / "b"), cwd=str(tmp_path),
+                          jobs=2, confirm=0, fork=fork, pack=pack, env={"AB_OUT": str(out)}))
+    # (the runner read what its plugin recorded: the event file's path reached it)
+    assert _categories(r)["tests/test_two.py::test_sees"] == "same-pass", [(t.nodeid, t.category) for t in r.tests]
+    for arm in ("A", "B"):
+        records = [json.loads(line) for line in Path(f"{out}.{arm}").read_text().splitlines()]
+        assert {rec["where"] for rec in records} == {"conftest", "module", "test", "child"}, records
+        assert [rec for rec in records if rec["seen"]] == [], records
 
 
 def test_the_environments_own_sitecustomize_still_runs(tmp_path):

@@ -302,6 +302,25 @@ def _leave_inherited_finalizers() -> None:
         finalizer.atexit = False
 
 
+def _enter(cwd: str, env: dict) -> None:  # pragma: no cover - runs after fork
+    """The child's cwd and environment, and what the interpreter reads from them at start-up (the
+    server may serve several arms, each with its own bytecode prefix)."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    # the capture plugin, imported here once for all, keeps this session's variables and takes
+    # them out of the environment before the session starts, as its import does in a fresh process
+    plugin = sys.modules.get(PLUGIN_MODULE)
+    if plugin is not None:
+        plugin.take_variables()
+    sys.pycache_prefix = os.environ.get("PYTHONPYCACHEPREFIX") or None
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    import tempfile
+
+    tempfile.tempdir = None  # read TMPDIR again
+    sys.path[0] = os.getcwd()  # `python -m` puts the cwd first
+
+
 def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no cover - runs after fork
     code = 70
     try:
@@ -325,17 +344,7 @@ def child(req: dict, server_pid: int, close_fds: list) -> None:  # pragma: no co
                 os.close(fd)
             except OSError:
                 pass
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        # what the interpreter reads from these at start-up (the server may
-        # serve several arms, each with its own bytecode prefix)
-        sys.pycache_prefix = os.environ.get("PYTHONPYCACHEPREFIX") or None
-        sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-        import tempfile
-
-        tempfile.tempdir = None  # read TMPDIR again
-        sys.path[0] = os.getcwd()  # `python -m` puts the cwd first
+        _enter(req["cwd"], req["env"])
         if req.get("nice"):
             try:
                 os.nice(19)

@@ -19,9 +19,11 @@ have given:
 - every other file and directory is left out (pytest builds no collector for it).
 
 ``DECOUPLE_AB_PACK`` is the path of a file that lists the pack's files (one a line,
-relative to the invocation directory).  The plugin answers only while pytest collects:
-the capture plugin asks the same hook afterwards for what ``pytest DIR`` of a selected
-directory would have left out, and must hear the user's own hooks then.
+relative to the invocation directory); the plugin takes it out of ``os.environ`` when pytest
+imports it (before any conftest.py or test module), so a test does not see it.  The plugin
+answers only while pytest collects: the capture plugin asks the same hook afterwards for what
+``pytest DIR`` of a selected directory would have left out, and must hear the user's own hooks
+then.
 
 The runner names only files whose names pytest's default ``python_files`` patterns match
 (``test_*.py``, ``*_test.py``); a file the configured patterns do not match is not
@@ -34,6 +36,8 @@ import os
 import pathlib
 
 import pytest
+
+_LISTED = os.environ.pop("DECOUPLE_AB_PACK", None)
 
 
 class _PackWalk:
@@ -55,11 +59,10 @@ class _PackWalk:
 
 
 def pytest_configure(config):
-    listed = os.environ.get("DECOUPLE_AB_PACK")
-    if not listed:
+    if not _LISTED:
         return
     base = pathlib.Path(os.path.abspath(str(config.invocation_params.dir)))
-    with open(listed, encoding="utf-8", errors="surrogateescape") as fh:
+    with open(_LISTED, encoding="utf-8", errors="surrogateescape") as fh:
         files = {pathlib.Path(os.path.abspath(base / line.rstrip("\n"))) for line in fh if line.strip()}
     dirs = {parent for f in files for parent in f.parents}
     config.pluginmanager.register(_PackWalk(files, dirs), "decouple_ab_pack_walk")

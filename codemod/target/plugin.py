@@ -7,7 +7,9 @@ This file is standalone (stdlib + pytest only).  The runner copies it into a
 private directory as ``decouple_ab_plugin.py``, puts that directory on the
 child's PYTHONPATH and loads it with ``-p decouple_ab_plugin``.
 
-Environment variables read by the plugin:
+Environment variables read by the plugin (``RUNNER_VARIABLES``; ``take_variables`` moves them out
+of ``os.environ`` before any conftest.py or test module is imported: a test cannot tell by them that
+it runs under the runner, and a pytest it starts does not write into this process's event file):
 
 ``DECOUPLE_AB_EVENTS``    path of the JSON-lines event file (required; the plugin is inert without
                           it).
@@ -52,7 +54,7 @@ import posixpath
 import sys
 import time
 import types
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, MutableMapping, Optional
 
 import pytest
 
@@ -84,6 +86,31 @@ _CHAIN_DEPTH = 6
 # The terminal reporter's categories that count no test: passed setup/teardown (""), warnings, deselected.
 _UNCOUNTED = ("", "warnings", "deselected")
 _PHASES = ("setup", "call", "teardown")
+RUNNER_VARIABLES = (
+    "DECOUPLE_AB_EVENTS",
+    "DECOUPLE_AB_DESELECT",
+    "DECOUPLE_AB_ONLY",
+    "DECOUPLE_AB_WALKED",
+    "DECOUPLE_AB_FSYNC",
+    "DECOUPLE_AB_PARENT",
+)
+_given: Dict[str, str] = {}  # their values for this process's session
+
+
+def take_variables(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Keep the runner's variables of this process here, and take them out of `environ`.
+
+    Runs when pytest imports this plugin (``-p`` plugins are imported before the plugins of
+    entry points, conftest files and test modules), and again in each child of the warm
+    interpreter, which imported the plugin once for all, before the child's session starts."""
+    _given.clear()
+    for name in RUNNER_VARIABLES:
+        value = environ.pop(name, None)
+        if value is not None:
+            _given[name] = value
+
+
+take_variables()
 
 
 # ---------------------------------------------------------------------------
@@ -237,7 +264,7 @@ def _item_path(item):
 
 
 def _walk_roots(config) -> list:
-    dirs = _read_ids(os.environ.get("DECOUPLE_AB_WALKED"))
+    dirs = _read_ids(_given.get("DECOUPLE_AB_WALKED"))
     base = pathlib.Path(str(config.invocation_params.dir))
     return [(base / d).resolve() for d in sorted(dirs or ())]
 
@@ -362,8 +389,8 @@ class _Recorder:
 
     def _own_selection(self, config, items) -> None:
         """The runner's ONLY / DESELECT lists (shards, resumes, reruns): not recorded."""
-        only = _read_ids(os.environ.get("DECOUPLE_AB_ONLY"))
-        drop = _read_ids(os.environ.get("DECOUPLE_AB_DESELECT")) or set()
+        only = _read_ids(_given.get("DECOUPLE_AB_ONLY"))
+        drop = _read_ids(_given.get("DECOUPLE_AB_DESELECT")) or set()
         if only is None and not drop:
             return
         keep, gone = [], []
@@ -520,13 +547,13 @@ def _die_with_parent(parent: str) -> None:
 
 
 def pytest_configure(config):
-    path = os.environ.get("DECOUPLE_AB_EVENTS")
+    path = _given.get("DECOUPLE_AB_EVENTS")
     if not path:
         return
-    parent = os.environ.get("DECOUPLE_AB_PARENT")
+    parent = _given.get("DECOUPLE_AB_PARENT")
     if parent:
         _die_with_parent(parent)
-    rec = _Recorder(config, path, os.environ.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
+    rec = _Recorder(config, path, _given.get("DECOUPLE_AB_FSYNC", "none"), _prefix(config))
     rec.emit(
         SessionEvent(
             ev="session",

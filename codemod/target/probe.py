@@ -10,9 +10,11 @@ forked: a process of its own would import torch and the backend once more beside
 arms (1.4 s of CPU, on a machine whose cores the arms fill), so an arm's test process
 answers instead, after its tests: ``pytest_unconfigure`` writes the JSON object to the file
 ``DECOUPLE_AB_PROBE`` names, what the facts of a process of its own would be (the
-variables as the process started, the quantized engine as the first test started).  The
-runner asks a process of its own when no test process answered (none imported torch, a
-test left a device function replaced, the answer crashed or hung).
+variables as the process started, the quantized engine as the first test started); the
+plugin takes that variable out of ``os.environ`` when pytest imports it, before any
+conftest.py or test module, so a test does not see it.  The runner asks a process of its
+own when no test process answered (none imported torch, a test left a device function
+replaced, the answer crashed or hung).
 """
 
 from __future__ import annotations
@@ -259,10 +261,11 @@ def guarded_probe(environ: dict | None = None) -> dict:
         sys.stdout = real_stdout
 
 
-# As a plugin: what a test process answers from.  The variables as the process started
+# As a plugin: where a test process answers, and from what.  The variables as the process started
 # (`-p` plugins are imported before any conftest.py, which may set some); the quantized
 # engine as the first test started (reading it has no side effect; a test may leave
 # another one set).
+_ANSWER_FILE = os.environ.pop("DECOUPLE_AB_PROBE", None)
 _ENVIRON_AT_START = dict(os.environ)
 _ENGINE_BEFORE_TESTS: list = []
 # Seconds: the facts of an imported torch take milliseconds.  A device query that hangs
@@ -312,7 +315,7 @@ def pytest_runtest_logstart(nodeid, location) -> None:
 def pytest_unconfigure(config) -> None:
     """Answer the probe in the file DECOUPLE_AB_PROBE names: once per arm (the first process
     to claim it), only where the tests imported torch and left its device functions alone."""
-    out = os.environ.get("DECOUPLE_AB_PROBE")
+    out = _ANSWER_FILE
     torch = sys.modules.get("torch")
     if not out or torch is None or replaced_device_function(torch):
         return

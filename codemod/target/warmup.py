@@ -26,6 +26,7 @@ throwaway subclasses stay alive, listed by their base class's ``__subclasses__()
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -157,7 +158,8 @@ def warm_up(classes: list, loaded: list, plugin: str, pytest_args: list, roots: 
         timed_out.append(True)
         raise _WarmUpTimeout()
 
-    os.environ["DECOUPLE_AB_EVENTS"] = events = os.path.join(where, "events.jsonl")
+    events = os.path.join(where, "events.jsonl")
+    importlib.import_module(plugin).take_variables({"DECOUPLE_AB_EVENTS": events})  # (preloaded)
     signal.signal(signal.SIGALRM, alarm)
     signal.alarm(WARM_UP_TIMEOUT)
     try:
