@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from codemod.engine.discovery import DEFAULT_EXCLUDES, exclude_patterns
+from codemod.util import target_python
 from codemod.util.config import Config, ConfigError
 from codemod.util.config import load_config as _load_config
 from transforms.core.strenum import StrEnum
@@ -28,13 +29,8 @@ Decorator = Callable[[T], T]
 
 
 def interpreter_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """`--python`'s value, a path made absolute where the command started: the interpreter runs
-    in other folders (the linter gate in the checkout, the arms in their roots), where a relative
-    path (`.venv/bin/python`) names nothing. abspath, not realpath: a venv's python is a link, and
-    only the link makes it the venv. A bare name (`python3`) is looked up on PATH where it runs."""
-    if value and (os.sep in value or (os.altsep and os.altsep in value)):
-        return os.path.abspath(os.path.expanduser(value))
-    return value
+    """`--python`'s value, a path made absolute where the command started (`target_python.absolute`)."""
+    return (target_python.absolute(value, os.getcwd()) or value) if value else value
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -11,10 +11,22 @@ implementation, is refused with the version it reported (exit 2) before anything
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 MIN_PYTHON = (3, 9)
+
+
+def absolute(python: str, cwd: str) -> str | None:
+    """`--python` as a path that names the same interpreter from any folder (the linter gate runs
+    in the checkout, the arms in their roots): a path made absolute against `cwd`, with abspath,
+    not realpath (a venv's python is a link, and only the link makes it the venv); None for a bare
+    name (`python3`), which PATH answers."""
+    if os.sep in python or (os.altsep and os.altsep in python):
+        return os.path.abspath(os.path.join(cwd, os.path.expanduser(python)))
+    return None
+
 
 # Python source that any Python (2.7 too) runs: `python_facts()` is the implementation and the
 # version, which the probes put into their answers.

@@ -429,8 +429,9 @@ def resolve_python(python: str, cwd: Path) -> str:
     only the link makes it the venv.  A bare name is looked up on PATH."""
     if not python:
         raise UsageError("--python: empty interpreter path")
-    if os.sep in python or (os.altsep and os.altsep in python):
-        return os.path.abspath(os.path.join(str(cwd), os.path.expanduser(python)))
+    path = target_python.absolute(python, str(cwd))
+    if path is not None:
+        return path
     found = shutil.which(python)
     if found is None:
         raise UsageError(f"--python {python}: no such interpreter (not found on PATH)")
