@@ -38,7 +38,7 @@ from codemod.ab.execution.events import EventReader, FileEvents, FileRun, Proces
 from codemod.ab.execution.filerun import COLLECT_TIMEOUT_MIN, ArmRunner, Kill
 from codemod.ab.execution.interpreter import PACK_PLUGIN_MODULE
 from codemod.ab.execution.processes import Interrupted
-from codemod.ab.result.model import Outcome, OutcomeValue, file_of
+from codemod.ab.result.model import AccountFinding, Outcome, OutcomeValue, file_of
 from codemod.ab.result.notices import Notice
 
 if TYPE_CHECKING:  # the plugin imports pytest, which the runner's own interpreter may lack
@@ -321,16 +321,15 @@ class _Pack:
             e.settle(replace(reconciled, findings=findings, doubts=doubts))
 
     def unaccounted(self, everyone: FileEvents, status: str) -> None:
-        """The session ended between tests without pytest's account: said once, on the first
-        of its files, naming them all."""
-        finding = everyone.unaccounted(status)
-        if finding is not None:
-            owner = next((f for f in self.files if f in finding.files), next(iter(self.files)))
-            self.files[owner].res.accounting.append(finding)
+        """The session ended between tests without pytest's account."""
+        self._say_once(everyone.unaccounted(status))
 
     def exited(self, everyone: FileEvents, rc: int, status: str) -> None:
-        """The process exited otherwise than its session ended: said once, on the first of its files."""
-        finding = everyone.exited(rc, status)
+        """The process exited otherwise than its session ended."""
+        self._say_once(everyone.exited(rc, status))
+
+    def _say_once(self, finding: AccountFinding | None) -> None:
+        """A finding about the pack's process: said once, on the first of the files it names."""
         if finding is not None:
             owner = next((f for f in self.files if f in finding.files), next(iter(self.files)))
             self.files[owner].res.accounting.append(finding)
