@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from transforms.core.facts import DeviceNeed, Instantiation, TestClassFacts
+from transforms.core.words import plural
 from transforms.rules.checks import FORBIDDEN_ONLY_DECORATORS
 
 __all__ = ["Evidence", "call_text", "evidence", "needs_evidence", "needs_gpu_warnings"]
@@ -56,7 +57,7 @@ def evidence(cls: TestClassFacts) -> tuple[Evidence, ...]:
     without = [m for m in cls.test_methods if not m.takes_device]
     total = len(cls.test_methods)
     if not with_device:
-        out.append(Evidence(None, f"no test method takes device/devices ({_count(total, 'test method')})"))
+        out.append(Evidence(None, f"no test method takes device/devices ({plural(total, 'test method')})"))
     elif not without:
         first = with_device[0]
         out.append(
@@ -107,7 +108,3 @@ def needs_gpu_warnings(cls: TestClassFacts) -> tuple[Evidence, ...]:
     out = [_need_text(f"class {cls.name}", n) for n in cls.needs]
     out += [_need_text(m.name, n) for m in cls.test_methods for n in m.needs]
     return tuple(out)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -39,6 +39,7 @@ from codemod.ab.result.model import (
 )
 from codemod.util.jsonfile import read_option_json
 from transforms.core.strenum import StrEnum
+from transforms.core.words import noun, plural
 
 
 class OutcomeKind(StrEnum):
@@ -449,18 +450,14 @@ def _listed(rows: list[TestComparison]) -> str:
     return ", ".join(t.nodeid for t in rows[:3]) + (", ..." if len(rows) > 3 else "")
 
 
-def _s(n: int, one: str, other: str) -> str:
-    return one if n == 1 else other
-
-
 def _not_shown(result: ABResult) -> str:
     out = ""
     if result.not_exercised:
         out += f"; not exercised on this machine: {', '.join(result.not_exercised)} (the device set widened in B)"
     for f in result.runtime:
         out += (
-            f"; unclassified at run time: {f.tests} {_s(f.tests, 'test', 'tests')} of {f.file} "
-            f"({', '.join(f.classes)}) {_s(f.tests, 'carries', 'carry')} no hw_classification when they run"
+            f"; unclassified at run time: {plural(f.tests, 'test')} of {f.file} "
+            f"({', '.join(f.classes)}) {noun(f.tests, 'carries', 'carry')} no hw_classification when they run"
         )
     return out
 
@@ -476,16 +473,16 @@ def _flaky_text(result: ABResult) -> str:
 def _elsewhere_text(rows: list[TestComparison], n: int) -> str:
     devices = sorted({d for t in rows if (d := device_of(t.nodeid))})
     return (
-        f"{n} {_s(n, 'test', 'tests')} that ran in A moved to a device this machine lacks "
+        f"{plural(n, 'test')} that ran in A moved to a device this machine lacks "
         f"(not-run-here{': ' + ', '.join(devices) if devices else ''}): " + _listed(rows)
     )
 
 
 def _unknown_text(rows: list[TestComparison], n: int) -> str:
     return (
-        f"{n} {_s(n, 'test', 'tests')} ran to an outcome in neither arm (the file was stopped before "
-        f"{_s(n, 'it', 'them')}: -x/--maxfail, a crash or --file-timeout; or a session ended during "
-        f"{_s(n, 'it', 'them')}): " + _listed(rows)
+        f"{plural(n, 'test')} ran to an outcome in neither arm (the file was stopped before "
+        f"{noun(n, 'it', 'them')}: -x/--maxfail, a crash or --file-timeout; or a session ended during "
+        f"{noun(n, 'it', 'them')}): " + _listed(rows)
     )
 
 
